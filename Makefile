@@ -1,0 +1,58 @@
+# queryclaw_ext: PGXS build, plus the project's two commands (make test, make demo).
+#
+# The test and demo targets install whatever Debian packages are missing before
+# building, so they must work even when the PostgreSQL server headers (and so
+# PGXS itself) are not installed yet.
+
+EXTENSION = queryclaw_ext
+MODULE_big = queryclaw_ext
+OBJS = \
+	src/queryclaw.o \
+	src/guc.o \
+	src/netaddr.o \
+	src/rules.o \
+	src/policy.o \
+	src/redact.o \
+	src/http.o \
+	src/charset.o \
+	src/html.o \
+	src/json.o \
+	src/response.o \
+	src/audit.o \
+	src/fetch.o \
+	src/api.o \
+	src/check.o
+DATA = sql/queryclaw_ext--0.1.sql
+PGFILEDESC = "queryclaw_ext - policy-checked, audited HTTP from SQL"
+
+DEPS_PKGS = libcurl libcjson libxml-2.0
+PG_CPPFLAGS = $(shell pkg-config --cflags $(DEPS_PKGS) 2>/dev/null)
+PG_CFLAGS = -Wall -Wextra -Werror -Wno-unused-parameter -Wno-missing-field-initializers -Wno-sign-compare
+SHLIB_LINK = $(shell pkg-config --libs $(DEPS_PKGS) 2>/dev/null)
+
+# Debian installs one pg_config per major version; this project targets 15.
+PG_CONFIG ?= $(firstword $(wildcard /usr/lib/postgresql/15/bin/pg_config) pg_config)
+PGXS := $(wildcard $(shell $(PG_CONFIG) --pgxs 2>/dev/null))
+ifneq ($(PGXS),)
+include $(PGXS)
+else
+all:
+	@echo "PostgreSQL server headers not found: run 'make test' or 'make demo', which install them"
+	@exit 1
+endif
+
+.PHONY: test demo deps
+deps:
+	bash test/deps.sh
+test:
+	bash test/run.sh
+demo:
+	bash test/demo.sh
+
+# The pure C policy code, tested without a server.
+UNIT_SRCS = test/unit/test_rules.c src/netaddr.c src/rules.c
+test/unit/test_rules: $(UNIT_SRCS) src/netaddr.h src/rules.h
+	$(CC) -std=c99 -D_DEFAULT_SOURCE -Wall -Wextra -Werror -Isrc -o $@ $(UNIT_SRCS)
+.PHONY: unit-tests
+unit-tests: test/unit/test_rules
+	./test/unit/test_rules

@@ -1,0 +1,55 @@
+--
+-- Install the extension and the helpers the other tests use.
+--
+CREATE EXTENSION queryclaw_ext;
+
+SELECT n.nspname, p.proname, pg_get_function_arguments(p.oid) AS arguments,
+       pg_get_function_result(p.oid) AS result
+  FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+ WHERE n.nspname = 'queryclaw'
+ ORDER BY p.proname;
+
+-- every function is documented
+SELECT p.proname, obj_description(p.oid, 'pg_proc') IS NOT NULL AS has_comment
+  FROM pg_proc p WHERE p.pronamespace = 'queryclaw'::regnamespace ORDER BY 1;
+
+-- The fixture server's address varies from run to run; tests refer to it
+-- through these helpers and show it as BASE (and its port as PORT).
+CREATE SCHEMA qc_test;
+
+CREATE FUNCTION qc_test.url(path text) RETURNS text LANGUAGE sql STABLE
+AS $$ SELECT current_setting('qc_test.base') || path $$;
+
+CREATE FUNCTION qc_test.scrub(t text) RETURNS text LANGUAGE sql STABLE
+AS $$ SELECT replace(replace(t, current_setting('qc_test.base'), 'BASE'),
+                     ':' || current_setting('qc_test.port'), ':PORT') $$;
+
+-- Run a statement and report its outcome as text: 'ok', or the SQLSTATE
+-- with the message, detail and hint, the fixture's address scrubbed.
+CREATE FUNCTION qc_test.try(stmt text) RETURNS text LANGUAGE plpgsql
+AS $$
+DECLARE
+    state text; msg text; detail text; hint text;
+BEGIN
+    EXECUTE stmt;
+    RETURN 'ok';
+EXCEPTION WHEN OTHERS THEN
+    GET STACKED DIAGNOSTICS state = RETURNED_SQLSTATE, msg = MESSAGE_TEXT,
+        detail = PG_EXCEPTION_DETAIL, hint = PG_EXCEPTION_HINT;
+    RETURN qc_test.scrub(state || ': ' || msg
+        || coalesce(E'\nDETAIL: ' || nullif(detail, ''), '')
+        || coalesce(E'\nHINT: ' || nullif(hint, ''), ''));
+END
+$$;
+
+-- api_call's result without the parts that vary (timing, the port)
+CREATE FUNCTION qc_test.api(r jsonb) RETURNS jsonb LANGUAGE sql STABLE
+AS $$ SELECT qc_test.scrub((r - 'elapsed_ms')::text)::jsonb $$;
+
+-- the fixture counts the requests it serves: proof that a refusal sent nothing
+CREATE FUNCTION qc_test.requests_served() RETURNS bigint LANGUAGE sql
+AS $$ SELECT (queryclaw.api_call(qc_test.url('/stats'))->'body'->>'requests')::bigint $$;
+CREATE FUNCTION qc_test.reset_requests() RETURNS void LANGUAGE sql
+AS $$ SELECT queryclaw.api_call(qc_test.url('/stats/reset')) $$;
+
+SELECT qc_test.scrub(queryclaw.web_fetch(qc_test.url('/hello'))) AS fixture_answers;

@@ -1,0 +1,51 @@
+--
+-- Redirects: followed by the extension itself, each hop checked again.
+--
+SELECT queryclaw.web_fetch(qc_test.url('/chain/3'));
+SELECT qc_test.scrub(r->>'url') AS final_url, r->'status' AS status
+  FROM queryclaw.api_call(qc_test.url('/chain/2')) AS r;
+
+-- relative Location, and a fragment (dropped, never sent)
+SELECT queryclaw.web_fetch(qc_test.url('/redirect?to=/hello'));
+SELECT queryclaw.web_fetch(qc_test.url('/redirect?to=hello'));
+SELECT qc_test.scrub(r->>'url') AS final_url
+  FROM queryclaw.api_call(qc_test.url('/redirect?to=/hello%23section')) AS r;
+
+-- at most max_redirects hops
+SELECT qc_test.try($$SELECT queryclaw.web_fetch(qc_test.url('/chain/6'))$$);
+SET queryclaw.max_redirects = 1;
+SELECT qc_test.try($$SELECT queryclaw.web_fetch(qc_test.url('/chain/2'))$$);
+SET queryclaw.max_redirects = 0;
+SELECT qc_test.try($$SELECT queryclaw.web_fetch(qc_test.url('/chain/1'))$$);
+SELECT qc_test.try($$SELECT queryclaw.api_call(qc_test.url('/chain/1'))$$);
+RESET queryclaw.max_redirects;
+
+-- an endless loop ends with a clear error
+SELECT qc_test.try($$SELECT queryclaw.web_fetch(qc_test.url('/loop'))$$);
+
+-- a redirect to a refused target is refused before connecting to it
+SELECT qc_test.try($$SELECT queryclaw.web_fetch(qc_test.url('/redirect?to=http://10.0.0.1/'))$$);
+SELECT qc_test.try($$SELECT queryclaw.web_fetch(qc_test.url('/redirect?to=http://169.254.169.254/latest/meta-data/'))$$);
+SELECT qc_test.try($$SELECT queryclaw.web_fetch(qc_test.url('/redirect?to=http://[::1]:22/'))$$);
+SELECT qc_test.try($$SELECT queryclaw.web_fetch(qc_test.url('/redirect?to=file:///etc/passwd'))$$);
+SELECT qc_test.try($$SELECT queryclaw.web_fetch(qc_test.url('/redirect?to=gopher://127.0.0.1/'))$$);
+SET queryclaw.denied_hosts = 'blocked.example';
+SELECT qc_test.try($$SELECT queryclaw.web_fetch(qc_test.url('/redirect?to=http://blocked.example/'))$$);
+RESET queryclaw.denied_hosts;
+-- the same server on another port is another target: not in the allowlist
+SELECT qc_test.try($$SELECT queryclaw.web_fetch(qc_test.url('/redirect?to=http://127.0.0.1:1/'))$$);
+
+-- methods across redirects: 303 becomes GET, 307 and 308 keep method and body
+SELECT c AS code, r->'body'->>'method' AS method, r->'body'->>'body' AS body
+  FROM unnest(ARRAY[301, 302, 303, 307, 308]) AS c,
+       LATERAL queryclaw.api_call(qc_test.url('/redirect?to=/echo&code=' || c), 'POST', body => 'data') AS r;
+
+-- credentials do not follow a redirect to another origin
+SET queryclaw.local_allowlist = '127.0.0.0/8';
+SELECT r->'body'->'headers' ? 'authorization' AS same_origin_keeps
+  FROM queryclaw.api_call(qc_test.url('/redirect?to=/echo'), headers => '{"Authorization": "Bearer s3cret"}') AS r;
+SELECT r->'body'->'headers' ? 'authorization' AS other_origin_keeps,
+       r->'body'->'headers' ? 'x-plain' AS plain_header_kept
+  FROM queryclaw.api_call(qc_test.url('/redirect?to=http://localhost:' || current_setting('qc_test.port') || '/echo'),
+                          headers => '{"Authorization": "Bearer s3cret", "X-Plain": "1"}') AS r;
+RESET queryclaw.local_allowlist;

@@ -1,0 +1,101 @@
+/* queryclaw_ext 0.1: policy-checked, audited HTTP from SQL */
+
+\echo Use "CREATE EXTENSION queryclaw_ext" to load this file. \quit
+
+-- The schema is created by CREATE EXTENSION (the control file names it).
+-- Roles need USAGE to reach the functions and the my_audit view; each
+-- object below still has its own, narrower privileges.
+GRANT USAGE ON SCHEMA queryclaw TO PUBLIC;
+
+--
+-- The audit trail: one row for every attempted call.
+--
+CREATE TABLE queryclaw.audit_log (
+	id			bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+	at			timestamptz NOT NULL DEFAULT pg_catalog.clock_timestamp(),
+	role		text NOT NULL,
+	pid			integer NOT NULL,
+	func		text NOT NULL,
+	method		text NOT NULL,
+	url			text NOT NULL,
+	final_url	text,
+	status		integer,
+	outcome		text NOT NULL CHECK (outcome IN ('ok', 'http_error', 'refused',
+												 'timeout', 'error', 'cancelled')),
+	reason		text,
+	bytes		bigint NOT NULL DEFAULT 0,
+	chars		integer,
+	truncated	boolean NOT NULL DEFAULT false,
+	elapsed_ms	double precision,
+	query		text,
+	detail		jsonb
+);
+CREATE INDEX audit_log_at_idx ON queryclaw.audit_log (at);
+CREATE INDEX audit_log_role_at_idx ON queryclaw.audit_log (role, at);
+
+COMMENT ON TABLE queryclaw.audit_log IS
+'One row per queryclaw call attempt (ok, http_error, refused, timeout, error, cancelled); secrets are redacted before they are stored.';
+
+-- Only the owner (through the extension's C code) writes rows; nobody else
+-- may read, change or delete them.  Row-level security is a second fence in
+-- case a DBA grants SELECT: a role then still sees only its own rows.
+REVOKE ALL ON queryclaw.audit_log FROM PUBLIC;
+ALTER TABLE queryclaw.audit_log ENABLE ROW LEVEL SECURITY;
+CREATE POLICY audit_log_own_rows ON queryclaw.audit_log
+	FOR SELECT USING (role = current_user);
+
+SELECT pg_catalog.pg_extension_config_dump('queryclaw.audit_log', '');
+SELECT pg_catalog.pg_extension_config_dump('queryclaw.audit_log_id_seq', '');
+
+-- Each role's own rows.  security_barrier keeps a caller's functions in
+-- WHERE clauses from seeing other roles' rows before the filter applies.
+CREATE VIEW queryclaw.my_audit WITH (security_barrier) AS
+	SELECT id, at, role, pid, func, method, url, final_url, status, outcome,
+		   reason, bytes, chars, truncated, elapsed_ms, query, detail
+	  FROM queryclaw.audit_log
+	 WHERE role = current_user;
+GRANT SELECT ON queryclaw.my_audit TO PUBLIC;
+COMMENT ON VIEW queryclaw.my_audit IS 'The calling role''s own rows of queryclaw.audit_log.';
+
+--
+-- Functions.  None is STRICT where an argument has a NULL default; a NULL
+-- url gives a NULL result without a request.
+--
+CREATE FUNCTION queryclaw.web_fetch(url text, format text DEFAULT 'text',
+									max_chars integer DEFAULT NULL)
+RETURNS text
+AS 'MODULE_PATHNAME', 'web_fetch'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION queryclaw.web_fetch(text, text, integer) IS
+'GET a page under the queryclaw policy and return it as text (format text, raw or json); a non-2xx status is an error.';
+
+CREATE FUNCTION queryclaw.api_call(url text, method text DEFAULT 'GET',
+								   headers jsonb DEFAULT NULL,
+								   body text DEFAULT NULL,
+								   max_chars integer DEFAULT NULL)
+RETURNS jsonb
+AS 'MODULE_PATHNAME', 'api_call'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION queryclaw.api_call(text, text, jsonb, text, integer) IS
+'Make an HTTP request (GET, POST, PUT, PATCH, DELETE, HEAD) under the queryclaw policy and return {status, ok, url, content_type, headers, body, truncated, elapsed_ms}.';
+
+CREATE FUNCTION queryclaw.check_url(url text)
+RETURNS jsonb
+AS 'MODULE_PATHNAME', 'check_url'
+LANGUAGE C STRICT VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION queryclaw.check_url(text) IS
+'Dry run: would the policy allow this URL?  Returns {allowed, reason, detail, hint, host, port, addresses} without connecting.';
+
+CREATE FUNCTION queryclaw.html_to_text(html text, format text DEFAULT 'text',
+									   base_url text DEFAULT NULL)
+RETURNS text
+AS 'MODULE_PATHNAME', 'html_to_text'
+LANGUAGE C STABLE PARALLEL SAFE;
+COMMENT ON FUNCTION queryclaw.html_to_text(text, text, text) IS
+'Convert stored HTML to readable text, as web_fetch does; makes no request.';
+
+-- Reaching the network is a privilege: a DBA grants it role by role.
+REVOKE ALL ON FUNCTION queryclaw.web_fetch(text, text, integer) FROM PUBLIC;
+REVOKE ALL ON FUNCTION queryclaw.api_call(text, text, jsonb, text, integer) FROM PUBLIC;
+REVOKE ALL ON FUNCTION queryclaw.check_url(text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION queryclaw.html_to_text(text, text, text) FROM PUBLIC;

@@ -1,0 +1,184 @@
+/*-------------------------------------------------------------------------
+ *
+ * guc.c
+ *	  The queryclaw.* settings: the policy a DBA sets for every call.
+ *
+ * Every policy setting is PGC_SUSET: only a superuser (postgresql.conf,
+ * ALTER SYSTEM, ALTER ROLE/DATABASE ... SET, or SET in a superuser session)
+ * can change it, so an ordinary role cannot loosen its own policy.  The host
+ * and address lists and the proxy are also GUC_SUPERUSER_ONLY: they describe
+ * the network and may hold credentials, so other roles cannot read them.
+ *
+ * The lists are parsed by their check hooks, and the parsed form is kept as
+ * the setting's "extra" data: a typo is rejected when it is set, never
+ * discovered at request time.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <limits.h>
+
+#include "utils/guc.h"
+
+#include "queryclaw.h"
+
+bool		qc_enabled = false;
+int			qc_timeout = 10000;
+int			qc_max_chars = 50000;
+int			qc_max_bytes = 1024;
+bool		qc_block_local = true;
+char	   *qc_local_allowlist = NULL;
+char	   *qc_allowed_hosts = NULL;
+char	   *qc_denied_hosts = NULL;
+int			qc_max_redirects = 5;
+bool		qc_read_only = false;
+char	   *qc_user_agent = NULL;
+char	   *qc_proxy = NULL;
+bool		qc_audit = true;
+bool		qc_audit_query = true;
+
+static const QcAddrList empty_addr_list = {0};
+static const QcHostList empty_host_list = {0};
+
+const QcAddrList *qc_local_allowlist_parsed = &empty_addr_list;
+const QcHostList *qc_allowed_hosts_parsed = &empty_host_list;
+const QcHostList *qc_denied_hosts_parsed = &empty_host_list;
+
+#define LIST_FLAGS (GUC_SUPERUSER_ONLY | GUC_LIST_INPUT)
+
+static bool
+check_addr_list(char **newval, void **extra, GucSource source)
+{
+	char		err[512];
+	QcAddrList *list = qc_addr_list_parse(*newval, err, sizeof(err));
+
+	if (list == NULL)
+	{
+		GUC_check_errdetail("%s", err);
+		return false;
+	}
+	*extra = list;
+	return true;
+}
+
+static bool
+check_host_list(char **newval, void **extra, GucSource source)
+{
+	char		err[512];
+	QcHostList *list = qc_host_list_parse(*newval, err, sizeof(err));
+
+	if (list == NULL)
+	{
+		GUC_check_errdetail("%s", err);
+		return false;
+	}
+	*extra = list;
+	return true;
+}
+
+static void
+assign_local_allowlist(const char *newval, void *extra)
+{
+	qc_local_allowlist_parsed = extra ? extra : &empty_addr_list;
+}
+
+static void
+assign_allowed_hosts(const char *newval, void *extra)
+{
+	qc_allowed_hosts_parsed = extra ? extra : &empty_host_list;
+}
+
+static void
+assign_denied_hosts(const char *newval, void *extra)
+{
+	qc_denied_hosts_parsed = extra ? extra : &empty_host_list;
+}
+
+/* Only http:// proxies with a host are accepted; the proxy is trusted. */
+static bool
+check_proxy(char **newval, void **extra, GucSource source)
+{
+	if (**newval == '\0' ||
+		strncmp(*newval, "http://", 7) == 0 || strncmp(*newval, "https://", 8) == 0)
+		return true;
+	GUC_check_errdetail("The proxy must be an http:// or https:// URL, or empty.");
+	return false;
+}
+
+void
+qc_guc_init(void)
+{
+	DefineCustomBoolVariable("queryclaw.enabled",
+							 "Allows queryclaw functions to make network requests.",
+							 "When off, every call is refused.",
+							 &qc_enabled, false, PGC_SUSET, 0,
+							 NULL, NULL, NULL);
+	DefineCustomIntVariable("queryclaw.timeout",
+							"Sets the time limit for a whole request, redirects included.",
+							NULL,
+							&qc_timeout, 10000, 1, INT_MAX, PGC_SUSET, GUC_UNIT_MS,
+							NULL, NULL, NULL);
+	DefineCustomIntVariable("queryclaw.max_chars",
+							"Sets the maximum number of characters a call returns.",
+							"Longer results are cut on a character boundary.",
+							&qc_max_chars, 50000, 1, 100000000, PGC_SUSET, 0,
+							NULL, NULL, NULL);
+	DefineCustomIntVariable("queryclaw.max_bytes",
+							"Sets the maximum number of bytes downloaded for one response, after decompression.",
+							"The transfer is cut when it reaches this size.",
+							&qc_max_bytes, 1024, 1, 512 * 1024, PGC_SUSET, GUC_UNIT_KB,
+							NULL, NULL, NULL);
+	DefineCustomBoolVariable("queryclaw.block_local",
+							 "Refuses connections to loopback, private, link-local and other non-public addresses.",
+							 "The check applies to the address actually connected to, on every hop.",
+							 &qc_block_local, true, PGC_SUSET, 0,
+							 NULL, NULL, NULL);
+	DefineCustomStringVariable("queryclaw.local_allowlist",
+							   "Lists addresses and CIDRs, with optional port, exempt from queryclaw.block_local.",
+							   "Example: 127.0.0.1:8080, 10.1.0.0/16, [::1]:8080.",
+							   &qc_local_allowlist, "", PGC_SUSET, LIST_FLAGS,
+							   check_addr_list, assign_local_allowlist, NULL);
+	DefineCustomStringVariable("queryclaw.allowed_hosts",
+							   "Lists the only hosts that may be reached, when not empty.",
+							   "Entries are host names, *.domain wildcards or IP addresses, with optional :port.",
+							   &qc_allowed_hosts, "", PGC_SUSET, LIST_FLAGS,
+							   check_host_list, assign_allowed_hosts, NULL);
+	DefineCustomStringVariable("queryclaw.denied_hosts",
+							   "Lists hosts that are always refused.",
+							   "Entries are host names, *.domain wildcards or IP addresses, with optional :port.",
+							   &qc_denied_hosts, "", PGC_SUSET, LIST_FLAGS,
+							   check_host_list, assign_denied_hosts, NULL);
+	DefineCustomIntVariable("queryclaw.max_redirects",
+							"Sets the maximum number of redirects followed by one request.",
+							"Each hop is checked against the whole policy.",
+							&qc_max_redirects, 5, 0, 50, PGC_SUSET, 0,
+							NULL, NULL, NULL);
+	DefineCustomBoolVariable("queryclaw.read_only",
+							 "Allows only GET and HEAD requests.",
+							 NULL,
+							 &qc_read_only, false, PGC_SUSET, 0,
+							 NULL, NULL, NULL);
+	DefineCustomStringVariable("queryclaw.user_agent",
+							   "Sets the User-Agent header sent with every request.",
+							   NULL,
+							   &qc_user_agent, "queryclaw_ext/0.1", PGC_SUSET, 0,
+							   NULL, NULL, NULL);
+	DefineCustomStringVariable("queryclaw.proxy",
+							   "Sets the HTTP proxy used for every request; empty means none.",
+							   "Proxy environment variables are always ignored.",
+							   &qc_proxy, "", PGC_SUSET, GUC_SUPERUSER_ONLY | GUC_NO_SHOW_ALL,
+							   check_proxy, NULL, NULL);
+	DefineCustomBoolVariable("queryclaw.audit",
+							 "Writes a row to queryclaw.audit_log for every call.",
+							 NULL,
+							 &qc_audit, true, PGC_SUSET, 0,
+							 NULL, NULL, NULL);
+	DefineCustomBoolVariable("queryclaw.audit_query",
+							 "Includes the calling statement's text in audit rows.",
+							 NULL,
+							 &qc_audit_query, true, PGC_SUSET, 0,
+							 NULL, NULL, NULL);
+
+	MarkGUCPrefixReserved("queryclaw");
+}

@@ -1,0 +1,87 @@
+/*-------------------------------------------------------------------------
+ *
+ * http.h
+ *	  One HTTP call: what the caller asked for, what came back, and what the
+ *	  audit log will say about it.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef QC_HTTP_H
+#define QC_HTTP_H
+
+#include "datatype/timestamp.h"
+#include "nodes/pg_list.h"
+
+/* A request header, validated by qc_http_validate_header(). */
+typedef struct QcHeader
+{
+	char	   *name;
+	char	   *value;
+} QcHeader;
+
+/* Audit outcomes (DESIGN.md, "Audit"). */
+#define QC_OUTCOME_OK			"ok"
+#define QC_OUTCOME_HTTP_ERROR	"http_error"
+#define QC_OUTCOME_REFUSED		"refused"
+#define QC_OUTCOME_TIMEOUT		"timeout"
+#define QC_OUTCOME_ERROR		"error"
+#define QC_OUTCOME_CANCELLED	"cancelled"
+
+typedef struct QcCall
+{
+	/* the request, set by the SQL entry point */
+	const char *func;			/* SQL function name, for the audit log */
+	const char *method;			/* upper case, validated */
+	const char *url;			/* as the caller gave it */
+	List	   *headers;		/* of QcHeader *, validated */
+	const char *body;			/* UTF-8 request body, or NULL */
+	size_t		body_len;
+	int			max_chars;		/* effective limit on returned characters */
+	TimestampTz started;
+
+	/* the response, filled by qc_http_execute() */
+	char	   *final_url;		/* after redirects */
+	long		status;			/* 0 until a response arrived */
+	char	   *content_type;	/* NULL when the server sent none */
+	char	   *response_headers;	/* raw header block of the final response */
+	char	   *data;			/* body bytes (NUL-terminated copy) */
+	size_t		data_len;
+	bool		data_cut;		/* cut at queryclaw.max_bytes */
+	int			redirects;
+	double		elapsed_ms;
+
+	/* the verdict, filled as the call ends, written to the audit log */
+	const char *outcome;
+	char	   *reason;
+	int			chars;			/* characters returned, -1 if none */
+	bool		truncated;		/* cut by max_bytes or max_chars */
+} QcCall;
+
+/* Start a call record with the defaults (no response yet). */
+extern QcCall *qc_call_new(const char *func, const char *method, const char *url);
+
+/*
+ * Send the request, following redirects under the policy.  Returns when a
+ * final response (of any status) has arrived; a refusal, a transport error
+ * or a timeout is audited and raised as an ERROR.
+ */
+extern void qc_http_execute(QcCall *call);
+
+/*
+ * Audit the call with the given outcome and raise an ERROR.  message is the
+ * primary message; detail and hint may be NULL.
+ */
+extern void qc_call_fail(QcCall *call, const char *outcome, int sqlerrcode,
+						 const char *message, const char *detail,
+						 const char *hint) pg_attribute_noreturn();
+
+/* Validate a method name (upper-cases it); raises 22023 when unknown. */
+extern const char *qc_http_validate_method(const char *method);
+
+/* Validate one header; raises 22023 for names or values that are unsafe. */
+extern void qc_http_validate_header(const char *name, const char *value);
+
+/* Return the value of a request header (case-insensitive), or NULL. */
+extern const char *qc_http_find_header(List *headers, const char *name);
+
+#endif							/* QC_HTTP_H */

@@ -1,0 +1,18 @@
+/*-------------------------------------------------------------------------
+ *
+ * json.h
+ *	  JSON checks on response bodies (cJSON).
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef QC_JSON_H
+#define QC_JSON_H
+
+/*
+ * Is text (NUL-terminated, len bytes) one complete JSON value that
+ * PostgreSQL's jsonb can also hold?  jsonb refuses the \u0000 escape, which
+ * cJSON accepts, so such documents answer false.
+ */
+extern bool qc_json_is_valid(const char *text, size_t len);
+
+#endif							/* QC_JSON_H */

@@ -1,0 +1,61 @@
+/*-------------------------------------------------------------------------
+ *
+ * policy.h
+ *	  URL parsing and the policy decisions made before and during a request.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef QC_POLICY_H
+#define QC_POLICY_H
+
+#include "netaddr.h"
+
+/* A URL as libcurl's URL parser understands it. */
+typedef struct QcUrl
+{
+	char	   *url;			/* normalised URL, fragment dropped */
+	char	   *scheme;			/* lower case */
+	char	   *host;			/* lower case, no brackets, no final dot */
+	int			port;			/* explicit or the scheme's default */
+	bool		host_is_ip;
+	QcInetAddr	addr;			/* valid when host_is_ip */
+} QcUrl;
+
+/* Why a request is refused: the three parts of the error report. */
+typedef struct QcRefusal
+{
+	int			sqlerrcode;		/* 55000 when disabled, else 42501 */
+	char	   *message;
+	char	   *detail;
+	char	   *hint;
+} QcRefusal;
+
+/*
+ * Parse an absolute URL.  Returns false with *error set to a sentence when
+ * the text is not a URL; any scheme parses (refusing it is policy).
+ */
+extern bool qc_url_parse(const char *text, QcUrl *url, char **error);
+
+/*
+ * Everything that can be decided from the URL and method alone: the master
+ * switch, scheme,
+ * denied and allowed hosts, literal addresses, read_only.  Returns false and
+ * fills *refusal when the request must not be sent.
+ */
+extern bool qc_policy_check_url(const QcUrl *url, const char *method,
+								QcRefusal *refusal);
+
+/*
+ * The connect-time rule for one address: may the extension open a
+ * connection to addr:port?  Allocates nothing and never raises an error, so
+ * libcurl callbacks can call it; *cls says why not.
+ */
+extern bool qc_policy_address_permitted(const QcInetAddr *addr, int port,
+										QcAddrClass *cls);
+
+/* Describe a refused address (outside any libcurl callback). */
+extern void qc_policy_address_refusal(const QcInetAddr *addr, int port,
+									  const QcAddrClass *cls,
+									  QcRefusal *refusal);
+
+#endif							/* QC_POLICY_H */

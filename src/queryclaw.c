@@ -1,0 +1,39 @@
+/*-------------------------------------------------------------------------
+ *
+ * queryclaw.c
+ *	  Module entry point of queryclaw_ext.
+ *
+ * queryclaw_ext lets SQL reach the web (web_fetch, api_call, check_url)
+ * under a policy the DBA sets with queryclaw.* settings, and records every
+ * attempt in queryclaw.audit_log.  The parts, one concern per file:
+ *
+ *	guc.c		the settings
+ *	netaddr.c	public and non-public IP ranges (pure C)
+ *	rules.c		the allowlist and host list syntax (pure C)
+ *	policy.c	URL parsing and the refusal decisions
+ *	redact.c	secrets kept out of logs and audit rows
+ *	http.c		the libcurl transport and redirects
+ *	charset.c	character sets and conversion to the database encoding
+ *	html.c		HTML to readable text (libxml2)
+ *	json.c		JSON validation (cJSON)
+ *	response.c	what the SQL functions return
+ *	audit.c		the audit rows
+ *	fetch.c, api.c, check.c		the SQL-callable functions
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "fmgr.h"
+
+#include "queryclaw.h"
+
+PG_MODULE_MAGIC;
+
+void		_PG_init(void);
+
+void
+_PG_init(void)
+{
+	qc_guc_init();
+}

@@ -1,0 +1,45 @@
+/*-------------------------------------------------------------------------
+ *
+ * queryclaw.h
+ *	  Settings and helpers shared by every part of queryclaw_ext.
+ *
+ * The policy settings are defined in guc.c; each C variable is named after
+ * its setting (queryclaw.max_bytes is qc_max_bytes).  List settings are
+ * parsed once, by their check hooks, into the structures declared in
+ * policy.h; the parsed form is what the rest of the code reads.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef QUERYCLAW_H
+#define QUERYCLAW_H
+
+#include "policy.h"
+#include "rules.h"
+
+/* guc.c */
+extern bool qc_enabled;
+extern int	qc_timeout;			/* milliseconds */
+extern int	qc_max_chars;
+extern int	qc_max_bytes;		/* kilobytes */
+extern bool qc_block_local;
+extern char *qc_local_allowlist;
+extern char *qc_allowed_hosts;
+extern char *qc_denied_hosts;
+extern int	qc_max_redirects;
+extern bool qc_read_only;
+extern char *qc_user_agent;
+extern char *qc_proxy;
+extern bool qc_audit;
+extern bool qc_audit_query;
+
+/* parsed forms of the list settings; never NULL once the GUCs exist */
+extern const QcAddrList *qc_local_allowlist_parsed;
+extern const QcHostList *qc_allowed_hosts_parsed;
+extern const QcHostList *qc_denied_hosts_parsed;
+
+extern void qc_guc_init(void);
+
+/* max_bytes in bytes */
+#define QC_MAX_BYTES() ((size_t) qc_max_bytes * 1024)
+
+#endif							/* QUERYCLAW_H */

@@ -1,0 +1,108 @@
+/*-------------------------------------------------------------------------
+ *
+ * redact.c
+ *	  Remove secrets from URLs and headers before they are stored or shown.
+ *
+ * The audit log and error messages are read by people other than the
+ * caller (the DBA, log shippers), so nothing that looks like a credential
+ * may reach them: URL userinfo, Authorization/Cookie headers and anything
+ * named like a key, token, secret, password or signature.  The same
+ * predicate decides which request headers are dropped when a redirect
+ * leaves the origin the caller addressed.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "lib/stringinfo.h"
+#include "utils/builtins.h"
+#include "utils/formatting.h"
+
+#include "redact.h"
+
+/* Does s end with suffix? */
+static bool
+ends_with(const char *s, const char *suffix)
+{
+	size_t		slen = strlen(s);
+	size_t		xlen = strlen(suffix);
+
+	return slen >= xlen && strcmp(s + slen - xlen, suffix) == 0;
+}
+
+/*
+ * Header names are secret when they contain a telling word ("X-Api-Key",
+ * "X-Auth-Token", "Cookie"); query parameters only when they end with one,
+ * so that "api_key" and "X-Amz-Signature" are hidden but "keyword" is not.
+ */
+bool
+qc_name_is_secret(const char *name, bool is_header)
+{
+	static const char *const words[] = {
+		"key", "token", "secret", "password", "passwd", "pwd", "signature",
+		"sig", "credential", "credentials", "auth", "session", "sessionid",
+		"cookie", NULL
+	};
+	char	   *lower = asc_tolower(name, strlen(name));
+	bool		secret = false;
+
+	for (int i = 0; words[i] && !secret; i++)
+		secret = is_header ? strstr(lower, words[i]) != NULL : ends_with(lower, words[i]);
+	pfree(lower);
+	return secret;
+}
+
+/* Append one "name=value" query parameter, hiding a secret value. */
+static void
+append_param(StringInfo out, const char *param, size_t len)
+{
+	const char *eq = memchr(param, '=', len);
+	char	   *name = pnstrdup(param, eq ? (size_t) (eq - param) : len);
+
+	if (eq != NULL && qc_name_is_secret(name, false))
+		appendStringInfo(out, "%s=REDACTED", name);
+	else
+		appendBinaryStringInfo(out, param, len);
+	pfree(name);
+}
+
+char *
+qc_redact_url(const char *url)
+{
+	StringInfoData out;
+	const char *authority = strstr(url, "://");
+	const char *path;
+	const char *at;
+	const char *query;
+	const char *end = url + strcspn(url, "#");
+
+	initStringInfo(&out);
+	authority = authority ? authority + 3 : url;
+	path = authority + strcspn(authority, "/?#");
+	/* drop userinfo: the last '@' before the path ends it */
+	for (at = path; at > authority && at[-1] != '@'; at--)
+		;
+	appendBinaryStringInfo(&out, url, authority - url);
+	if (at > authority)
+		authority = at;
+	query = memchr(path, '?', end - path);
+	appendBinaryStringInfo(&out, authority, (query ? query : end) - authority);
+	if (query == NULL)
+		return out.data;
+
+	appendStringInfoChar(&out, '?');
+	for (const char *p = query + 1; p < end;)
+	{
+		size_t		len = strcspn(p, "&#");
+
+		len = Min(len, (size_t) (end - p));
+		append_param(&out, p, len);
+		p += len;
+		if (p < end && *p == '&')
+		{
+			appendStringInfoChar(&out, '&');
+			p++;
+		}
+	}
+	return out.data;
+}

@@ -1,0 +1,21 @@
+/*-------------------------------------------------------------------------
+ *
+ * redact.h
+ *	  Keeping secrets out of the audit log, error messages and redirects.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef QC_REDACT_H
+#define QC_REDACT_H
+
+/* Is this a header (or query parameter) name whose value is a secret? */
+extern bool qc_name_is_secret(const char *name, bool is_header);
+
+/*
+ * A copy of url fit to show or store: userinfo and fragment removed, the
+ * values of secret-looking query parameters replaced by REDACTED.  Works on
+ * any text, including URLs that do not parse.
+ */
+extern char *qc_redact_url(const char *url);
+
+#endif							/* QC_REDACT_H */

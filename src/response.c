@@ -1,0 +1,259 @@
+/*-------------------------------------------------------------------------
+ *
+ * response.c
+ *	  Turn a finished call into what the SQL functions return.
+ *
+ * web_fetch returns text in one of its formats; api_call returns an object
+ * describing the whole response, with the body as jsonb when it is JSON, as
+ * a string when it is text, and base64-encoded when it is binary.  Either
+ * way the result is valid in the database encoding and no longer than the
+ * call's max_chars.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "common/base64.h"
+#include "lib/stringinfo.h"
+#include "mb/pg_wchar.h"
+#include "utils/builtins.h"
+#include "utils/formatting.h"
+#include "utils/json.h"
+
+#include "content.h"
+#include "json.h"
+#include "queryclaw.h"
+#include "redact.h"
+#include "response.h"
+
+QcFormat
+qc_format_parse(const char *name)
+{
+	if (strcmp(name, "text") == 0)
+		return QC_FORMAT_TEXT;
+	if (strcmp(name, "raw") == 0)
+		return QC_FORMAT_RAW;
+	if (strcmp(name, "json") == 0)
+		return QC_FORMAT_JSON;
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("unsupported format \"%s\"", name),
+			 errhint("Use 'text', 'raw' or 'json'.")));
+	pg_unreachable();
+}
+
+int
+qc_effective_max_chars(FunctionCallInfo fcinfo, int argno)
+{
+	int			requested;
+
+	if (PG_NARGS() <= argno || PG_ARGISNULL(argno))
+		return qc_max_chars;
+	requested = PG_GETARG_INT32(argno);
+	if (requested < 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("max_chars must be at least 1")));
+	return Min(requested, qc_max_chars);
+}
+
+/* No Content-Type: treat the body as HTML if it starts like HTML. */
+static bool
+looks_like_html(const char *data, size_t len)
+{
+	size_t		i = 0;
+
+	while (i < len && isspace((unsigned char) data[i]))
+		i++;
+	return len - i >= 5 &&
+		(pg_strncasecmp(data + i, "<!doc", 5) == 0 ||
+		 pg_strncasecmp(data + i, "<html", 5) == 0);
+}
+
+/* Cut text at the call's limit and record what was returned. */
+static char *
+finish_text(QcCall *call, char *text)
+{
+	call->truncated = qc_clip_chars(text, call->max_chars) || call->data_cut;
+	call->chars = qc_count_chars(text);
+	return text;
+}
+
+char *
+qc_response_text(QcCall *call, QcFormat format)
+{
+	const char *ctype = call->content_type;
+	char	   *charset = qc_content_type_charset(ctype);
+	char	   *text;
+
+	if (format == QC_FORMAT_RAW)
+		return finish_text(call, qc_to_server_text(call->data, call->data_len, charset));
+
+	if (format == QC_FORMAT_JSON)
+	{
+		text = qc_to_server_text(call->data, call->data_len, charset);
+		if (!qc_json_is_valid(text, strlen(text)))
+			qc_call_fail(call, QC_OUTCOME_ERROR, ERRCODE_INVALID_TEXT_REPRESENTATION,
+						 psprintf("response from %s is not valid JSON",
+								  qc_redact_url(call->final_url)),
+						 call->data_cut ?
+						 psprintf("The response was cut at queryclaw.max_bytes (%d kB).", qc_max_bytes) :
+						 NULL,
+						 NULL);
+		if (qc_count_chars(text) > call->max_chars)
+			qc_call_fail(call, QC_OUTCOME_ERROR, ERRCODE_PROGRAM_LIMIT_EXCEEDED,
+						 psprintf("JSON response from %s is longer than %d characters",
+								  qc_redact_url(call->final_url), call->max_chars),
+						 "A JSON document cannot be cut without making it invalid.",
+						 "Raise max_chars (up to queryclaw.max_chars), or use format 'raw'.");
+		return finish_text(call, text);
+	}
+
+	if (qc_content_type_is_html(ctype) ||
+		(ctype == NULL && looks_like_html(call->data, call->data_len)))
+		return finish_text(call, qc_html_to_text(call->data, call->data_len, charset));
+	if (ctype == NULL || qc_content_type_is_text(ctype) || qc_content_type_is_json(ctype))
+		return finish_text(call, qc_to_server_text(call->data, call->data_len, charset));
+
+	qc_call_fail(call, QC_OUTCOME_ERROR, ERRCODE_INVALID_PARAMETER_VALUE,
+				 psprintf("cannot convert content type \"%s\" to text", ctype),
+				 psprintf("The response from %s is not text, HTML or JSON.",
+						  qc_redact_url(call->final_url)),
+				 "queryclaw.api_call() returns such bodies base64-encoded.");
+	pg_unreachable();
+}
+
+/* Append the response headers as one object: lower-case names, repeats joined. */
+static void
+append_headers_object(StringInfo out, const char *block)
+{
+	List	   *names = NIL;
+	List	   *values = NIL;
+	ListCell   *ln,
+			   *lv;
+	const char *line = strchr(block, '\n');	/* skip the status line */
+
+	while (line != NULL && *++line != '\0')
+	{
+		size_t		len = strcspn(line, "\r\n");
+		const char *colon = memchr(line, ':', len);
+
+		if (colon != NULL && colon > line)
+		{
+			char	   *name = asc_tolower(line, colon - line);
+			const char *v = colon + 1;
+			char	   *value;
+			StringInfo	found = NULL;
+
+			while (*v == ' ' || *v == '\t')
+				v++;
+			value = qc_to_server_text(v, line + len - v, NULL);
+			forboth(ln, names, lv, values)
+				if (strcmp(lfirst(ln), name) == 0)
+					found = lfirst(lv);
+			if (found)
+				appendStringInfo(found, ", %s", value);
+			else
+			{
+				names = lappend(names, name);
+				values = lappend(values, makeStringInfo());
+				appendStringInfoString(llast(values), value);
+			}
+		}
+		line = strchr(line, '\n');
+	}
+
+	appendStringInfoChar(out, '{');
+	forboth(ln, names, lv, values)
+	{
+		if (ln != list_head(names))
+			appendStringInfoString(out, ", ");
+		escape_json(out, lfirst(ln));
+		appendStringInfoString(out, ": ");
+		escape_json(out, ((StringInfo) lfirst(lv))->data);
+	}
+	appendStringInfoChar(out, '}');
+}
+
+/* Is the body text we can return as a string (rather than base64)? */
+static bool
+body_is_text(const QcCall *call)
+{
+	const char *ctype = call->content_type;
+
+	if (ctype != NULL)
+		return qc_content_type_is_text(ctype) || qc_content_type_is_html(ctype) ||
+			qc_content_type_is_json(ctype);
+	return pg_verify_mbstr(PG_UTF8, call->data, call->data_len, true);
+}
+
+/* Append the body: jsonb, a string, or base64; sets chars and truncated. */
+static void
+append_body(StringInfo out, QcCall *call)
+{
+	char	   *text;
+
+	if (call->data_len == 0)
+	{
+		appendStringInfoString(out, "null");
+		call->chars = 0;
+		call->truncated = false;
+		return;
+	}
+	if (body_is_text(call))
+	{
+		text = qc_to_server_text(call->data, call->data_len,
+								 qc_content_type_charset(call->content_type));
+		if (qc_content_type_is_json(call->content_type) && !call->data_cut &&
+			qc_count_chars(text) <= call->max_chars &&
+			qc_json_is_valid(text, strlen(text)))
+		{
+			appendStringInfoString(out, text);
+			call->chars = qc_count_chars(text);
+			call->truncated = false;
+			return;
+		}
+		escape_json(out, finish_text(call, text));
+		return;
+	}
+	else
+	{
+		/* whole base64 quanta, so that the cut text still decodes */
+		size_t		raw = Min(call->data_len, (size_t) (call->max_chars / 4) * 3);
+		int			enclen = pg_b64_enc_len(raw);
+		char	   *encoded = palloc(enclen + 1);
+		int			n = pg_b64_encode(call->data, raw, encoded, enclen);
+
+		encoded[Max(n, 0)] = '\0';
+		escape_json(out, encoded);
+		appendStringInfoString(out, ", \"body_encoding\": \"base64\"");
+		call->chars = Max(n, 0);
+		call->truncated = raw < call->data_len || call->data_cut;
+	}
+}
+
+Jsonb *
+qc_response_jsonb(QcCall *call)
+{
+	StringInfoData out;
+
+	initStringInfo(&out);
+	appendStringInfo(&out, "{\"status\": %ld, \"ok\": %s, \"url\": ",
+					 call->status,
+					 call->status >= 200 && call->status < 300 ? "true" : "false");
+	escape_json(&out, call->final_url);
+	appendStringInfoString(&out, ", \"content_type\": ");
+	if (call->content_type)
+		escape_json(&out, qc_to_server_text(call->content_type,
+											strlen(call->content_type), NULL));
+	else
+		appendStringInfoString(&out, "null");
+	appendStringInfoString(&out, ", \"headers\": ");
+	append_headers_object(&out, call->response_headers);
+	appendStringInfoString(&out, ", \"body\": ");
+	append_body(&out, call);
+	appendStringInfo(&out, ", \"truncated\": %s, \"elapsed_ms\": %.3f}",
+					 call->truncated ? "true" : "false", call->elapsed_ms);
+
+	return DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(out.data)));
+}

@@ -1,0 +1,320 @@
+/*-------------------------------------------------------------------------
+ *
+ * rules.c
+ *	  Parse and match queryclaw.local_allowlist, queryclaw.allowed_hosts and
+ *	  queryclaw.denied_hosts.
+ *
+ * Entries are separated by commas or white space.  Address entries are
+ * "ADDR", "ADDR/BITS", "ADDR:PORT" or "ADDR/BITS:PORT"; IPv6 addresses take
+ * a port only in brackets ("[::1]:8080").  Host entries are "name",
+ * "*.name" or either with ":PORT".  Anything else is rejected with a reason,
+ * so a typo in postgresql.conf fails loudly instead of silently allowing
+ * or denying the wrong thing.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "rules.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#define ENTRY_MAX 300
+
+/* Split callback: parse one entry into slot, or explain why not. */
+typedef int (*entry_parser) (const char *entry, void *slot, char *err, size_t errlen);
+
+/*
+ * Walk the entries of a list, calling parse for each one.  Returns the
+ * number parsed, or -1 with err set.  With slots == NULL only counts.
+ */
+static int
+for_each_entry(const char *text, entry_parser parse, void *slots,
+			   size_t slot_size, char *err, size_t errlen)
+{
+	int			n = 0;
+	const char *p = text ? text : "";
+
+	for (;;)
+	{
+		char		entry[ENTRY_MAX + 1];
+		size_t		len = 0;
+
+		while (*p == ',' || isspace((unsigned char) *p))
+			p++;
+		if (*p == '\0')
+			return n;
+		while (p[len] != '\0' && p[len] != ',' && !isspace((unsigned char) p[len]))
+			len++;
+		if (len > ENTRY_MAX)
+		{
+			snprintf(err, errlen, "List entry \"%.40s...\" is too long.", p);
+			return -1;
+		}
+		memcpy(entry, p, len);
+		entry[len] = '\0';
+		p += len;
+		if (slots != NULL &&
+			!parse(entry, (char *) slots + n * slot_size, err, errlen))
+			return -1;
+		n++;
+	}
+}
+
+/* Parse a decimal port 1..65535; returns 0 when invalid. */
+static int
+parse_port(const char *s)
+{
+	char	   *end;
+	long		v;
+
+	if (!isdigit((unsigned char) *s))
+		return 0;
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno != 0 || *end != '\0' || v < 1 || v > 65535)
+		return 0;
+	return (int) v;
+}
+
+/*
+ * Split "host[:port]" or "[v6][:port]" (with an optional "/bits" before the
+ * port for addresses) in place.  Sets *port (0 if none); returns the host
+ * part or NULL when a port is present but bad.
+ */
+static char *
+split_port(char *entry, int *port)
+{
+	char	   *colon;
+
+	*port = 0;
+	if (entry[0] == '[')
+	{
+		char	   *close = strchr(entry, ']');
+
+		if (close == NULL)
+			return NULL;
+		*close = '\0';
+		if (close[1] == '/')
+		{
+			/* "[v6]/bits[:port]": move the prefix next to the address */
+			char	   *pc = strchr(close + 1, ':');
+
+			if (pc != NULL)
+			{
+				*pc = '\0';
+				if ((*port = parse_port(pc + 1)) == 0)
+					return NULL;
+			}
+			memmove(close, close + 1, strlen(close + 1) + 1);
+		}
+		else if (close[1] == ':')
+		{
+			if ((*port = parse_port(close + 2)) == 0)
+				return NULL;
+		}
+		else if (close[1] != '\0')
+			return NULL;
+		return entry + 1;
+	}
+	colon = strchr(entry, ':');
+	/* more than one colon and no brackets: a bare IPv6 address, no port */
+	if (colon != NULL && strchr(colon + 1, ':') == NULL)
+	{
+		*colon = '\0';
+		if ((*port = parse_port(colon + 1)) == 0)
+			return NULL;
+	}
+	return entry;
+}
+
+static int
+parse_addr_entry(const char *entry, void *slot, char *err, size_t errlen)
+{
+	QcAddrRule *rule = slot;
+	char		buf[ENTRY_MAX + 1];
+	char	   *host;
+	char	   *slash;
+	int			maxbits;
+
+	strcpy(buf, entry);
+	host = split_port(buf, &rule->port);
+	if (host == NULL)
+	{
+		snprintf(err, errlen, "Entry \"%s\" has an invalid port.", entry);
+		return 0;
+	}
+	slash = strchr(host, '/');
+	if (slash != NULL)
+		*slash = '\0';
+	if (!qc_inet_parse(host, &rule->net))
+	{
+		snprintf(err, errlen,
+				 "Entry \"%s\" is not an IP address or CIDR (host names are not allowed here).",
+				 entry);
+		return 0;
+	}
+	maxbits = rule->net.family == AF_INET ? 32 : 128;
+	rule->bits = maxbits;
+	if (slash != NULL)
+	{
+		char	   *end;
+		long		bits;
+
+		errno = 0;
+		bits = strtol(slash + 1, &end, 10);
+		if (errno != 0 || end == slash + 1 || *end != '\0' || bits < 0 || bits > maxbits)
+		{
+			snprintf(err, errlen, "Entry \"%s\" has an invalid prefix length.", entry);
+			return 0;
+		}
+		rule->bits = (int) bits;
+	}
+	return 1;
+}
+
+void
+qc_host_normalise(char *host)
+{
+	size_t		len;
+
+	if (host[0] == '[')
+	{
+		len = strlen(host);
+		memmove(host, host + 1, len);
+		if (len >= 2 && host[len - 2] == ']')
+			host[len - 2] = '\0';
+	}
+	for (char *c = host; *c; c++)
+		*c = (char) tolower((unsigned char) *c);
+	len = strlen(host);
+	if (len > 1 && host[len - 1] == '.')
+		host[len - 1] = '\0';
+}
+
+/* A host name: letters, digits, '-', '.', '_', or an IP literal. */
+static int
+valid_host_name(const char *name)
+{
+	QcInetAddr	addr;
+
+	if (qc_inet_parse(name, &addr))
+		return 1;
+	if (name[0] == '\0' || name[0] == '.' || strlen(name) > QC_HOST_MAX)
+		return 0;
+	for (const char *c = name; *c; c++)
+	{
+		if (!(isalnum((unsigned char) *c) || *c == '-' || *c == '.' || *c == '_' ||
+			  (unsigned char) *c >= 0x80))
+			return 0;
+	}
+	return strstr(name, "..") == NULL;
+}
+
+static int
+parse_host_entry(const char *entry, void *slot, char *err, size_t errlen)
+{
+	QcHostRule *rule = slot;
+	char		buf[ENTRY_MAX + 1];
+	char	   *host;
+
+	strcpy(buf, entry);
+	host = split_port(buf, &rule->port);
+	if (host == NULL)
+	{
+		snprintf(err, errlen, "Entry \"%s\" has an invalid port.", entry);
+		return 0;
+	}
+	rule->wildcard = (strncmp(host, "*.", 2) == 0);
+	if (rule->wildcard)
+		host += 2;
+	qc_host_normalise(host);
+	if (!valid_host_name(host))
+	{
+		snprintf(err, errlen,
+				 "Entry \"%s\" is not a host name, \"*.\" followed by a host name, or an IP address.",
+				 entry);
+		return 0;
+	}
+	strcpy(rule->name, host);
+	return 1;
+}
+
+/* Count, allocate, then parse: shared by both list kinds. */
+static void *
+parse_list(const char *text, entry_parser parse, size_t header, size_t slot_size,
+		   char *err, size_t errlen)
+{
+	int			n = for_each_entry(text, parse, NULL, slot_size, err, errlen);
+	char	   *list;
+
+	if (n < 0)
+		return NULL;
+	list = calloc(1, header + (size_t) n * slot_size);
+	if (list == NULL)
+	{
+		snprintf(err, errlen, "Out of memory.");
+		return NULL;
+	}
+	if (for_each_entry(text, parse, list + header, slot_size, err, errlen) < 0)
+	{
+		free(list);
+		return NULL;
+	}
+	*(int *) list = n;
+	return list;
+}
+
+QcAddrList *
+qc_addr_list_parse(const char *text, char *err, size_t errlen)
+{
+	return parse_list(text, parse_addr_entry, offsetof(QcAddrList, rules),
+					  sizeof(QcAddrRule), err, errlen);
+}
+
+QcHostList *
+qc_host_list_parse(const char *text, char *err, size_t errlen)
+{
+	return parse_list(text, parse_host_entry, offsetof(QcHostList, rules),
+					  sizeof(QcHostRule), err, errlen);
+}
+
+const QcAddrRule *
+qc_addr_list_match(const QcAddrList *list, const QcInetAddr *addr, int port)
+{
+	for (int i = 0; list != NULL && i < list->count; i++)
+	{
+		const QcAddrRule *rule = &list->rules[i];
+
+		if ((rule->port == 0 || rule->port == port) &&
+			qc_inet_in_prefix(addr, &rule->net, rule->bits))
+			return rule;
+	}
+	return NULL;
+}
+
+const QcHostRule *
+qc_host_list_match(const QcHostList *list, const char *host, int port)
+{
+	size_t		hostlen = strlen(host);
+
+	for (int i = 0; list != NULL && i < list->count; i++)
+	{
+		const QcHostRule *rule = &list->rules[i];
+		size_t		namelen = strlen(rule->name);
+
+		if (rule->port != 0 && rule->port != port)
+			continue;
+		if (!rule->wildcard && strcmp(host, rule->name) == 0)
+			return rule;
+		/* "*.example.com" matches "a.example.com" and "a.b.example.com" */
+		if (rule->wildcard && hostlen > namelen + 1 &&
+			host[hostlen - namelen - 1] == '.' &&
+			strcmp(host + hostlen - namelen, rule->name) == 0)
+			return rule;
+	}
+	return NULL;
+}

@@ -1,0 +1,64 @@
+/*-------------------------------------------------------------------------
+ *
+ * rules.h
+ *	  Parsing and matching of the list settings: queryclaw.local_allowlist
+ *	  (addresses and CIDRs, optional port) and queryclaw.allowed_hosts /
+ *	  queryclaw.denied_hosts (host names, *.wildcards, optional port).
+ *
+ * Pure C (malloc, no PostgreSQL headers): the GUC check hooks keep the
+ * parsed lists as their "extra" data, which PostgreSQL releases with free().
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef QC_RULES_H
+#define QC_RULES_H
+
+#include "netaddr.h"
+
+#define QC_HOST_MAX 255
+
+/* One local_allowlist entry. */
+typedef struct QcAddrRule
+{
+	QcInetAddr	net;
+	int			bits;			/* prefix length */
+	int			port;			/* 0 = any port */
+} QcAddrRule;
+
+typedef struct QcAddrList
+{
+	int			count;
+	QcAddrRule	rules[];
+} QcAddrList;
+
+/* One allowed_hosts / denied_hosts entry. */
+typedef struct QcHostRule
+{
+	int			wildcard;		/* "*.example.com": subdomains only */
+	int			port;			/* 0 = any port */
+	char		name[QC_HOST_MAX + 1];	/* lower case, no brackets or final dot */
+} QcHostRule;
+
+typedef struct QcHostList
+{
+	int			count;
+	QcHostRule	rules[];
+} QcHostList;
+
+/*
+ * Parse a list; on success return a malloc'd list (possibly empty), on
+ * failure return NULL and write a sentence explaining the problem to err.
+ */
+extern QcAddrList *qc_addr_list_parse(const char *text, char *err, size_t errlen);
+extern QcHostList *qc_host_list_parse(const char *text, char *err, size_t errlen);
+
+/* Matching: port is the port actually used. */
+extern const QcAddrRule *qc_addr_list_match(const QcAddrList *list,
+											const QcInetAddr *addr, int port);
+extern const QcHostRule *qc_host_list_match(const QcHostList *list,
+											const char *host, int port);
+
+/* Normalise a host name in place: lower case, no brackets, no final dot. */
+extern void qc_host_normalise(char *host);
+
+#endif							/* QC_RULES_H */

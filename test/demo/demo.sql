@@ -1,0 +1,116 @@
+-- queryclaw_ext demo: enrich a table of companies from a (locally served) web site.
+--
+-- Run by `make demo`, or by hand:
+--     python3 test/demo/site.py --port-file /tmp/site.port &
+--     psql -v base=http://127.0.0.1:$(cat /tmp/site.port) -f test/demo/demo.sql
+-- against a database where `CREATE EXTENSION queryclaw_ext` has been run and
+-- the queryclaw policy settings allow that address.
+--
+-- The site (test/demo/site.py) has 24 fictional companies, each with an HTML
+-- homepage at /companies/<slug> and a JSON record at /api/companies/<slug>.
+-- Its slug list also names "ghost-systems", which does not exist (404), to
+-- show how a failed row is handled.
+
+\set ON_ERROR_STOP on
+\set QUIET on
+\pset null '(null)'
+SET client_min_messages = warning;
+
+\if :{?base}
+\else
+  \echo 'usage: psql -v base=http://127.0.0.1:PORT -f test/demo/demo.sql'
+  \quit
+\endif
+
+-- Remember where the audit log stands, so the summary covers only this run.
+SELECT coalesce(max(id), 0) AS audit_mark FROM queryclaw.audit_log \gset
+
+\echo
+\echo '== 1. Load the company list from the site (GET /api/companies)'
+
+DROP TABLE IF EXISTS demo_companies;
+CREATE TABLE demo_companies (
+    id               serial PRIMARY KEY,
+    slug             text,
+    url              text,         -- HTML homepage
+    api_url          text,         -- JSON record
+    homepage_excerpt text,
+    city             text,
+    employees        int,
+    products         jsonb,
+    fetched_at       timestamptz
+);
+
+-- api_call() returns jsonb; for a JSON response, 'body' is already jsonb.
+INSERT INTO demo_companies (slug, url, api_url)
+SELECT slug,
+       :'base' || '/companies/' || slug,
+       :'base' || '/api/companies/' || slug
+FROM jsonb_array_elements_text(
+         queryclaw.api_call(:'base' || '/api/companies') -> 'body'
+     ) WITH ORDINALITY AS list(slug, n)
+ORDER BY n;
+
+SELECT count(*) AS companies FROM demo_companies;
+
+\echo
+\echo '== 2. Enrich every row with one UPDATE'
+
+-- One api_call() per row, computed once in the MATERIALIZED CTE and then
+-- read as often as needed.  api_call() never raises on an HTTP error: for
+-- ghost-systems it returns {"ok": false, "status": 404, ...}, and its body
+-- is a plain string, so the ->> lookups below simply yield NULL.
+-- web_fetch() does raise on a 404, so the CASE only calls it for rows whose
+-- API call succeeded.
+WITH api AS MATERIALIZED (
+    SELECT id, queryclaw.api_call(api_url) AS resp
+    FROM demo_companies
+)
+UPDATE demo_companies AS c
+SET    homepage_excerpt = CASE WHEN (api.resp ->> 'ok')::boolean
+                               THEN left(queryclaw.web_fetch(c.url, 'text', 400), 160)
+                          END,
+       city       = api.resp -> 'body' ->> 'city',
+       employees  = (api.resp -> 'body' ->> 'employees')::int,
+       products   = api.resp -> 'body' -> 'products',
+       fetched_at = now()
+FROM   api
+WHERE  api.id = c.id;
+
+SELECT count(*) FILTER (WHERE city IS NOT NULL) AS enriched,
+       count(*) FILTER (WHERE city IS NULL)     AS failed
+FROM   demo_companies;
+
+\echo
+\echo '== 3. The enriched table'
+
+SELECT slug,
+       city,
+       employees,
+       jsonb_array_length(products) AS products,
+       left(homepage_excerpt, 60)   AS homepage_excerpt
+FROM   demo_companies
+ORDER  BY id;
+
+\echo
+\echo '== 4. What the audit log recorded for this run'
+
+SELECT coalesce(func, 'total')       AS func,
+       coalesce(outcome, '')         AS outcome,
+       count(*)                      AS calls,
+       coalesce(sum(bytes), 0)       AS bytes
+FROM   queryclaw.audit_log
+WHERE  id > :audit_mark
+  AND  starts_with(url, :'base')
+GROUP  BY GROUPING SETS ((func, outcome), ())
+ORDER  BY GROUPING(func), 1, 2;
+
+\echo
+\echo '== 5. Calls that did not succeed'
+
+SELECT func, url, status, outcome, reason
+FROM   queryclaw.audit_log
+WHERE  id > :audit_mark
+  AND  starts_with(url, :'base')
+  AND  outcome <> 'ok'
+ORDER  BY id;

@@ -1,0 +1,109 @@
+# test/lib.sh: shared set-up for `make test` and `make demo`.
+#
+# Sourced, not run.  Installs missing Debian packages, builds and installs
+# the extension, and starts loopback servers and a scratch PostgreSQL
+# cluster that are all stopped by qc_cleanup (registered as an EXIT trap).
+# PostgreSQL refuses to run as root, so as root the cluster runs as the
+# "postgres" OS user; as another user it runs as that user.
+
+QC_PACKAGES="make gcc pkg-config python3 postgresql-15 postgresql-server-dev-15
+ libcurl4-openssl-dev libcjson-dev libxml2-dev"
+
+QC_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+QC_PG_CONFIG=/usr/lib/postgresql/15/bin/pg_config
+QC_PIDS=()
+QC_WORK=""
+QC_PGDATA=""
+
+qc_log() { printf '== %s\n' "$*"; }
+
+# Run as root: directly when we are root, else through sudo.
+qc_as_root() {
+	if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi
+}
+
+# Run as the cluster's OS user.
+qc_as_pg() {
+	if [ "$(id -u)" -eq 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi
+}
+
+qc_install_deps() {
+	local missing=()
+	for pkg in $QC_PACKAGES; do
+		dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" ||
+			missing+=("$pkg")
+	done
+	if [ ${#missing[@]} -gt 0 ]; then
+		qc_log "installing Debian packages: ${missing[*]}"
+		qc_as_root apt-get update -qq &&
+			qc_as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null ||
+			{ echo "package installation failed" >&2; return 1; }
+	fi
+}
+
+qc_build_install() {
+	qc_log "building and installing queryclaw_ext"
+	make -C "$QC_ROOT" -s PG_CONFIG=$QC_PG_CONFIG >/dev/null &&
+		qc_as_root make -C "$QC_ROOT" -s PG_CONFIG=$QC_PG_CONFIG install >/dev/null
+}
+
+# A scratch directory the cluster's OS user can write to.
+qc_make_workdir() {
+	QC_WORK=$(mktemp -d /tmp/queryclaw.XXXXXX)
+	chmod 755 "$QC_WORK"
+	[ "$(id -u)" -eq 0 ] && chown postgres: "$QC_WORK"
+	trap qc_cleanup EXIT
+	trap 'exit 130' INT TERM
+}
+
+# Start a loopback server script; prints its port.  $1 = script, $2 = name.
+qc_start_server() {
+	local portfile="$QC_WORK/$2.port"
+	python3 "$1" --port-file "$portfile" >"$QC_WORK/$2.log" 2>&1 &
+	QC_PIDS+=($!)
+	for _ in $(seq 100); do
+		[ -s "$portfile" ] && { cat "$portfile"; return 0; }
+		sleep 0.1
+	done
+	echo "server $2 did not start; see $QC_WORK/$2.log" >&2
+	return 1
+}
+
+# initdb and start a cluster on a Unix socket in QC_WORK (no TCP port).
+# Extra postgresql.conf lines come on stdin.
+qc_start_cluster() {
+	local bindir
+	bindir=$($QC_PG_CONFIG --bindir)
+	QC_PGDATA="$QC_WORK/data"
+	qc_as_pg "$bindir/initdb" -D "$QC_PGDATA" -A trust --no-sync -E UTF8 --locale=C.UTF-8 >"$QC_WORK/initdb.log" 2>&1 ||
+		{ cat "$QC_WORK/initdb.log" >&2; return 1; }
+	{
+		echo "listen_addresses = ''"
+		echo "unix_socket_directories = '$QC_WORK'"
+		echo "port = 5432"
+		echo "fsync = off"
+		echo "lc_messages = 'C'"
+		echo "shared_preload_libraries = 'queryclaw_ext'"
+		cat
+	} | qc_as_pg tee -a "$QC_PGDATA/postgresql.conf" >/dev/null
+	qc_as_pg "$bindir/pg_ctl" -D "$QC_PGDATA" -l "$QC_WORK/postgres.log" -w start >/dev/null ||
+		{ cat "$QC_WORK/postgres.log" >&2; return 1; }
+	export PGHOST="$QC_WORK" PGPORT=5432
+}
+
+qc_psql() {
+	qc_as_pg "$($QC_PG_CONFIG --bindir)/psql" -X -v ON_ERROR_STOP=1 -h "$QC_WORK" -p 5432 "$@"
+}
+
+qc_cleanup() {
+	local rc=$?
+	if [ -n "$QC_PGDATA" ] && [ -f "$QC_PGDATA/postmaster.pid" ]; then
+		qc_as_pg "$($QC_PG_CONFIG --bindir)/pg_ctl" -D "$QC_PGDATA" -m fast -w stop >/dev/null 2>&1
+	fi
+	for pid in "${QC_PIDS[@]}"; do kill "$pid" 2>/dev/null; done
+	wait 2>/dev/null
+	if [ -n "$QC_WORK" ]; then
+		if [ "$rc" -eq 0 ] || [ -n "${CI:-}" ]; then rm -rf "$QC_WORK"; else echo "kept $QC_WORK for inspection"; fi
+	fi
+	return $rc
+}

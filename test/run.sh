@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# test/run.sh: `make test` — every test, on a fresh machine, in one command.
+#
+# Installs what is missing, builds and installs the extension, builds and
+# runs the unit tests, starts the fixture server on a free loopback port and
+# a scratch cluster with the extension preloaded, runs pg_regress over
+# sql/*.sql against expected/, shows the diffs of any failure, stops
+# everything, and ends with "N passed, N failed".
+set -uo pipefail
+. "$(dirname "$0")/lib.sh"
+
+qc_install_deps || exit 1
+qc_build_install || exit 1
+qc_make_workdir
+
+passed=0
+failed=0
+
+# Unit tests of the pure C parts: they need no server.
+qc_log "unit tests"
+if make -C "$QC_ROOT" -s unit-tests >"$QC_WORK/unit.log" 2>&1; then
+	cat "$QC_WORK/unit.log"
+	passed=$((passed + $(grep -c '^ok ' "$QC_WORK/unit.log")))
+	failed=$((failed + $(grep -c '^not ok ' "$QC_WORK/unit.log")))
+else
+	cat "$QC_WORK/unit.log"
+	failed=$((failed + 1))
+fi
+
+port=$(qc_start_server "$QC_ROOT/test/fixture/server.py" fixture) || exit 1
+qc_start_cluster <<CONF || exit 1
+queryclaw.enabled = on
+queryclaw.local_allowlist = '127.0.0.1:$port'
+queryclaw.timeout = '5s'
+qc_test.base = 'http://127.0.0.1:$port'
+qc_test.port = '$port'
+CONF
+
+# pg_regress runs as the cluster's user, so it works on a copy it can write.
+suite="$QC_WORK/suite"
+mkdir -p "$suite"
+cp -r "$QC_ROOT/sql" "$QC_ROOT/expected" "$suite/"
+[ "$(id -u)" -eq 0 ] && chown -R postgres: "$suite"
+tests=$(cd "$QC_ROOT/sql" && ls [0-9]*.sql | sed 's/\.sql$//')
+
+qc_log "regression tests"
+qc_as_pg "$($QC_PG_CONFIG --pkglibdir)/pgxs/src/test/regress/pg_regress" \
+	--host="$QC_WORK" --port=5432 --inputdir="$suite" --outputdir="$suite" \
+	--bindir="$($QC_PG_CONFIG --bindir)" --dbname=queryclaw_regression \
+	$tests 2>&1 | tee "$QC_WORK/regress.log"
+
+passed=$((passed + $(grep -cE '^(ok|test) .* ok( |$)|\.\.\. ok' "$QC_WORK/regress.log")))
+failed=$((failed + $(grep -cE 'FAILED|failed \(ignored\)' "$QC_WORK/regress.log")))
+if [ -s "$suite/regression.diffs" ]; then
+	qc_log "differences"
+	cat "$suite/regression.diffs"
+fi
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]

@@ -1,0 +1,152 @@
+/*
+ * test_rules.c
+ *	  Unit tests of the pure C policy parts (netaddr.c, rules.c): address
+ *	  classification and the list settings' syntax, with no server.
+ *
+ * Prints one "ok N - ..." or "not ok N - ..." line per case and exits
+ * non-zero when any case fails.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "netaddr.h"
+#include "rules.h"
+
+static int	ncase = 0;
+static int	nfail = 0;
+
+static void
+check(int cond, const char *what, const char *arg)
+{
+	ncase++;
+	if (!cond)
+		nfail++;
+	printf("%s %d - %s %s\n", cond ? "ok" : "not ok", ncase, what, arg);
+}
+
+/* address, expected range name (NULL = public) */
+static const char *const classify_cases[][2] = {
+	{"8.8.8.8", NULL},
+	{"93.184.216.34", NULL},
+	{"127.0.0.1", "loopback"},
+	{"127.255.255.254", "loopback"},
+	{"10.1.2.3", "private"},
+	{"172.16.0.1", "private"},
+	{"172.31.255.255", "private"},
+	{"172.32.0.1", NULL},
+	{"192.168.1.100", "private"},
+	{"100.64.0.1", "shared address space (CGNAT)"},
+	{"169.254.169.254", "cloud metadata"},
+	{"169.254.1.1", "link-local"},
+	{"0.0.0.0", "unspecified (this network)"},
+	{"192.0.2.1", "documentation"},
+	{"198.18.5.5", "benchmarking"},
+	{"224.0.0.1", "multicast"},
+	{"240.0.0.1", "reserved"},
+	{"255.255.255.255", "broadcast"},
+	{"2606:4700::1111", NULL},
+	{"::1", "loopback"},
+	{"::", "unspecified"},
+	{"fc00::1", "unique local"},
+	{"fd12:3456::1", "unique local"},
+	{"fd00:ec2::254", "cloud metadata"},
+	{"fe80::1", "link-local"},
+	{"fec0::1", "site-local"},
+	{"ff02::1", "multicast"},
+	{"2001:db8::1", "documentation"},
+	{"::ffff:127.0.0.1", "loopback"},
+	{"::ffff:10.0.0.1", "private"},
+	{"::ffff:8.8.8.8", NULL},
+	{"::127.0.0.1", "loopback"},
+	{"64:ff9b::a9fe:a9fe", "cloud metadata"},
+	{"64:ff9b::808:808", NULL},
+	{"2002:7f00:1::", "loopback"},
+	{"2002:c0a8:0101::1", "private"},
+	{"2002:808:808::1", NULL},
+	{"2001:0:4136:e378:8000:63bf:80ff:fffe", "loopback"},	/* client 127.0.0.1 */
+	{"4000::1", "reserved"},
+};
+
+static void
+test_classify(void)
+{
+	for (size_t i = 0; i < sizeof(classify_cases) / sizeof(classify_cases[0]); i++)
+	{
+		QcInetAddr	addr;
+		QcAddrClass cls;
+		const char *want = classify_cases[i][1];
+		int			parsed = qc_inet_parse(classify_cases[i][0], &addr);
+		int			public = parsed && qc_inet_classify(&addr, &cls);
+		int			good = parsed &&
+			(want == NULL ? public : (!public && strcmp(cls.range, want) == 0));
+
+		check(good, "classify", classify_cases[i][0]);
+	}
+}
+
+static void
+test_addr_lists(void)
+{
+	char		err[256];
+	QcAddrList *list = qc_addr_list_parse("127.0.0.1:8080, 10.1.0.0/16 [::1]:9000 fd00::/8",
+										  err, sizeof(err));
+	QcInetAddr	a;
+
+	check(list != NULL && list->count == 4, "parse address list", "4 entries");
+	qc_inet_parse("127.0.0.1", &a);
+	check(qc_addr_list_match(list, &a, 8080) != NULL, "allowlist port match", "127.0.0.1:8080");
+	check(qc_addr_list_match(list, &a, 8081) == NULL, "allowlist port mismatch", "127.0.0.1:8081");
+	qc_inet_parse("10.1.200.3", &a);
+	check(qc_addr_list_match(list, &a, 443) != NULL, "allowlist CIDR", "10.1.200.3");
+	qc_inet_parse("10.2.0.1", &a);
+	check(qc_addr_list_match(list, &a, 443) == NULL, "allowlist outside CIDR", "10.2.0.1");
+	qc_inet_parse("::1", &a);
+	check(qc_addr_list_match(list, &a, 9000) != NULL, "allowlist IPv6 port", "[::1]:9000");
+	qc_inet_parse("fdab::1", &a);
+	check(qc_addr_list_match(list, &a, 1) != NULL, "allowlist IPv6 CIDR", "fdab::1");
+	free(list);
+
+	list = qc_addr_list_parse("", err, sizeof(err));
+	check(list != NULL && list->count == 0, "parse empty list", "''");
+	free(list);
+
+	check(qc_addr_list_parse("example.com", err, sizeof(err)) == NULL, "refuse host name", err);
+	check(qc_addr_list_parse("10.0.0.0/33", err, sizeof(err)) == NULL, "refuse prefix", err);
+	check(qc_addr_list_parse("127.0.0.1:99999", err, sizeof(err)) == NULL, "refuse port", err);
+	check(qc_addr_list_parse("[::1", err, sizeof(err)) == NULL, "refuse bracket", err);
+}
+
+static void
+test_host_lists(void)
+{
+	char		err[256];
+	QcHostList *list = qc_host_list_parse("Example.COM., *.corp.example:8443, 127.0.0.1",
+										  err, sizeof(err));
+
+	check(list != NULL && list->count == 3, "parse host list", "3 entries");
+	check(qc_host_list_match(list, "example.com", 80) != NULL, "host exact", "example.com");
+	check(qc_host_list_match(list, "www.example.com", 80) == NULL, "host no implicit subdomain", "www.example.com");
+	check(qc_host_list_match(list, "a.corp.example", 8443) != NULL, "wildcard", "a.corp.example:8443");
+	check(qc_host_list_match(list, "a.b.corp.example", 8443) != NULL, "wildcard deep", "a.b.corp.example:8443");
+	check(qc_host_list_match(list, "corp.example", 8443) == NULL, "wildcard excludes apex", "corp.example");
+	check(qc_host_list_match(list, "a.corp.example", 443) == NULL, "wildcard port", "a.corp.example:443");
+	check(qc_host_list_match(list, "evilcorp.example", 8443) == NULL, "wildcard suffix trick", "evilcorp.example");
+	check(qc_host_list_match(list, "127.0.0.1", 1) != NULL, "literal address entry", "127.0.0.1");
+	free(list);
+
+	check(qc_host_list_parse("exa mple", err, sizeof(err)) != NULL, "space separates entries", "exa mple");
+	check(qc_host_list_parse("bad/host", err, sizeof(err)) == NULL, "refuse slash", err);
+	check(qc_host_list_parse("a..b", err, sizeof(err)) == NULL, "refuse empty label", err);
+	check(qc_host_list_parse("host:0", err, sizeof(err)) == NULL, "refuse port 0", err);
+}
+
+int
+main(void)
+{
+	test_classify();
+	test_addr_lists();
+	test_host_lists();
+	printf("# %d cases, %d failed\n", ncase, nfail);
+	return nfail != 0;
+}
