@@ -68,7 +68,7 @@ WITH api AS MATERIALIZED (
 )
 UPDATE demo_companies AS c
 SET    homepage_excerpt = CASE WHEN (api.resp ->> 'ok')::boolean
-                               THEN left(queryclaw.web_fetch(c.url, 'text', 400), 160)
+                               THEN left(regexp_replace(queryclaw.web_fetch(c.url, 'text', 400), '\s+', ' ', 'g'), 160)
                           END,
        city       = api.resp -> 'body' ->> 'city',
        employees  = (api.resp -> 'body' ->> 'employees')::int,
