@@ -63,7 +63,7 @@ resolve_and_check(const QcUrl *url, StringInfo out, QcRefusal *refusal)
 			refusal->hint = NULL;
 			return false;
 		}
-		for (struct addrinfo *ai = res; ai && naddrs < lengthof(addrs); ai = ai->ai_next)
+		for (struct addrinfo *ai = res; ai && naddrs < (int) lengthof(addrs); ai = ai->ai_next)
 		{
 			QcInetAddr *a = &addrs[naddrs];
 
