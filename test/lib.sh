@@ -11,6 +11,7 @@ QC_PACKAGES="make gcc pkg-config python3 postgresql-15 postgresql-server-dev-15
 
 QC_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 QC_PG_CONFIG=/usr/lib/postgresql/15/bin/pg_config
+QC_BINDIR=$($QC_PG_CONFIG --bindir 2>/dev/null)
 QC_PIDS=()
 QC_WORK=""
 QC_PGDATA=""
@@ -41,10 +42,27 @@ qc_install_deps() {
 	fi
 }
 
+# Build, and install into the system's PostgreSQL 15.
 qc_build_install() {
 	qc_log "building and installing queryclaw_ext"
 	make -C "$QC_ROOT" -s PG_CONFIG=$QC_PG_CONFIG >/dev/null &&
 		qc_as_root make -C "$QC_ROOT" -s PG_CONFIG=$QC_PG_CONFIG install >/dev/null
+}
+
+# Build, and install into a private copy of PostgreSQL 15 under QC_WORK,
+# so that a test run never depends on (or disturbs) what is installed
+# system-wide, and concurrent runs from different trees cannot meet.
+# PostgreSQL finds its share directory relative to its binaries, so the
+# copy runs as it is.
+qc_build_private() {
+	local root="$QC_WORK/install"
+	qc_log "building queryclaw_ext and installing it into a private PostgreSQL copy"
+	make -C "$QC_ROOT" -s PG_CONFIG=$QC_PG_CONFIG >/dev/null || return 1
+	mkdir -p "$root"
+	tar -C / --exclude=usr/lib/postgresql/15/lib/bitcode \
+		-cf - usr/lib/postgresql/15 usr/share/postgresql/15 | tar -C "$root" -xf - || return 1
+	make -C "$QC_ROOT" -s PG_CONFIG=$QC_PG_CONFIG DESTDIR="$root" install >/dev/null || return 1
+	QC_BINDIR="$root/usr/lib/postgresql/15/bin"
 }
 
 # A scratch directory the cluster's OS user can write to.
@@ -72,8 +90,7 @@ qc_start_server() {
 # initdb and start a cluster on a Unix socket in QC_WORK (no TCP port).
 # Extra postgresql.conf lines come on stdin.
 qc_start_cluster() {
-	local bindir
-	bindir=$($QC_PG_CONFIG --bindir)
+	local bindir="$QC_BINDIR"
 	QC_PGDATA="$QC_WORK/data"
 	qc_as_pg "$bindir/initdb" -D "$QC_PGDATA" -A trust --no-sync -E UTF8 --locale=C.UTF-8 >"$QC_WORK/initdb.log" 2>&1 ||
 		{ cat "$QC_WORK/initdb.log" >&2; return 1; }
@@ -92,13 +109,13 @@ qc_start_cluster() {
 }
 
 qc_psql() {
-	qc_as_pg "$($QC_PG_CONFIG --bindir)/psql" -X -v ON_ERROR_STOP=1 -h "$QC_WORK" -p 5432 "$@"
+	qc_as_pg "$QC_BINDIR/psql" -X -v ON_ERROR_STOP=1 -h "$QC_WORK" -p 5432 "$@"
 }
 
 qc_cleanup() {
 	local rc=$?
 	if [ -n "$QC_PGDATA" ] && [ -f "$QC_PGDATA/postmaster.pid" ]; then
-		qc_as_pg "$($QC_PG_CONFIG --bindir)/pg_ctl" -D "$QC_PGDATA" -m fast -w stop >/dev/null 2>&1
+		qc_as_pg "$QC_BINDIR/pg_ctl" -D "$QC_PGDATA" -m fast -w stop >/dev/null 2>&1
 	fi
 	for pid in "${QC_PIDS[@]}"; do kill "$pid" 2>/dev/null; done
 	wait 2>/dev/null

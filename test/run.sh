@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # test/run.sh: `make test` — every test, on a fresh machine, in one command.
 #
-# Installs what is missing, builds and installs the extension, builds and
-# runs the unit tests, starts the fixture server on a free loopback port and
+# Installs what is missing, builds the extension and installs it into a
+# private copy of PostgreSQL (nothing system-wide), runs the unit tests, starts the fixture server on a free loopback port and
 # a scratch cluster with the extension preloaded, runs pg_regress over
 # sql/*.sql against expected/, shows the diffs of any failure, stops
 # everything, and ends with "N passed, N failed".
@@ -10,8 +10,8 @@ set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 
 qc_install_deps || exit 1
-qc_build_install || exit 1
 qc_make_workdir
+qc_build_private || exit 1
 
 passed=0
 failed=0
@@ -46,7 +46,7 @@ tests=$(cd "$QC_ROOT/sql" && ls [0-9]*.sql | sed 's/\.sql$//')
 qc_log "regression tests"
 qc_as_pg "$($QC_PG_CONFIG --pkglibdir)/pgxs/src/test/regress/pg_regress" \
 	--host="$QC_WORK" --port=5432 --inputdir="$suite" --outputdir="$suite" \
-	--bindir="$($QC_PG_CONFIG --bindir)" --dbname=queryclaw_regression \
+	--bindir="$QC_BINDIR" --dbname=queryclaw_regression \
 	$tests 2>&1 | tee "$QC_WORK/regress.log"
 
 passed=$((passed + $(grep -cE '^(ok|test) .* ok( |$)|\.\.\. ok' "$QC_WORK/regress.log")))
