@@ -13,6 +13,7 @@ OBJS = \
 	src/rules.o \
 	src/policy.o \
 	src/redact.o \
+	src/call.o \
 	src/http.o \
 	src/charset.o \
 	src/html.o \
@@ -21,6 +22,7 @@ OBJS = \
 	src/audit.o \
 	src/fetch.o \
 	src/api.o \
+	src/batch.o \
 	src/check.o
 DATA = sql/queryclaw_ext--0.1.sql
 PGFILEDESC = "queryclaw_ext - policy-checked, audited HTTP from SQL"
@@ -42,6 +44,11 @@ all:
 	@echo "PostgreSQL server headers not found: run 'make test' or 'make demo', which install them"
 	@exit 1
 endif
+
+# Rebuild objects when a header they include changes.
+override CPPFLAGS += -MMD -MP
+-include $(OBJS:.o=.d)
+EXTRA_CLEAN = $(OBJS:.o=.d) test/unit/test_rules
 
 .PHONY: test demo deps
 deps:

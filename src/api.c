@@ -79,29 +79,17 @@ parse_headers(Jsonb *headers)
 	return result;
 }
 
-/*
- * api_call(url text, method text DEFAULT 'GET', headers jsonb DEFAULT NULL,
- *			body text DEFAULT NULL, max_chars int DEFAULT NULL) returns jsonb
- */
-Datum
-api_call(PG_FUNCTION_ARGS)
+QcCall *
+qc_api_prepare(const char *func, char *url, const char *method, Jsonb *headers,
+			   char *body, int max_chars)
 {
-	const char *method;
-	QcCall	   *call;
+	QcCall	   *call = qc_call_new(func, qc_http_validate_method(method), url);
 
-	if (PG_ARGISNULL(0))
-		PG_RETURN_NULL();
-	method = qc_http_validate_method(PG_ARGISNULL(1) ? "GET" :
-									 text_to_cstring(PG_GETARG_TEXT_PP(1)));
-
-	call = qc_call_new("api_call", method, text_to_cstring(PG_GETARG_TEXT_PP(0)));
-	call->max_chars = qc_effective_max_chars(fcinfo, 4);
-	if (!PG_ARGISNULL(2))
-		call->headers = parse_headers(PG_GETARG_JSONB_P(2));
-	if (!PG_ARGISNULL(3))
+	call->max_chars = max_chars;
+	if (headers != NULL)
+		call->headers = parse_headers(headers);
+	if (body != NULL)
 	{
-		char	   *body = text_to_cstring(PG_GETARG_TEXT_PP(3));
-
 		call->body = pg_server_to_any(body, strlen(body), PG_UTF8);
 		call->body_len = strlen(call->body);
 		/* a JSON body with no declared type is sent as JSON */
@@ -115,14 +103,40 @@ api_call(PG_FUNCTION_ARGS)
 			call->headers = lappend(call->headers, h);
 		}
 	}
+	return call;
+}
 
+Jsonb *
+qc_api_result(QcCall *call)
+{
+	Jsonb	   *result;
+
+	if (call->error_code != 0)
+		return NULL;
+	result = qc_response_jsonb(call);
+	call->outcome = (call->status >= 200 && call->status < 400) ?
+		QC_OUTCOME_OK : QC_OUTCOME_HTTP_ERROR;
+	qc_audit_call(call);
+	return result;
+}
+
+/*
+ * api_call(url text, method text DEFAULT 'GET', headers jsonb DEFAULT NULL,
+ *			body text DEFAULT NULL, max_chars int DEFAULT NULL) returns jsonb
+ */
+Datum
+api_call(PG_FUNCTION_ARGS)
+{
+	QcCall	   *call;
+
+	if (PG_ARGISNULL(0))
+		PG_RETURN_NULL();
+	call = qc_api_prepare("api_call",
+						  text_to_cstring(PG_GETARG_TEXT_PP(0)),
+						  PG_ARGISNULL(1) ? "GET" : text_to_cstring(PG_GETARG_TEXT_PP(1)),
+						  PG_ARGISNULL(2) ? NULL : PG_GETARG_JSONB_P(2),
+						  PG_ARGISNULL(3) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(3)),
+						  qc_effective_max_chars(fcinfo, 4));
 	qc_http_execute(call);
-	{
-		Jsonb	   *result = qc_response_jsonb(call);
-
-		call->outcome = (call->status >= 200 && call->status < 400) ?
-			QC_OUTCOME_OK : QC_OUTCOME_HTTP_ERROR;
-		qc_audit_call(call);
-		PG_RETURN_JSONB_P(result);
-	}
+	PG_RETURN_JSONB_P(qc_api_result(call));
 }

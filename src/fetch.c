@@ -20,9 +20,6 @@
 PG_FUNCTION_INFO_V1(web_fetch);
 PG_FUNCTION_INFO_V1(html_to_text);
 
-/* How much of an error page to quote in errdetail. */
-#define ERROR_BODY_QUOTE 200
-
 /*
  * web_fetch(url text, format text DEFAULT 'text', max_chars int DEFAULT NULL)
  *
@@ -44,27 +41,10 @@ web_fetch(PG_FUNCTION_ARGS)
 
 	call = qc_call_new("web_fetch", "GET", url);
 	call->max_chars = qc_effective_max_chars(fcinfo, 2);
-	qc_http_execute(call);
-
-	if (call->status < 200 || call->status > 299)
-	{
-		char	   *quote = qc_to_server_text(call->data, call->data_len, NULL);
-		size_t		len;
-
-		qc_clip_chars(quote, ERROR_BODY_QUOTE);
-		len = strlen(quote);
-		while (len > 0 && isspace((unsigned char) quote[len - 1]))
-			quote[--len] = '\0';
-		qc_call_fail(call, QC_OUTCOME_HTTP_ERROR, ERRCODE_EXTERNAL_ROUTINE_EXCEPTION,
-					 psprintf("HTTP status %ld from %s", call->status,
-							  qc_redact_url(call->final_url)),
-					 quote[0] ? psprintf("The response began: %s", quote) : NULL,
-					 "Use queryclaw.api_call() to read responses of any status.");
-	}
-
-	result = qc_response_text(call, format);
-	call->outcome = QC_OUTCOME_OK;
-	qc_audit_call(call);
+	qc_http_run(call);
+	result = qc_fetch_result(call, format);
+	if (result == NULL)
+		qc_call_raise(call);
 	PG_RETURN_TEXT_P(cstring_to_text(result));
 }
 

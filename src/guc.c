@@ -21,6 +21,7 @@
 
 #include "utils/guc.h"
 
+#include "http.h"
 #include "queryclaw.h"
 
 bool		qc_enabled = false;
@@ -37,6 +38,8 @@ char	   *qc_user_agent = NULL;
 char	   *qc_proxy = NULL;
 bool		qc_audit = true;
 bool		qc_audit_query = true;
+int			qc_max_concurrency = 16;
+int			qc_max_host_concurrency = 8;
 
 static const QcAddrList empty_addr_list = {0};
 static const QcHostList empty_host_list = {0};
@@ -179,6 +182,17 @@ qc_guc_init(void)
 							 NULL,
 							 &qc_audit_query, true, PGC_SUSET, 0,
 							 NULL, NULL, NULL);
+
+	DefineCustomIntVariable("queryclaw.max_concurrency",
+							"Sets the maximum number of requests a batch function runs at once.",
+							NULL,
+							&qc_max_concurrency, 16, 1, QC_MAX_CONCURRENCY_LIMIT, PGC_SUSET, 0,
+							NULL, NULL, NULL);
+	DefineCustomIntVariable("queryclaw.max_host_concurrency",
+							"Sets the maximum number of requests a batch function runs at once to one host.",
+							NULL,
+							&qc_max_host_concurrency, 8, 1, QC_MAX_CONCURRENCY_LIMIT, PGC_SUSET, 0,
+							NULL, NULL, NULL);
 
 	MarkGUCPrefixReserved("queryclaw");
 }

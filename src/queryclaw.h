@@ -31,6 +31,8 @@ extern char *qc_user_agent;
 extern char *qc_proxy;
 extern bool qc_audit;
 extern bool qc_audit_query;
+extern int	qc_max_concurrency;
+extern int	qc_max_host_concurrency;
 
 /* parsed forms of the list settings; never NULL once the GUCs exist */
 extern const QcAddrList *qc_local_allowlist_parsed;
