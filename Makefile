@@ -50,13 +50,15 @@ override CPPFLAGS += -MMD -MP
 -include $(OBJS:.o=.d)
 EXTRA_CLEAN = $(OBJS:.o=.d) test/unit/test_rules
 
-.PHONY: test demo deps
+.PHONY: test demo deps bench
 deps:
 	bash test/deps.sh
 test:
 	bash test/run.sh
 demo:
 	bash test/demo.sh
+bench:
+	bash test/bench/throughput.sh
 
 # The pure C policy code, tested without a server.
 UNIT_SRCS = test/unit/test_rules.c src/netaddr.c src/rules.c
