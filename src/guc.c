@@ -50,11 +50,13 @@ const QcHostList *qc_denied_hosts_parsed = &empty_host_list;
 
 #define LIST_FLAGS (GUC_SUPERUSER_ONLY | GUC_LIST_INPUT)
 
+/* Parse a list setting into its extra data, or explain why it is wrong. */
 static bool
-check_addr_list(char **newval, void **extra, GucSource source)
+check_list(char **newval, void **extra,
+		   void *(*parse) (const char *text, char *err, size_t errlen))
 {
 	char		err[512];
-	QcAddrList *list = qc_addr_list_parse(*newval, err, sizeof(err));
+	void	   *list = parse(*newval, err, sizeof(err));
 
 	if (list == NULL)
 	{
@@ -65,19 +67,28 @@ check_addr_list(char **newval, void **extra, GucSource source)
 	return true;
 }
 
+static void *
+parse_addr_list(const char *text, char *err, size_t errlen)
+{
+	return qc_addr_list_parse(text, err, errlen);
+}
+
+static void *
+parse_host_list(const char *text, char *err, size_t errlen)
+{
+	return qc_host_list_parse(text, err, errlen);
+}
+
+static bool
+check_addr_list(char **newval, void **extra, GucSource source)
+{
+	return check_list(newval, extra, parse_addr_list);
+}
+
 static bool
 check_host_list(char **newval, void **extra, GucSource source)
 {
-	char		err[512];
-	QcHostList *list = qc_host_list_parse(*newval, err, sizeof(err));
-
-	if (list == NULL)
-	{
-		GUC_check_errdetail("%s", err);
-		return false;
-	}
-	*extra = list;
-	return true;
+	return check_list(newval, extra, parse_host_list);
 }
 
 static void
