@@ -376,8 +376,10 @@ append_utf8(StringInfo out, const char *data, size_t len)
 	while (p < end)
 	{
 		int			chunk = utf8_window(p, end, window);
-		int			valid = pg_encoding_verifymbstr(PG_UTF8, p, chunk);
+		int			valid;
 
+		CHECK_FOR_INTERRUPTS();
+		valid = pg_encoding_verifymbstr(PG_UTF8, p, chunk);
 		appendBinaryStringInfo(out, p, valid);
 		p += valid;
 		if (valid == chunk)
