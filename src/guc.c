@@ -36,6 +36,7 @@ int			qc_max_redirects = 5;
 bool		qc_read_only = false;
 char	   *qc_user_agent = NULL;
 char	   *qc_proxy = NULL;
+char	   *qc_ca_file = NULL;
 bool		qc_audit = true;
 bool		qc_audit_query = true;
 int			qc_max_concurrency = 16;
@@ -183,6 +184,11 @@ qc_guc_init(void)
 							   "Proxy environment variables are always ignored.",
 							   &qc_proxy, "", PGC_SUSET, GUC_SUPERUSER_ONLY | GUC_NO_SHOW_ALL,
 							   check_proxy, NULL, NULL);
+	DefineCustomStringVariable("queryclaw.ca_file",
+							   "Sets a file of PEM certificates trusted for HTTPS instead of the system's.",
+							   "For servers whose certificates a private CA signed; empty means the system's trust store.",
+							   &qc_ca_file, "", PGC_SUSET, GUC_SUPERUSER_ONLY,
+							   NULL, NULL, NULL);
 	DefineCustomBoolVariable("queryclaw.audit",
 							 "Writes a row to queryclaw.audit_log for every call.",
 							 NULL,

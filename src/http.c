@@ -296,6 +296,8 @@ configure(CURL *h, Transfer *t, const char *url, const char *method,
 	/* an empty proxy also makes libcurl ignore the proxy environment */
 	curl_easy_setopt(h, CURLOPT_PROXY, qc_proxy);
 	curl_easy_setopt(h, CURLOPT_ACCEPT_ENCODING, "");
+	if (qc_ca_file[0] != '\0')
+		curl_easy_setopt(h, CURLOPT_CAINFO, qc_ca_file);
 	curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers);
 	curl_easy_setopt(h, CURLOPT_ERRORBUFFER, t->errbuf);
 	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, write_cb);
@@ -382,11 +384,15 @@ record_transfer_error(QcCall *call, Transfer *t, CURLcode rc, const char *url)
 	if (t->out_of_memory)
 		qc_call_record(call, QC_OUTCOME_ERROR, ERRCODE_OUT_OF_MEMORY,
 					   "out of memory receiving the response", NULL, NULL);
-	else if (t->head_overflow)
+	else if (t->head_overflow || (rc == CURLE_OUT_OF_MEMORY && t->body_len == 0))
+	{
+		/* libcurl reports a header line over its 100 kB limit as "out of memory" */
 		qc_call_record(call, QC_OUTCOME_ERROR, ERRCODE_CONNECTION_FAILURE,
 					   psprintf("response headers from %s are too large", shown),
-					   psprintf("At most %d bytes of headers are accepted.", QC_MAX_HEADER_BYTES),
+					   psprintf("At most %d kB of headers, and 100 kB in one header line, are accepted.",
+								QC_MAX_HEADER_BYTES / 1024),
 					   NULL);
+	}
 	else if (rc == CURLE_OPERATION_TIMEDOUT)
 		qc_call_record(call, QC_OUTCOME_TIMEOUT, ERRCODE_CONNECTION_FAILURE,
 					   psprintf("request to %s timed out", shown),

@@ -27,13 +27,22 @@ else
 	failed=$((failed + 1))
 fi
 
-port=$(qc_start_server "$QC_ROOT/test/fixture/server.py" fixture) || exit 1
+qc_make_tls || exit 1
+port=$(qc_start_server "$QC_ROOT/test/fixture/server.py" fixture \
+	--tls-port-file "$QC_WORK/fixture-tls.port" \
+	--tls-cert "$QC_WORK/tls/server.pem" --tls-key "$QC_WORK/tls/server.key" \
+	--blackhole-port-file "$QC_WORK/fixture-blackhole.port") || exit 1
+tls_port=$(cat "$QC_WORK/fixture-tls.port")
+blackhole_port=$(cat "$QC_WORK/fixture-blackhole.port")
 qc_start_cluster <<CONF || exit 1
 queryclaw.enabled = on
 queryclaw.local_allowlist = '127.0.0.1:$port'
 queryclaw.timeout = '5s'
 qc_test.base = 'http://127.0.0.1:$port'
 qc_test.port = '$port'
+qc_test.tls_port = '$tls_port'
+qc_test.blackhole_port = '$blackhole_port'
+qc_test.ca_file = '$QC_WORK/tls/ca.pem'
 CONF
 
 # pg_regress runs as the cluster's user, so it works on a copy it can write.
