@@ -78,11 +78,12 @@ qc_make_workdir() {
 }
 
 # Start a loopback server script; prints its port.  $1 = script, $2 = name,
-# further arguments go to the script.
+# further arguments go to the script.  Callers run it in a command
+# substitution, a subshell, so the pid goes to a file for qc_cleanup.
 qc_start_server() {
 	local portfile="$QC_WORK/$2.port"
 	"$QC_PYTHON" "$1" --port-file "$portfile" "${@:3}" >"$QC_WORK/$2.log" 2>&1 &
-	QC_PIDS+=($!)
+	echo $! >"$QC_WORK/$2.pid"
 	for _ in $(seq 100); do
 		[ -s "$portfile" ] && { cat "$portfile"; return 0; }
 		sleep 0.1
@@ -136,6 +137,9 @@ qc_cleanup() {
 		qc_as_pg "$QC_BINDIR/pg_ctl" -D "$QC_PGDATA" -m fast -w stop >/dev/null 2>&1
 	fi
 	for pid in "${QC_PIDS[@]}"; do kill "$pid" 2>/dev/null; done
+	[ -n "$QC_WORK" ] && for pidfile in "$QC_WORK"/*.pid; do
+		[ -f "$pidfile" ] && kill "$(cat "$pidfile")" 2>/dev/null
+	done
 	wait 2>/dev/null
 	if [ -n "$QC_WORK" ]; then
 		if [ "$rc" -eq 0 ] || [ -n "${CI:-}" ]; then rm -rf "$QC_WORK"; else echo "kept $QC_WORK for inspection"; fi
