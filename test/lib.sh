@@ -107,10 +107,18 @@ qc_make_tls() {
 }
 
 # initdb and start a cluster on a Unix socket in QC_WORK (no TCP port).
-# Extra postgresql.conf lines come on stdin.
+# Extra postgresql.conf lines come on stdin, then from QC_EXTRA_CONF.
+# QC_PG_WRAPPER, when set, is a command the postmaster runs under (make
+# valgrind sets it to valgrind and its options).
 qc_start_cluster() {
 	local bindir="$QC_BINDIR"
+	local postgres=()
 	QC_PGDATA="$QC_WORK/data"
+	if [ -n "${QC_PG_WRAPPER:-}" ]; then
+		printf '#!/bin/sh\nexec %s "%s" "$@"\n' "$QC_PG_WRAPPER" "$bindir/postgres" >"$QC_WORK/postgres-wrapper"
+		chmod 755 "$QC_WORK/postgres-wrapper"
+		postgres=(-p "$QC_WORK/postgres-wrapper")
+	fi
 	qc_as_pg "$bindir/initdb" -D "$QC_PGDATA" -A trust --no-sync -E UTF8 --locale=C.UTF-8 >"$QC_WORK/initdb.log" 2>&1 ||
 		{ cat "$QC_WORK/initdb.log" >&2; return 1; }
 	{
@@ -121,8 +129,9 @@ qc_start_cluster() {
 		echo "lc_messages = 'C'"
 		echo "shared_preload_libraries = 'queryclaw_ext'"
 		cat
+		[ -z "${QC_EXTRA_CONF:-}" ] || printf '%s\n' "$QC_EXTRA_CONF"
 	} | qc_as_pg tee -a "$QC_PGDATA/postgresql.conf" >/dev/null
-	qc_as_pg "$bindir/pg_ctl" -D "$QC_PGDATA" -l "$QC_WORK/postgres.log" -w start >/dev/null ||
+	qc_as_pg "$bindir/pg_ctl" -D "$QC_PGDATA" -l "$QC_WORK/postgres.log" -w "${postgres[@]}" start >/dev/null ||
 		{ cat "$QC_WORK/postgres.log" >&2; return 1; }
 	export PGHOST="$QC_WORK" PGPORT=5432
 }
