@@ -12,7 +12,6 @@ QC_PACKAGES="make gcc pkg-config python3 postgresql-15 postgresql-server-dev-15
 QC_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 QC_PG_CONFIG=/usr/lib/postgresql/15/bin/pg_config
 QC_BINDIR=$($QC_PG_CONFIG --bindir 2>/dev/null)
-QC_PIDS=()
 QC_WORK=""
 QC_PGDATA=""
 
@@ -75,10 +74,12 @@ qc_make_workdir() {
 }
 
 # Start a loopback server script; prints its port.  $1 = script, $2 = name.
+# Callers run it in $(...), a subshell, so the pid goes to a file that
+# qc_cleanup reads: a shell variable would not outlive the subshell.
 qc_start_server() {
 	local portfile="$QC_WORK/$2.port"
 	python3 "$1" --port-file "$portfile" >"$QC_WORK/$2.log" 2>&1 &
-	QC_PIDS+=($!)
+	echo $! >"$QC_WORK/$2.pid"
 	for _ in $(seq 100); do
 		[ -s "$portfile" ] && { cat "$portfile"; return 0; }
 		sleep 0.1
@@ -117,7 +118,11 @@ qc_cleanup() {
 	if [ -n "$QC_PGDATA" ] && [ -f "$QC_PGDATA/postmaster.pid" ]; then
 		qc_as_pg "$QC_BINDIR/pg_ctl" -D "$QC_PGDATA" -m fast -w stop >/dev/null 2>&1
 	fi
-	for pid in "${QC_PIDS[@]}"; do kill "$pid" 2>/dev/null; done
+	if [ -n "$QC_WORK" ]; then
+		for pidfile in "$QC_WORK"/*.pid; do
+			[ -f "$pidfile" ] && kill "$(cat "$pidfile")" 2>/dev/null
+		done
+	fi
 	wait 2>/dev/null
 	if [ -n "$QC_WORK" ]; then
 		if [ "$rc" -eq 0 ] || [ -n "${CI:-}" ]; then rm -rf "$QC_WORK"; else echo "kept $QC_WORK for inspection"; fi

@@ -50,7 +50,8 @@ qc_as_pg "$($QC_PG_CONFIG --pkglibdir)/pgxs/src/test/regress/pg_regress" \
 	$tests 2>&1 | tee "$QC_WORK/regress.log"
 
 passed=$((passed + $(grep -cE '^(ok|test) .* ok( |$)|\.\.\. ok' "$QC_WORK/regress.log")))
-failed=$((failed + $(grep -cE 'FAILED|failed \(ignored\)' "$QC_WORK/regress.log")))
+# a test without an expected file makes pg_regress say "diff command failed"
+failed=$((failed + $(grep -cE 'FAILED|failed \(ignored\)|diff command failed' "$QC_WORK/regress.log")))
 if [ -s "$suite/regression.diffs" ]; then
 	qc_log "differences"
 	cat "$suite/regression.diffs"
