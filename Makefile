@@ -21,7 +21,11 @@ OBJS = \
 	src/audit.o \
 	src/fetch.o \
 	src/api.o \
-	src/check.o
+	src/check.o \
+	src/chat.o \
+	src/tools.o \
+	src/search.o \
+	src/llm.o
 DATA = sql/queryclaw_ext--0.1.sql
 PGFILEDESC = "queryclaw_ext - policy-checked, audited HTTP from SQL"
 

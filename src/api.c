@@ -18,9 +18,8 @@
 #include "utils/jsonb.h"
 
 #include "audit.h"
-#include "http.h"
+#include "functions.h"
 #include "json.h"
-#include "response.h"
 
 PG_FUNCTION_INFO_V1(api_call);
 
@@ -79,6 +78,40 @@ parse_headers(Jsonb *headers)
 	return result;
 }
 
+QcCall *
+qc_api_call_prepare(const char *url, const char *method, Jsonb *headers,
+					const char *body)
+{
+	QcCall	   *call = qc_call_new("api_call", qc_http_validate_method(method), url);
+
+	if (headers != NULL)
+		call->headers = parse_headers(headers);
+	if (body != NULL)
+	{
+		call->body = pg_server_to_any(body, strlen(body), PG_UTF8);
+		call->body_len = strlen(call->body);
+		/* a JSON body with no declared type is sent as JSON */
+		if (qc_http_find_header(call->headers, "Content-Type") == NULL &&
+			qc_json_is_valid(call->body, call->body_len))
+			call->headers = qc_http_add_header(call->headers, "Content-Type",
+											   "application/json");
+	}
+	return call;
+}
+
+Jsonb *
+qc_api_call_send(QcCall *call)
+{
+	Jsonb	   *result;
+
+	qc_http_execute(call);
+	result = qc_response_jsonb(call);
+	call->outcome = (call->status >= 200 && call->status < 400) ?
+		QC_OUTCOME_OK : QC_OUTCOME_HTTP_ERROR;
+	qc_audit_call(call);
+	return result;
+}
+
 /*
  * api_call(url text, method text DEFAULT 'GET', headers jsonb DEFAULT NULL,
  *			body text DEFAULT NULL, max_chars int DEFAULT NULL) returns jsonb
@@ -86,43 +119,14 @@ parse_headers(Jsonb *headers)
 Datum
 api_call(PG_FUNCTION_ARGS)
 {
-	const char *method;
 	QcCall	   *call;
 
 	if (PG_ARGISNULL(0))
 		PG_RETURN_NULL();
-	method = qc_http_validate_method(PG_ARGISNULL(1) ? "GET" :
-									 text_to_cstring(PG_GETARG_TEXT_PP(1)));
-
-	call = qc_call_new("api_call", method, text_to_cstring(PG_GETARG_TEXT_PP(0)));
+	call = qc_api_call_prepare(text_to_cstring(PG_GETARG_TEXT_PP(0)),
+							   PG_ARGISNULL(1) ? "GET" : text_to_cstring(PG_GETARG_TEXT_PP(1)),
+							   PG_ARGISNULL(2) ? NULL : PG_GETARG_JSONB_P(2),
+							   PG_ARGISNULL(3) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(3)));
 	call->max_chars = qc_effective_max_chars(fcinfo, 4);
-	if (!PG_ARGISNULL(2))
-		call->headers = parse_headers(PG_GETARG_JSONB_P(2));
-	if (!PG_ARGISNULL(3))
-	{
-		char	   *body = text_to_cstring(PG_GETARG_TEXT_PP(3));
-
-		call->body = pg_server_to_any(body, strlen(body), PG_UTF8);
-		call->body_len = strlen(call->body);
-		/* a JSON body with no declared type is sent as JSON */
-		if (qc_http_find_header(call->headers, "Content-Type") == NULL &&
-			qc_json_is_valid(call->body, call->body_len))
-		{
-			QcHeader   *h = palloc(sizeof(QcHeader));
-
-			h->name = "Content-Type";
-			h->value = "application/json";
-			call->headers = lappend(call->headers, h);
-		}
-	}
-
-	qc_http_execute(call);
-	{
-		Jsonb	   *result = qc_response_jsonb(call);
-
-		call->outcome = (call->status >= 200 && call->status < 400) ?
-			QC_OUTCOME_OK : QC_OUTCOME_HTTP_ERROR;
-		qc_audit_call(call);
-		PG_RETURN_JSONB_P(result);
-	}
+	PG_RETURN_JSONB_P(qc_api_call_send(call));
 }

@@ -3,6 +3,9 @@
  * fetch.c
  *	  SQL entry points that read pages: web_fetch() and html_to_text().
  *
+ * web_fetch's extract_prompt hands the page text to the model (llm.c):
+ * the page is converted and cut first, so the model sees only text.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -13,20 +16,42 @@
 
 #include "audit.h"
 #include "content.h"
-#include "http.h"
+#include "functions.h"
+#include "llm.h"
+#include "queryclaw.h"
 #include "redact.h"
-#include "response.h"
 
 PG_FUNCTION_INFO_V1(web_fetch);
 PG_FUNCTION_INFO_V1(html_to_text);
 
-/* How much of an error page to quote in errdetail. */
-#define ERROR_BODY_QUOTE 200
+char *
+qc_fetch_text(QcCall *call, QcFormat format)
+{
+	char	   *result;
+
+	qc_http_execute(call);
+	if (call->status < 200 || call->status > 299)
+		qc_call_fail(call, QC_OUTCOME_HTTP_ERROR, ERRCODE_EXTERNAL_ROUTINE_EXCEPTION,
+					 psprintf("HTTP status %ld from %s", call->status,
+							  qc_redact_url(call->final_url)),
+					 qc_response_quote(call),
+					 "Use queryclaw.api_call() to read responses of any status.");
+
+	result = qc_response_text(call, format);
+	call->outcome = QC_OUTCOME_OK;
+	qc_audit_call(call);
+	return result;
+}
 
 /*
- * web_fetch(url text, format text DEFAULT 'text', max_chars int DEFAULT NULL)
+ * web_fetch(url text, format text DEFAULT 'text', max_chars int DEFAULT NULL,
+ *			 extract_prompt text DEFAULT NULL)
  *
  * GET a page and return it as text; a status other than 2xx is an error.
+ * With extract_prompt, the page text goes to the model with that
+ * instruction and the model's answer is returned instead (cut at
+ * max_chars).  (Not "extract": EXTRACT is an SQL keyword, which cannot
+ * name an argument in a call.)
  */
 Datum
 web_fetch(PG_FUNCTION_ARGS)
@@ -35,36 +60,31 @@ web_fetch(PG_FUNCTION_ARGS)
 	QcFormat	format;
 	QcCall	   *call;
 	char	   *result;
+	char	   *extract = NULL;
 
 	if (PG_ARGISNULL(0))
 		PG_RETURN_NULL();
 	url = text_to_cstring(PG_GETARG_TEXT_PP(0));
 	format = qc_format_parse(PG_ARGISNULL(1) ? "text" :
 							 text_to_cstring(PG_GETARG_TEXT_PP(1)));
+	if (PG_NARGS() > 3 && !PG_ARGISNULL(3))
+	{
+		extract = text_to_cstring(PG_GETARG_TEXT_PP(3));
+		qc_llm_check_extract(extract);
+	}
 
 	call = qc_call_new("web_fetch", "GET", url);
 	call->max_chars = qc_effective_max_chars(fcinfo, 2);
-	qc_http_execute(call);
+	if (extract == NULL)
+		PG_RETURN_TEXT_P(cstring_to_text(qc_fetch_text(call, format)));
 
-	if (call->status < 200 || call->status > 299)
-	{
-		char	   *quote = qc_to_server_text(call->data, call->data_len, NULL);
-		size_t		len;
-
-		qc_clip_chars(quote, ERROR_BODY_QUOTE);
-		len = strlen(quote);
-		while (len > 0 && isspace((unsigned char) quote[len - 1]))
-			quote[--len] = '\0';
-		qc_call_fail(call, QC_OUTCOME_HTTP_ERROR, ERRCODE_EXTERNAL_ROUTINE_EXCEPTION,
-					 psprintf("HTTP status %ld from %s", call->status,
-							  qc_redact_url(call->final_url)),
-					 quote[0] ? psprintf("The response began: %s", quote) : NULL,
-					 "Use queryclaw.api_call() to read responses of any status.");
-	}
-
-	result = qc_response_text(call, format);
-	call->outcome = QC_OUTCOME_OK;
-	qc_audit_call(call);
+	/* the page is cut to the model's budget; max_chars limits the answer */
+	call->max_chars = Min(qc_max_chars, qc_llm_tool_max_chars);
+	result = qc_fetch_text(call, format);
+	result = qc_llm_extract(call->final_url, result, call->truncated, extract);
+	if (result == NULL)
+		PG_RETURN_NULL();
+	qc_clip_chars(result, qc_effective_max_chars(fcinfo, 2));
 	PG_RETURN_TEXT_P(cstring_to_text(result));
 }
 

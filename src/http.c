@@ -393,6 +393,16 @@ is_connect_error(CURLcode rc)
 	}
 }
 
+static void
+fail_timeout(QcCall *call, const char *url)
+{
+	qc_call_fail(call, QC_OUTCOME_TIMEOUT, ERRCODE_CONNECTION_FAILURE,
+				 psprintf("request to %s timed out", qc_redact_url(url)),
+				 psprintf("%s is %d ms, redirects included.",
+						  call->timeout_setting, call->timeout_ms),
+				 NULL);
+}
+
 /* Turn what went wrong in a hop into an audited error; returns if nothing did. */
 static void
 raise_transfer_error(QcCall *call, Transfer *t, CURLcode rc, const char *url)
@@ -421,10 +431,7 @@ raise_transfer_error(QcCall *call, Transfer *t, CURLcode rc, const char *url)
 					 psprintf("At most %d bytes of headers are accepted.", QC_MAX_HEADER_BYTES),
 					 NULL);
 	if (rc == CURLE_OPERATION_TIMEDOUT)
-		qc_call_fail(call, QC_OUTCOME_TIMEOUT, ERRCODE_CONNECTION_FAILURE,
-					 psprintf("request to %s timed out", shown),
-					 psprintf("queryclaw.timeout is %d ms, redirects included.", qc_timeout),
-					 NULL);
+		fail_timeout(call, url);
 	qc_call_fail(call, QC_OUTCOME_ERROR,
 				 is_connect_error(rc) ? ERRCODE_SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION :
 				 ERRCODE_CONNECTION_FAILURE,
@@ -439,15 +446,15 @@ raise_transfer_error(QcCall *call, Transfer *t, CURLcode rc, const char *url)
 static void
 perform_hop(QcCall *call, const char *url, const char *method,
 			const char *body, size_t body_len, List *headers,
-			long timeout_ms, char **location)
+			long timeout_ms, bool trusted, char **location)
 {
 	Transfer	t;
 	struct curl_slist *volatile slist = NULL;
 	volatile CURLcode rc = CURLE_OK;
 
 	memset(&t, 0, sizeof(t));
-	t.body_limit = QC_MAX_BYTES();
-	t.check_addresses = (qc_proxy[0] == '\0');
+	t.body_limit = call->max_bytes;
+	t.check_addresses = (qc_proxy[0] == '\0') && !trusted;
 	*location = NULL;
 	ensure_handles();
 
@@ -515,6 +522,9 @@ qc_call_new(const char *func, const char *method, const char *url)
 	call->max_chars = qc_max_chars;
 	call->chars = -1;
 	call->started = GetCurrentTimestamp();
+	call->timeout_ms = qc_timeout;
+	call->timeout_setting = "queryclaw.timeout";
+	call->max_bytes = QC_MAX_BYTES();
 	return call;
 }
 
@@ -556,13 +566,16 @@ qc_http_execute(QcCall *call)
 		QcRefusal	refusal;
 		char	   *error;
 		char	   *location;
-		long		remaining = qc_timeout - (long) elapsed_ms(call);
+		long		remaining = call->timeout_ms - (long) elapsed_ms(call);
+		/* see QcCall.trusted: the DBA's endpoint, first hop only */
+		bool		trusted = call->trusted && call->redirects == 0;
 
 		if (!qc_url_parse(target, &url, &error))
 			qc_call_fail(call, QC_OUTCOME_ERROR, ERRCODE_INVALID_PARAMETER_VALUE,
 						 call->redirects == 0 ? "invalid URL" : "redirect to an invalid URL",
 						 error, NULL);
-		if (!qc_policy_check_url(&url, method, &refusal))
+		if (trusted ? !qc_policy_check_trusted_url(&url, &refusal) :
+			!qc_policy_check_url(&url, method, &refusal))
 			qc_call_fail(call, QC_OUTCOME_REFUSED, refusal.sqlerrcode,
 						 refusal.message, refusal.detail, refusal.hint);
 		if (call->redirects == 0)
@@ -571,12 +584,10 @@ qc_http_execute(QcCall *call)
 			headers = strip_secret_headers(headers);
 		call->final_url = url.url;
 		if (remaining <= 0)
-			qc_call_fail(call, QC_OUTCOME_TIMEOUT, ERRCODE_CONNECTION_FAILURE,
-						 psprintf("request to %s timed out", qc_redact_url(url.url)),
-						 psprintf("queryclaw.timeout is %d ms, redirects included.", qc_timeout),
-						 NULL);
+			fail_timeout(call, url.url);
 
-		perform_hop(call, url.url, method, body, body_len, headers, remaining, &location);
+		perform_hop(call, url.url, method, body, body_len, headers, remaining,
+					trusted, &location);
 		if (location == NULL)
 			break;
 
@@ -671,4 +682,15 @@ qc_http_find_header(List *headers, const char *name)
 			return h->value;
 	}
 	return NULL;
+}
+
+List *
+qc_http_add_header(List *headers, const char *name, const char *value)
+{
+	QcHeader   *h = palloc(sizeof(QcHeader));
+
+	qc_http_validate_header(name, value);
+	h->name = pstrdup(name);
+	h->value = pstrdup(value);
+	return lappend(headers, h);
 }

@@ -18,7 +18,11 @@
 #include "utils/builtins.h"
 #include "utils/formatting.h"
 
+#include "queryclaw.h"
 #include "redact.h"
+
+/* API keys shorter than this are not searched for: too many false hits. */
+#define MIN_KEY_LENGTH 8
 
 /* Does s end with suffix? */
 static bool
@@ -105,4 +109,34 @@ qc_redact_url(const char *url)
 		}
 	}
 	return out.data;
+}
+
+/* Replace every occurrence of key in text. */
+static char *
+replace_key(char *text, const char *key)
+{
+	StringInfoData out;
+	const char *p = text;
+	const char *hit;
+	size_t		keylen = strlen(key);
+
+	if (keylen < MIN_KEY_LENGTH || strstr(text, key) == NULL)
+		return text;
+	initStringInfo(&out);
+	while ((hit = strstr(p, key)) != NULL)
+	{
+		appendBinaryStringInfo(&out, p, hit - p);
+		appendStringInfoString(&out, "REDACTED");
+		p = hit + keylen;
+	}
+	appendStringInfoString(&out, p);
+	return out.data;
+}
+
+char *
+qc_redact_keys(const char *text)
+{
+	char	   *result = replace_key(pstrdup(text), qc_llm_api_key);
+
+	return replace_key(result, qc_search_api_key);
 }

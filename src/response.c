@@ -123,6 +123,26 @@ qc_response_text(QcCall *call, QcFormat format)
 	pg_unreachable();
 }
 
+char *
+qc_text_quote(const char *text)
+{
+	char	   *quote = pstrdup(text);
+	size_t		len;
+
+	qc_clip_chars(quote, QC_QUOTE_CHARS);
+	len = strlen(quote);
+	while (len > 0 && isspace((unsigned char) quote[len - 1]))
+		quote[--len] = '\0';
+	return quote[0] ? psprintf("The response began: %s", quote) : NULL;
+}
+
+char *
+qc_response_quote(const QcCall *call)
+{
+	return qc_text_quote(qc_to_server_text(call->data, call->data_len,
+										   qc_content_type_charset(call->content_type)));
+}
+
 /* Append the response headers as one object: lower-case names, repeats joined. */
 static void
 append_headers_object(StringInfo out, const char *block)

@@ -38,6 +38,15 @@ extern int	qc_effective_max_chars(FunctionCallInfo fcinfo, int argno);
  */
 extern char *qc_response_text(QcCall *call, QcFormat format);
 
+/*
+ * For an error detail: "The response began: ..." with the first
+ * QC_QUOTE_CHARS characters of the body (or of text already converted to
+ * the database encoding), or NULL when it is empty.
+ */
+#define QC_QUOTE_CHARS 200
+extern char *qc_response_quote(const QcCall *call);
+extern char *qc_text_quote(const char *text);
+
 /* api_call's result object; sets call->chars and call->truncated. */
 extern Jsonb *qc_response_jsonb(QcCall *call);
 

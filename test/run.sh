@@ -2,10 +2,11 @@
 # test/run.sh: `make test` — every test, on a fresh machine, in one command.
 #
 # Installs what is missing, builds the extension and installs it into a
-# private copy of PostgreSQL (nothing system-wide), runs the unit tests, starts the fixture server on a free loopback port and
-# a scratch cluster with the extension preloaded, runs pg_regress over
-# sql/*.sql against expected/, shows the diffs of any failure, stops
-# everything, and ends with "N passed, N failed".
+# private copy of PostgreSQL (nothing system-wide), runs the unit tests,
+# starts the fixture server and the scripted model (test/fixture/) on free
+# loopback ports and a scratch cluster with the extension preloaded, runs
+# pg_regress over sql/*.sql against expected/, shows the diffs of any
+# failure, stops everything, and ends with "N passed, N failed".
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -28,12 +29,20 @@ else
 fi
 
 port=$(qc_start_server "$QC_ROOT/test/fixture/server.py" fixture) || exit 1
+# The scripted model and search API.  Its port is deliberately not in
+# local_allowlist: the LLM and search endpoints are trusted, tool calls not.
+llm_port=$(qc_start_server "$QC_ROOT/test/fixture/llm_server.py" llm) || exit 1
 qc_start_cluster <<CONF || exit 1
 queryclaw.enabled = on
 queryclaw.local_allowlist = '127.0.0.1:$port'
 queryclaw.timeout = '5s'
+queryclaw.llm_url = 'http://127.0.0.1:$llm_port/v1'
+queryclaw.llm_model = 'fake-model'
+queryclaw.llm_api_key = 'sk-test-0123456789'
+queryclaw.search_url = 'http://127.0.0.1:$llm_port/search'
 qc_test.base = 'http://127.0.0.1:$port'
 qc_test.port = '$port'
+qc_test.llm_base = 'http://127.0.0.1:$llm_port'
 CONF
 
 # pg_regress runs as the cluster's user, so it works on a copy it can write.
