@@ -23,9 +23,7 @@
  */
 #include "postgres.h"
 
-#include "common/hashfn.h"
 #include "mb/pg_wchar.h"
-#include "port.h"
 #include "utils/builtins.h"
 #include "utils/json.h"
 
@@ -335,7 +333,7 @@ qc_chat_send(QcChat *chat, int round)
 {
 	QcCall	   *call = qc_call_new("llm", "POST", endpoint_url());
 	QcChatReply *reply;
-	char	   *text;
+	const char *text;
 	Jsonb	   *jb;
 
 	call->trusted = true;

@@ -6,7 +6,8 @@
  * The audit log and error messages are read by people other than the
  * caller (the DBA, log shippers), so nothing that looks like a credential
  * may reach them: URL userinfo, Authorization/Cookie headers and anything
- * named like a key, token, secret, password or signature.  The same
+ * named like a key, token, secret, password or signature; and the LLM and
+ * search API keys the DBA configured, wherever they occur in text.  The same
  * predicate decides which request headers are dropped when a redirect
  * leaves the origin the caller addressed.
  *
@@ -111,9 +112,9 @@ qc_redact_url(const char *url)
 	return out.data;
 }
 
-/* Replace every occurrence of key in text. */
-static char *
-replace_key(char *text, const char *key)
+/* Replace every occurrence of key in text; text itself when there is none. */
+static const char *
+replace_key(const char *text, const char *key)
 {
 	StringInfoData out;
 	const char *p = text;
@@ -133,10 +134,8 @@ replace_key(char *text, const char *key)
 	return out.data;
 }
 
-char *
+const char *
 qc_redact_keys(const char *text)
 {
-	char	   *result = replace_key(pstrdup(text), qc_llm_api_key);
-
-	return replace_key(result, qc_search_api_key);
+	return replace_key(replace_key(text, qc_llm_api_key), qc_search_api_key);
 }

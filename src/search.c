@@ -88,7 +88,7 @@ List *
 qc_search(const char *query, int num_results, const char *audit_extra)
 {
 	QcCall	   *call;
-	char	   *text;
+	const char *text;
 	Jsonb	   *jb;
 	JsonbContainer *results;
 	List	   *out;

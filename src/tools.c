@@ -32,7 +32,6 @@
 #include "utils/builtins.h"
 #include "utils/json.h"
 #include "utils/memutils.h"
-#include "utils/regproc.h"
 #include "utils/resowner.h"
 
 #include "content.h"
