@@ -599,19 +599,30 @@ end_call(Slot *slot, QcCallDone on_done, void *arg)
 		on_done(call, arg);
 }
 
+/* The host a call's first hop goes to ("" when its URL does not parse). */
+static const char *
+call_host(QcCall *call)
+{
+	QcUrl		url;
+	char	   *error;
+
+	if (call->host == NULL)
+		call->host = qc_url_parse(call->url, &url, &error) ? url.host : "";
+	return call->host;
+}
+
 /* Is another transfer to this call's host allowed now? */
 static bool
 host_has_room(Slot *slots, int nslots, QcCall *call)
 {
-	QcUrl		url;
-	char	   *error;
+	const char *host = call_host(call);
 	int			busy = 0;
 
 	/* an unparsable URL ends at once in start_hop, without a connection */
-	if (!qc_url_parse(call->url, &url, &error))
+	if (host[0] == '\0')
 		return true;
 	for (int i = 0; i < nslots; i++)
-		if (slots[i].call != NULL && strcmp(slots[i].origin.host, url.host) == 0)
+		if (slots[i].call != NULL && strcmp(slots[i].call->host, host) == 0)
 			busy++;
 	return busy < qc_max_host_concurrency;
 }

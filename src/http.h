@@ -38,6 +38,7 @@ typedef struct QcCall
 	size_t		body_len;
 	int			max_chars;		/* effective limit on returned characters */
 	int			ord;			/* position in a batch (0-based) */
+	const char *host;			/* first hop's host, once known (http.c) */
 	TimestampTz started;
 
 	/* the response, filled by qc_http_execute() */
