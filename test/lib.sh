@@ -121,7 +121,11 @@ qc_start_cluster() {
 		echo "shared_preload_libraries = 'queryclaw_ext'"
 		cat
 	} | qc_as_pg tee -a "$QC_PGDATA/postgresql.conf" >/dev/null
-	qc_as_pg "$bindir/pg_ctl" -D "$QC_PGDATA" -l "$QC_WORK/postgres.log" -w start >/dev/null ||
+	# Proxy variables naming a dead loopback port: the extension must ignore
+	# them (only queryclaw.proxy counts), or every request would fail.
+	qc_as_pg env http_proxy=http://127.0.0.1:9 https_proxy=http://127.0.0.1:9 \
+		HTTP_PROXY=http://127.0.0.1:9 HTTPS_PROXY=http://127.0.0.1:9 ALL_PROXY=http://127.0.0.1:9 \
+		"$bindir/pg_ctl" -D "$QC_PGDATA" -l "$QC_WORK/postgres.log" -w start >/dev/null ||
 		{ cat "$QC_WORK/postgres.log" >&2; return 1; }
 	export PGHOST="$QC_WORK" PGPORT=5432
 }
