@@ -13,6 +13,7 @@ OBJS = \
 	src/rules.o \
 	src/policy.o \
 	src/redact.o \
+	src/call.o \
 	src/http.o \
 	src/charset.o \
 	src/html.o \
@@ -21,6 +22,7 @@ OBJS = \
 	src/audit.o \
 	src/fetch.o \
 	src/api.o \
+	src/batch.o \
 	src/check.o \
 	src/chat.o \
 	src/tools.o \
@@ -34,6 +36,8 @@ PG_CPPFLAGS = $(shell pkg-config --cflags $(DEPS_PKGS) 2>/dev/null)
 # -Wextra, except for unused parameters: PostgreSQL's own headers (ilist.h,
 # bufpage.h) and every callback signature have them.
 PG_CFLAGS = -Wall -Wextra -Werror -Wno-unused-parameter -Wno-sign-compare
+# Rebuild objects (and their JIT bitcode) when a header they include changes.
+PG_CFLAGS += -MMD -MP
 SHLIB_LINK = $(shell pkg-config --libs $(DEPS_PKGS) 2>/dev/null)
 
 # Debian installs one pg_config per major version; this project targets 15.
@@ -47,13 +51,19 @@ all:
 	@exit 1
 endif
 
-.PHONY: test demo deps
+-include $(OBJS:.o=.d)
+$(OBJS:.o=.bc): %.bc: %.o
+EXTRA_CLEAN = $(OBJS:.o=.d) test/unit/test_rules
+
+.PHONY: test demo deps bench
 deps:
 	bash test/deps.sh
 test:
 	bash test/run.sh
 demo:
 	bash test/demo.sh
+bench:
+	bash test/bench/throughput.sh
 
 # The pure C policy code, tested without a server.
 UNIT_SRCS = test/unit/test_rules.c src/netaddr.c src/rules.c

@@ -80,6 +80,23 @@ LANGUAGE C VOLATILE PARALLEL UNSAFE;
 COMMENT ON FUNCTION queryclaw.api_call(text, text, jsonb, text, integer) IS
 'Make an HTTP request (GET, POST, PUT, PATCH, DELETE, HEAD) under the queryclaw policy and return {status, ok, url, content_type, headers, body, truncated, elapsed_ms}.';
 
+CREATE FUNCTION queryclaw.web_fetch_many(urls text[], format text DEFAULT 'text',
+										 max_chars integer DEFAULT NULL)
+RETURNS TABLE (ord integer, url text, status integer, content text,
+			   error text, elapsed_ms double precision)
+AS 'MODULE_PATHNAME', 'web_fetch_many'
+LANGUAGE C VOLATILE PARALLEL UNSAFE ROWS 100;
+COMMENT ON FUNCTION queryclaw.web_fetch_many(text[], text, integer) IS
+'GET many pages concurrently (at most queryclaw.max_concurrency at once); one row per URL in input order, with an error instead of content where a URL failed.';
+
+CREATE FUNCTION queryclaw.api_call_many(requests jsonb, max_chars integer DEFAULT NULL)
+RETURNS TABLE (ord integer, url text, status integer, response jsonb,
+			   error text, elapsed_ms double precision)
+AS 'MODULE_PATHNAME', 'api_call_many'
+LANGUAGE C VOLATILE PARALLEL UNSAFE ROWS 100;
+COMMENT ON FUNCTION queryclaw.api_call_many(jsonb, integer) IS
+'Make many HTTP requests concurrently from an array of {url, method, headers, body}; one row per request in input order, response as api_call returns it, or an error.';
+
 CREATE FUNCTION queryclaw.check_url(url text)
 RETURNS jsonb
 AS 'MODULE_PATHNAME', 'check_url'
@@ -133,6 +150,8 @@ COMMENT ON FUNCTION queryclaw.web_search(text, integer) IS
 REVOKE ALL ON FUNCTION queryclaw.web_fetch(text, text, integer, text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION queryclaw.api_call(text, text, jsonb, text, integer) FROM PUBLIC;
 REVOKE ALL ON FUNCTION queryclaw.check_url(text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION queryclaw.web_fetch_many(text[], text, integer) FROM PUBLIC;
+REVOKE ALL ON FUNCTION queryclaw.api_call_many(jsonb, integer) FROM PUBLIC;
 REVOKE ALL ON FUNCTION queryclaw.html_to_text(text, text, text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION queryclaw.llm_chat_tools(text, text[], text, text, integer, jsonb) FROM PUBLIC;
 REVOKE ALL ON FUNCTION queryclaw.llm_chat_tools(jsonb, text[], text, integer, jsonb) FROM PUBLIC;

@@ -18,8 +18,9 @@
 #include "utils/jsonb.h"
 
 #include "audit.h"
-#include "functions.h"
+#include "http.h"
 #include "json.h"
+#include "response.h"
 
 PG_FUNCTION_INFO_V1(api_call);
 
@@ -79,11 +80,12 @@ parse_headers(Jsonb *headers)
 }
 
 QcCall *
-qc_api_call_prepare(const char *url, const char *method, Jsonb *headers,
-					const char *body)
+qc_api_prepare(const char *func, char *url, const char *method, Jsonb *headers,
+			   char *body, int max_chars)
 {
-	QcCall	   *call = qc_call_new("api_call", qc_http_validate_method(method), url);
+	QcCall	   *call = qc_call_new(func, qc_http_validate_method(method), url);
 
+	call->max_chars = max_chars;
 	if (headers != NULL)
 		call->headers = parse_headers(headers);
 	if (body != NULL)
@@ -93,18 +95,24 @@ qc_api_call_prepare(const char *url, const char *method, Jsonb *headers,
 		/* a JSON body with no declared type is sent as JSON */
 		if (qc_http_find_header(call->headers, "Content-Type") == NULL &&
 			qc_json_is_valid(call->body, call->body_len))
-			call->headers = qc_http_add_header(call->headers, "Content-Type",
-											   "application/json");
+		{
+			QcHeader   *h = palloc(sizeof(QcHeader));
+
+			h->name = "Content-Type";
+			h->value = "application/json";
+			call->headers = lappend(call->headers, h);
+		}
 	}
 	return call;
 }
 
 Jsonb *
-qc_api_call_send(QcCall *call)
+qc_api_result(QcCall *call)
 {
 	Jsonb	   *result;
 
-	qc_http_execute(call);
+	if (call->error_code != 0)
+		return NULL;
 	result = qc_response_jsonb(call);
 	call->outcome = (call->status >= 200 && call->status < 400) ?
 		QC_OUTCOME_OK : QC_OUTCOME_HTTP_ERROR;
@@ -123,10 +131,12 @@ api_call(PG_FUNCTION_ARGS)
 
 	if (PG_ARGISNULL(0))
 		PG_RETURN_NULL();
-	call = qc_api_call_prepare(text_to_cstring(PG_GETARG_TEXT_PP(0)),
-							   PG_ARGISNULL(1) ? "GET" : text_to_cstring(PG_GETARG_TEXT_PP(1)),
-							   PG_ARGISNULL(2) ? NULL : PG_GETARG_JSONB_P(2),
-							   PG_ARGISNULL(3) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(3)));
-	call->max_chars = qc_effective_max_chars(fcinfo, 4);
-	PG_RETURN_JSONB_P(qc_api_call_send(call));
+	call = qc_api_prepare("api_call",
+						  text_to_cstring(PG_GETARG_TEXT_PP(0)),
+						  PG_ARGISNULL(1) ? "GET" : text_to_cstring(PG_GETARG_TEXT_PP(1)),
+						  PG_ARGISNULL(2) ? NULL : PG_GETARG_JSONB_P(2),
+						  PG_ARGISNULL(3) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(3)),
+						  qc_effective_max_chars(fcinfo, 4));
+	qc_http_execute(call);
+	PG_RETURN_JSONB_P(qc_api_result(call));
 }

@@ -36,6 +36,10 @@
 /* Bytes of UTF-8 converted to the database encoding per call */
 #define CONVERSION_CHUNK 65536
 
+/* Bounds of the windows append_utf8() verifies at once */
+#define UTF8_MIN_WINDOW 64
+#define UTF8_MAX_WINDOW (1024 * 1024)
+
 /*
  * The WHATWG labels of each encoding we decode, and the name iconv knows it
  * by.  Where glibc's decoder of the same name differs from the browsers', the
@@ -319,49 +323,79 @@ qc_content_type_is_text(const char *content_type)
 }
 
 /*
+ * How many bytes at p (where UTF-8 is invalid) one U+FFFD stands for: the
+ * longest prefix of a valid sequence (the "maximal subpart" rule that
+ * browsers and Python follow), or a single byte that cannot start one.
+ */
+static int
+invalid_utf8_length(const unsigned char *p, const unsigned char *end)
+{
+	int			len = 1;
+
+	if (pg_utf8_islegal(p, 1))
+	{
+		int			want = pg_utf_mblen(p);
+
+		while (len < want && p + len < end && pg_utf8_islegal(p, len + 1))
+			len++;
+	}
+	return len;
+}
+
+/*
+ * The length of a window of at most max bytes at p, ended on a UTF-8
+ * character boundary (unless the bytes there are not UTF-8 at all).
+ */
+static int
+utf8_window(const char *p, const char *end, int max)
+{
+	int			len = Min(end - p, max);
+	int			i;
+
+	for (i = 0; i < 3 && p + len < end && (p[len] & 0xC0) == 0x80; i++)
+		len--;
+	return len;
+}
+
+/*
  * Append the UTF-8 in data to out, replacing each invalid sequence by
  * U+FFFD and dropping NUL bytes.
+ *
+ * PostgreSQL's verifier has a fast path that checks its whole input before
+ * it looks for where an error lies, which would make this loop quadratic on
+ * a body full of bad bytes; so it is given windows that double while the
+ * text is valid and shrink at each error.
  */
 static void
 append_utf8(StringInfo out, const char *data, size_t len)
 {
-	const unsigned char *p = (const unsigned char *) data;
-	const unsigned char *end = p + len;
+	const char *p = data;
+	const char *end = data + len;
+	int			window = UTF8_MIN_WINDOW;
 
 	while (p < end)
 	{
-		int			chunk = Min(end - p, PG_INT32_MAX / 2);
+		int			chunk = utf8_window(p, end, window);
 		int			valid;
-		int			bad;
 
-		/* the longest valid prefix; PostgreSQL's verifier has a fast path */
-		valid = pg_encoding_verifymbstr(PG_UTF8, (const char *) p, chunk);
-
-		appendBinaryStringInfo(out, (const char *) p, valid);
+		CHECK_FOR_INTERRUPTS();
+		valid = pg_encoding_verifymbstr(PG_UTF8, p, chunk);
+		appendBinaryStringInfo(out, p, valid);
 		p += valid;
-		if (p >= end)
-			break;
-		if (*p == '\0')
+		if (valid == chunk)
 		{
-			p++;
+			window = Min(window * 2, UTF8_MAX_WINDOW);
 			continue;
 		}
-
-		/*
-		 * One U+FFFD for the longest prefix of a valid sequence (the
-		 * "maximal subpart" rule browsers and Python follow), or for a
-		 * single byte that cannot start one.
-		 */
-		bad = 1;
-		if (pg_utf8_islegal(p, 1))
+		window = UTF8_MIN_WINDOW;
+		if (*p == '\0')
+			p++;
+		else
 		{
-			int			want = pg_utf_mblen(p);
-
-			while (bad < want && p + bad < end && pg_utf8_islegal(p, bad + 1))
-				bad++;
+			appendBinaryStringInfo(out, UTF8_REPLACEMENT, 3);
+			p += invalid_utf8_length((const unsigned char *) p,
+									 (const unsigned char *) end);
 		}
-		appendBinaryStringInfo(out, UTF8_REPLACEMENT, 3);
-		p += bad;
 	}
 }
 
@@ -520,12 +554,9 @@ utf8_to_server(char *utf8, size_t len)
 	initStringInfo(&out);
 	while (p < end)
 	{
-		int			chunk = Min(end - p, CONVERSION_CHUNK);
+		int			chunk = utf8_window(p, end, CONVERSION_CHUNK);
 		int			done;
 
-		/* end the chunk on a character boundary */
-		while (p + chunk < end && (p[chunk] & 0xC0) == 0x80)
-			chunk--;
 		if (OidIsValid(proc))
 		{
 			done = pg_do_encoding_conversion_buf(proc, PG_UTF8, encoding,

@@ -21,8 +21,8 @@
 #include "utils/json.h"
 #include "utils/jsonb.h"
 
-#include "functions.h"
 #include "queryclaw.h"
+#include "response.h"
 
 PG_FUNCTION_INFO_V1(check_url);
 

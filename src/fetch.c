@@ -16,42 +16,24 @@
 
 #include "audit.h"
 #include "content.h"
-#include "functions.h"
+#include "http.h"
 #include "llm.h"
 #include "queryclaw.h"
 #include "redact.h"
+#include "response.h"
 
 PG_FUNCTION_INFO_V1(web_fetch);
 PG_FUNCTION_INFO_V1(html_to_text);
-
-char *
-qc_fetch_text(QcCall *call, QcFormat format)
-{
-	char	   *result;
-
-	qc_http_execute(call);
-	if (call->status < 200 || call->status > 299)
-		qc_call_fail(call, QC_OUTCOME_HTTP_ERROR, ERRCODE_EXTERNAL_ROUTINE_EXCEPTION,
-					 psprintf("HTTP status %ld from %s", call->status,
-							  qc_redact_url(call->final_url)),
-					 qc_response_quote(call),
-					 "Use queryclaw.api_call() to read responses of any status.");
-
-	result = qc_response_text(call, format);
-	call->outcome = QC_OUTCOME_OK;
-	qc_audit_call(call);
-	return result;
-}
 
 /*
  * web_fetch(url text, format text DEFAULT 'text', max_chars int DEFAULT NULL,
  *			 extract_prompt text DEFAULT NULL)
  *
  * GET a page and return it as text; a status other than 2xx is an error.
- * With extract_prompt, the page text goes to the model with that
- * instruction and the model's answer is returned instead (cut at
- * max_chars).  (Not "extract": EXTRACT is an SQL keyword, which cannot
- * name an argument in a call.)
+ * With extract_prompt, the page text (cut at queryclaw.llm_tool_max_chars)
+ * goes to the model with that instruction, and the model's answer is
+ * returned instead, cut at max_chars.  (Not "extract": EXTRACT is an SQL
+ * keyword, which cannot name an argument in a call.)
  */
 Datum
 web_fetch(PG_FUNCTION_ARGS)
@@ -61,12 +43,14 @@ web_fetch(PG_FUNCTION_ARGS)
 	QcCall	   *call;
 	char	   *result;
 	char	   *extract = NULL;
+	int			max_chars;
 
 	if (PG_ARGISNULL(0))
 		PG_RETURN_NULL();
 	url = text_to_cstring(PG_GETARG_TEXT_PP(0));
 	format = qc_format_parse(PG_ARGISNULL(1) ? "text" :
 							 text_to_cstring(PG_GETARG_TEXT_PP(1)));
+	max_chars = qc_effective_max_chars(fcinfo, 2);
 	if (PG_NARGS() > 3 && !PG_ARGISNULL(3))
 	{
 		extract = text_to_cstring(PG_GETARG_TEXT_PP(3));
@@ -74,17 +58,18 @@ web_fetch(PG_FUNCTION_ARGS)
 	}
 
 	call = qc_call_new("web_fetch", "GET", url);
-	call->max_chars = qc_effective_max_chars(fcinfo, 2);
-	if (extract == NULL)
-		PG_RETURN_TEXT_P(cstring_to_text(qc_fetch_text(call, format)));
-
-	/* the page is cut to the model's budget; max_chars limits the answer */
-	call->max_chars = Min(qc_max_chars, qc_llm_tool_max_chars);
-	result = qc_fetch_text(call, format);
-	result = qc_llm_extract(call->final_url, result, call->truncated, extract);
+	call->max_chars = extract ? Min(qc_max_chars, qc_llm_tool_max_chars) : max_chars;
+	qc_http_run(call);
+	result = qc_fetch_result(call, format);
 	if (result == NULL)
-		PG_RETURN_NULL();
-	qc_clip_chars(result, qc_effective_max_chars(fcinfo, 2));
+		qc_call_raise(call);
+	if (extract != NULL)
+	{
+		result = qc_llm_extract(call->final_url, result, call->truncated, extract);
+		if (result == NULL)
+			PG_RETURN_NULL();
+		qc_clip_chars(result, max_chars);
+	}
 	PG_RETURN_TEXT_P(cstring_to_text(result));
 }
 

@@ -21,6 +21,7 @@
 
 #include "utils/guc.h"
 
+#include "http.h"
 #include "queryclaw.h"
 
 bool		qc_enabled = false;
@@ -35,8 +36,11 @@ int			qc_max_redirects = 5;
 bool		qc_read_only = false;
 char	   *qc_user_agent = NULL;
 char	   *qc_proxy = NULL;
+char	   *qc_ca_file = NULL;
 bool		qc_audit = true;
 bool		qc_audit_query = true;
+int			qc_max_concurrency = 16;
+int			qc_max_host_concurrency = 8;
 
 /* ---- the LLM tool loop and web search (llm.c, tools.c, search.c) ---- */
 char	   *qc_llm_url = NULL;
@@ -59,11 +63,13 @@ const QcHostList *qc_denied_hosts_parsed = &empty_host_list;
 
 #define LIST_FLAGS (GUC_SUPERUSER_ONLY | GUC_LIST_INPUT)
 
+/* Parse a list setting into its extra data, or explain why it is wrong. */
 static bool
-check_addr_list(char **newval, void **extra, GucSource source)
+check_list(char **newval, void **extra,
+		   void *(*parse) (const char *text, char *err, size_t errlen))
 {
 	char		err[512];
-	QcAddrList *list = qc_addr_list_parse(*newval, err, sizeof(err));
+	void	   *list = parse(*newval, err, sizeof(err));
 
 	if (list == NULL)
 	{
@@ -74,19 +80,28 @@ check_addr_list(char **newval, void **extra, GucSource source)
 	return true;
 }
 
+static void *
+parse_addr_list(const char *text, char *err, size_t errlen)
+{
+	return qc_addr_list_parse(text, err, errlen);
+}
+
+static void *
+parse_host_list(const char *text, char *err, size_t errlen)
+{
+	return qc_host_list_parse(text, err, errlen);
+}
+
+static bool
+check_addr_list(char **newval, void **extra, GucSource source)
+{
+	return check_list(newval, extra, parse_addr_list);
+}
+
 static bool
 check_host_list(char **newval, void **extra, GucSource source)
 {
-	char		err[512];
-	QcHostList *list = qc_host_list_parse(*newval, err, sizeof(err));
-
-	if (list == NULL)
-	{
-		GUC_check_errdetail("%s", err);
-		return false;
-	}
-	*extra = list;
-	return true;
+	return check_list(newval, extra, parse_host_list);
 }
 
 static void
@@ -241,6 +256,11 @@ qc_guc_init(void)
 							   "Proxy environment variables are always ignored.",
 							   &qc_proxy, "", PGC_SUSET, GUC_SUPERUSER_ONLY | GUC_NO_SHOW_ALL,
 							   check_http_url, NULL, NULL);
+	DefineCustomStringVariable("queryclaw.ca_file",
+							   "Sets a file of PEM certificates trusted for HTTPS instead of the system's.",
+							   "For servers whose certificates a private CA signed; empty means the system's trust store.",
+							   &qc_ca_file, "", PGC_SUSET, GUC_SUPERUSER_ONLY,
+							   NULL, NULL, NULL);
 	DefineCustomBoolVariable("queryclaw.audit",
 							 "Writes a row to queryclaw.audit_log for every call.",
 							 NULL,
@@ -251,6 +271,17 @@ qc_guc_init(void)
 							 NULL,
 							 &qc_audit_query, true, PGC_SUSET, 0,
 							 NULL, NULL, NULL);
+
+	DefineCustomIntVariable("queryclaw.max_concurrency",
+							"Sets the maximum number of requests a batch function runs at once.",
+							NULL,
+							&qc_max_concurrency, 16, 1, QC_MAX_CONCURRENCY_LIMIT, PGC_SUSET, 0,
+							NULL, NULL, NULL);
+	DefineCustomIntVariable("queryclaw.max_host_concurrency",
+							"Sets the maximum number of requests a batch function runs at once to one host.",
+							NULL,
+							&qc_max_host_concurrency, 8, 1, QC_MAX_CONCURRENCY_LIMIT, PGC_SUSET, 0,
+							NULL, NULL, NULL);
 	define_llm_settings();
 
 	MarkGUCPrefixReserved("queryclaw");

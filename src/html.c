@@ -94,7 +94,7 @@ static const QcElem elements[] = {
 	{"h4", ELEM_PARA},
 	{"h5", ELEM_PARA},
 	{"h6", ELEM_PARA},
-	{"head", ELEM_LINE},		/* see below */
+	{"head", ELEM_LINE},		/* see above */
 	{"header", ELEM_PARA},
 	{"hgroup", ELEM_LINE},
 	{"hr", ELEM_PARA},

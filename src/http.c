@@ -28,8 +28,7 @@
 
 #include "miscadmin.h"
 #include "pgstat.h"
-#include "utils/builtins.h"
-#include "utils/formatting.h"
+#include "utils/memutils.h"
 #include "utils/timestamp.h"
 #include "utils/wait_event.h"
 
@@ -44,7 +43,6 @@
 #define QC_POLL_SLICE_MS 100
 
 static CURLM *qc_multi = NULL;
-static CURL *qc_easy = NULL;
 
 /* State shared with the libcurl callbacks of one hop: plain C only. */
 typedef struct Transfer
@@ -220,17 +218,18 @@ xferinfo_cb(void *arg, curl_off_t dltotal, curl_off_t dlnow,
 	return 0;
 }
 
+/* The backend's multi handle: its connection cache outlives every call. */
 static void
 ensure_handles(void)
 {
-	if (qc_easy != NULL)
+	if (qc_multi != NULL)
 		return;
 	if (curl_global_init(CURL_GLOBAL_ALL) != CURLE_OK)
 		elog(ERROR, "could not initialize libcurl");
 	qc_multi = curl_multi_init();
-	qc_easy = curl_easy_init();
-	if (qc_multi == NULL || qc_easy == NULL)
-		elog(ERROR, "could not create libcurl handles");
+	if (qc_multi == NULL)
+		elog(ERROR, "could not create a libcurl multi handle");
+	curl_multi_setopt(qc_multi, CURLMOPT_MAXCONNECTS, (long) QC_MAX_CONCURRENCY_LIMIT);
 }
 
 /* Build the header list (malloc'd by libcurl; freed by the caller). */
@@ -297,6 +296,8 @@ configure(CURL *h, Transfer *t, const char *url, const char *method,
 	/* an empty proxy also makes libcurl ignore the proxy environment */
 	curl_easy_setopt(h, CURLOPT_PROXY, qc_proxy);
 	curl_easy_setopt(h, CURLOPT_ACCEPT_ENCODING, "");
+	if (qc_ca_file[0] != '\0')
+		curl_easy_setopt(h, CURLOPT_CAINFO, qc_ca_file);
 	curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers);
 	curl_easy_setopt(h, CURLOPT_ERRORBUFFER, t->errbuf);
 	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, write_cb);
@@ -313,42 +314,6 @@ configure(CURL *h, Transfer *t, const char *url, const char *method,
 	/* do not wait for a resolver thread when a transfer is abandoned */
 	curl_easy_setopt(h, CURLOPT_QUICK_EXIT, 1L);
 	set_method(h, method, body, body_len);
-}
-
-/*
- * Drive one transfer to its end.  CHECK_FOR_INTERRUPTS() may leave by
- * longjmp; the caller's PG_FINALLY removes the handle and frees buffers.
- */
-static CURLcode
-run_transfer(CURL *h)
-{
-	CURLMcode	mc = curl_multi_add_handle(qc_multi, h);
-
-	if (mc != CURLM_OK)
-		elog(ERROR, "could not start transfer: %s", curl_multi_strerror(mc));
-	for (;;)
-	{
-		int			running;
-		int			left;
-		CURLMsg    *msg;
-
-		mc = curl_multi_perform(qc_multi, &running);
-		if (mc != CURLM_OK)
-			elog(ERROR, "transfer failed: %s", curl_multi_strerror(mc));
-		while ((msg = curl_multi_info_read(qc_multi, &left)) != NULL)
-			if (msg->msg == CURLMSG_DONE && msg->easy_handle == h)
-				return msg->data.result;
-		if (running == 0)
-			elog(ERROR, "transfer ended without a result");
-
-		CHECK_FOR_INTERRUPTS();
-		pgstat_report_wait_start(PG_WAIT_EXTENSION);
-		/* a signal (cancel, timeout) interrupts the poll at once */
-		mc = curl_multi_poll(qc_multi, NULL, 0, QC_POLL_SLICE_MS, NULL);
-		pgstat_report_wait_end();
-		if (mc != CURLM_OK)
-			elog(ERROR, "transfer failed: %s", curl_multi_strerror(mc));
-	}
 }
 
 /* Copy n bytes into a NUL-terminated palloc'd string. */
@@ -393,19 +358,23 @@ is_connect_error(CURLcode rc)
 	}
 }
 
+/* The call ran out of time (queryclaw.timeout, or the call's own limit). */
 static void
-fail_timeout(QcCall *call, const char *url)
+record_timeout(QcCall *call, const char *url)
 {
-	qc_call_fail(call, QC_OUTCOME_TIMEOUT, ERRCODE_CONNECTION_FAILURE,
-				 psprintf("request to %s timed out", qc_redact_url(url)),
-				 psprintf("%s is %d ms, redirects included.",
-						  call->timeout_setting, call->timeout_ms),
-				 NULL);
+	qc_call_record(call, QC_OUTCOME_TIMEOUT, ERRCODE_CONNECTION_FAILURE,
+				   psprintf("request to %s timed out", qc_redact_url(url)),
+				   psprintf("%s is %d ms, redirects included.",
+							call->timeout_setting, call->timeout_ms),
+				   NULL);
 }
 
-/* Turn what went wrong in a hop into an audited error; returns if nothing did. */
-static void
-raise_transfer_error(QcCall *call, Transfer *t, CURLcode rc, const char *url)
+/*
+ * Record what went wrong in a finished hop; returns false if nothing did.
+ * A pending cancel is raised here: it ends the whole batch.
+ */
+static bool
+record_transfer_error(QcCall *call, Transfer *t, CURLcode rc, const char *url)
 {
 	QcRefusal	refusal;
 	const char *why = t->errbuf[0] ? t->errbuf : curl_easy_strerror(rc);
@@ -415,76 +384,35 @@ raise_transfer_error(QcCall *call, Transfer *t, CURLcode rc, const char *url)
 	{
 		qc_policy_address_refusal(&t->refused_addr, t->refused_port,
 								  &t->refused_class, &refusal);
-		qc_call_fail(call, QC_OUTCOME_REFUSED, refusal.sqlerrcode,
-					 refusal.message, refusal.detail, refusal.hint);
+		qc_call_record(call, QC_OUTCOME_REFUSED, refusal.sqlerrcode,
+					   refusal.message, refusal.detail, refusal.hint);
+		return true;
 	}
 	if (t->interrupted)
 		CHECK_FOR_INTERRUPTS();
 	if (rc == CURLE_OK || (rc == CURLE_WRITE_ERROR && t->body_cut))
-		return;
+		return false;
 	if (t->out_of_memory)
-		qc_call_fail(call, QC_OUTCOME_ERROR, ERRCODE_OUT_OF_MEMORY,
-					 "out of memory receiving the response", NULL, NULL);
-	if (t->head_overflow)
-		qc_call_fail(call, QC_OUTCOME_ERROR, ERRCODE_CONNECTION_FAILURE,
-					 psprintf("response headers from %s are too large", shown),
-					 psprintf("At most %d bytes of headers are accepted.", QC_MAX_HEADER_BYTES),
-					 NULL);
-	if (rc == CURLE_OPERATION_TIMEDOUT)
-		fail_timeout(call, url);
-	qc_call_fail(call, QC_OUTCOME_ERROR,
-				 is_connect_error(rc) ? ERRCODE_SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION :
-				 ERRCODE_CONNECTION_FAILURE,
-				 psprintf(is_connect_error(rc) ? "could not connect to %s" : "request to %s failed", shown),
-				 why, NULL);
-}
-
-/*
- * Send one hop.  On a redirect response, returns the absolute target in
- * *location (else NULL).
- */
-static void
-perform_hop(QcCall *call, const char *url, const char *method,
-			const char *body, size_t body_len, List *headers,
-			long timeout_ms, bool trusted, char **location)
-{
-	Transfer	t;
-	struct curl_slist *volatile slist = NULL;
-	volatile CURLcode rc = CURLE_OK;
-
-	memset(&t, 0, sizeof(t));
-	t.body_limit = call->max_bytes;
-	t.check_addresses = (qc_proxy[0] == '\0') && !trusted;
-	*location = NULL;
-	ensure_handles();
-
-	PG_TRY();
+		qc_call_record(call, QC_OUTCOME_ERROR, ERRCODE_OUT_OF_MEMORY,
+					   "out of memory receiving the response", NULL, NULL);
+	else if (t->head_overflow || (rc == CURLE_OUT_OF_MEMORY && t->body_len == 0))
 	{
-		slist = append_headers(NULL, headers);
-		configure(qc_easy, &t, url, method, body, body_len, slist, timeout_ms);
-		rc = run_transfer(qc_easy);
-		if (rc == CURLE_OK || (rc == CURLE_WRITE_ERROR && t.body_cut))
-		{
-			curl_easy_getinfo(qc_easy, CURLINFO_RESPONSE_CODE, &call->status);
-			call->content_type = copy_info_string(qc_easy, CURLINFO_CONTENT_TYPE);
-			call->response_headers = copy_bytes(t.head, t.head_len);
-			call->data = copy_bytes(t.body, t.body_len);
-			call->data_len = t.body_len;
-			call->data_cut = t.body_cut;
-			if (call->status >= 300 && call->status < 400)
-				*location = copy_info_string(qc_easy, CURLINFO_REDIRECT_URL);
-		}
+		/* libcurl reports a header line over its 100 kB limit as "out of memory" */
+		qc_call_record(call, QC_OUTCOME_ERROR, ERRCODE_CONNECTION_FAILURE,
+					   psprintf("response headers from %s are too large", shown),
+					   psprintf("At most %d kB of headers, and 100 kB in one header line, are accepted.",
+								QC_MAX_HEADER_BYTES / 1024),
+					   NULL);
 	}
-	PG_FINALLY();
-	{
-		curl_multi_remove_handle(qc_multi, qc_easy);
-		curl_slist_free_all(slist);
-		free(t.body);
-		free(t.head);
-	}
-	PG_END_TRY();
-
-	raise_transfer_error(call, &t, rc, url);
+	else if (rc == CURLE_OPERATION_TIMEDOUT)
+		record_timeout(call, url);
+	else
+		qc_call_record(call, QC_OUTCOME_ERROR,
+					   is_connect_error(rc) ? ERRCODE_SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION :
+					   ERRCODE_CONNECTION_FAILURE,
+					   psprintf(is_connect_error(rc) ? "could not connect to %s" : "request to %s failed", shown),
+					   why, NULL);
+	return true;
 }
 
 /* Drop credentials when a redirect leaves the origin they were meant for. */
@@ -511,186 +439,348 @@ same_origin(const QcUrl *a, const QcUrl *b)
 		a->port == b->port;
 }
 
-QcCall *
-qc_call_new(const char *func, const char *method, const char *url)
+/*
+ * One call in flight: the hop being transferred and what the next hop
+ * needs.  A slot owns its easy handle for as long as the call runs.
+ */
+typedef struct Slot
 {
-	QcCall	   *call = palloc0(sizeof(QcCall));
+	CURL	   *easy;			/* from the backend's pool */
+	QcCall	   *call;			/* NULL when the slot is free */
+	Transfer	t;
+	struct curl_slist *header_list;
+	QcUrl		origin;			/* the first hop's URL */
+	QcUrl		hop;			/* the current hop's URL */
+	const char *method;			/* may turn into GET on a redirect */
+	const char *body;
+	size_t		body_len;
+	List	   *headers;		/* credentials dropped off-origin */
+} Slot;
 
-	call->func = func;
-	call->method = method;
-	call->url = url;
-	call->max_chars = qc_max_chars;
-	call->chars = -1;
-	call->started = GetCurrentTimestamp();
-	call->timeout_ms = qc_timeout;
-	call->timeout_setting = "queryclaw.timeout";
-	call->max_bytes = QC_MAX_BYTES();
-	return call;
+/* Release what libcurl and the callbacks hold for a slot's hop. */
+static void
+release_hop(Slot *slot)
+{
+	curl_multi_remove_handle(qc_multi, slot->easy);
+	curl_slist_free_all(slot->header_list);
+	slot->header_list = NULL;
+	free(slot->t.body);
+	free(slot->t.head);
+	memset(&slot->t, 0, sizeof(slot->t));
 }
 
-static double
-elapsed_ms(const QcCall *call)
+/*
+ * Check a hop's URL against the policy and start it.  Returns false when
+ * the call ended (refused, invalid, out of time): it was recorded.
+ */
+static bool
+start_hop(Slot *slot, const char *target)
 {
-	return (GetCurrentTimestamp() - call->started) / 1000.0;
+	QcCall	   *call = slot->call;
+	QcRefusal	refusal;
+	char	   *error;
+	long		remaining = call->timeout_ms - (long) qc_call_elapsed_ms(call);
+	/* see QcCall.trusted: the DBA's own endpoint, first hop only */
+	bool		trusted = call->trusted && call->redirects == 0;
+	CURLMcode	mc;
+
+	if (!qc_url_parse(target, &slot->hop, &error))
+	{
+		qc_call_record(call, QC_OUTCOME_ERROR, ERRCODE_INVALID_PARAMETER_VALUE,
+					   call->redirects == 0 ? "invalid URL" : "redirect to an invalid URL",
+					   error, NULL);
+		return false;
+	}
+	if (trusted ? !qc_policy_check_trusted_url(&slot->hop, &refusal) :
+		!qc_policy_check_url(&slot->hop, slot->method, &refusal))
+	{
+		qc_call_record(call, QC_OUTCOME_REFUSED, refusal.sqlerrcode,
+					   refusal.message, refusal.detail, refusal.hint);
+		return false;
+	}
+	if (call->redirects == 0)
+		slot->origin = slot->hop;
+	else if (!same_origin(&slot->origin, &slot->hop))
+		slot->headers = strip_secret_headers(slot->headers);
+	call->final_url = slot->hop.url;
+	if (remaining <= 0)
+	{
+		record_timeout(call, slot->hop.url);
+		return false;
+	}
+
+	memset(&slot->t, 0, sizeof(slot->t));
+	slot->t.body_limit = call->max_bytes;
+	slot->t.check_addresses = (qc_proxy[0] == '\0') && !trusted;
+	slot->header_list = append_headers(NULL, slot->headers);
+	configure(slot->easy, &slot->t, slot->hop.url, slot->method, slot->body,
+			  slot->body_len, slot->header_list, remaining);
+	curl_easy_setopt(slot->easy, CURLOPT_PRIVATE, slot);
+	mc = curl_multi_add_handle(qc_multi, slot->easy);
+	if (mc != CURLM_OK)
+		elog(ERROR, "could not start transfer: %s", curl_multi_strerror(mc));
+	return true;
+}
+
+/* Take over the response of a finished hop; returns its redirect target. */
+static char *
+take_response(Slot *slot)
+{
+	QcCall	   *call = slot->call;
+	CURL	   *h = slot->easy;
+
+	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &call->status);
+	call->content_type = copy_info_string(h, CURLINFO_CONTENT_TYPE);
+	call->response_headers = copy_bytes(slot->t.head, slot->t.head_len);
+	call->data = copy_bytes(slot->t.body, slot->t.body_len);
+	call->data_len = slot->t.body_len;
+	call->data_cut = slot->t.body_cut;
+	if (call->status >= 300 && call->status < 400)
+		return copy_info_string(h, CURLINFO_REDIRECT_URL);
+	return NULL;
+}
+
+/*
+ * A hop ended with rc.  Returns true when the slot started the next hop,
+ * false when the call is over (successfully or recorded as failed).
+ */
+static bool
+finish_hop(Slot *slot, CURLcode rc)
+{
+	QcCall	   *call = slot->call;
+	char	   *location = NULL;
+	bool		failed = record_transfer_error(call, &slot->t, rc, slot->hop.url);
+
+	if (!failed)
+		location = take_response(slot);
+	release_hop(slot);
+	if (failed || location == NULL)
+		return false;
+
+	if (call->redirects >= qc_max_redirects)
+	{
+		qc_call_record(call, QC_OUTCOME_ERROR, ERRCODE_EXTERNAL_ROUTINE_EXCEPTION,
+					   psprintf("too many redirects from %s", qc_redact_url(call->url)),
+					   qc_max_redirects == 1 ?
+					   pstrdup("queryclaw.max_redirects allows 1 redirect.") :
+					   psprintf("queryclaw.max_redirects allows %d redirects.", qc_max_redirects),
+					   NULL);
+		return false;
+	}
+	/* browsers' rules: 303, and 301/302 after POST, become GET */
+	if ((call->status == 303 && strcmp(slot->method, "HEAD") != 0) ||
+		((call->status == 301 || call->status == 302) && strcmp(slot->method, "POST") == 0))
+	{
+		slot->method = "GET";
+		slot->body = NULL;
+		slot->body_len = 0;
+	}
+	call->redirects++;
+	return start_hop(slot, location);
+}
+
+/* Claim a slot for a call and start its first hop; false if it ended. */
+static bool
+start_call(Slot *slot, QcCall *call)
+{
+	slot->call = call;
+	slot->method = call->method;
+	slot->body = call->body;
+	slot->body_len = call->body_len;
+	slot->headers = call->headers;
+	call->started = GetCurrentTimestamp();
+	if (start_hop(slot, call->url))
+		return true;
+	slot->call = NULL;
+	return false;
+}
+
+/* The call in a slot is over: measure it, hand it on, free the slot. */
+static void
+end_call(Slot *slot, QcCallDone on_done, void *arg)
+{
+	QcCall	   *call = slot->call;
+
+	slot->call = NULL;
+	call->elapsed_ms = qc_call_elapsed_ms(call);
+	if (on_done)
+		on_done(call, arg);
+}
+
+/* The host a call's first hop goes to ("" when its URL does not parse). */
+static const char *
+call_host(QcCall *call)
+{
+	QcUrl		url;
+	char	   *error;
+
+	if (call->host == NULL)
+		call->host = qc_url_parse(call->url, &url, &error) ? url.host : "";
+	return call->host;
+}
+
+/* Is another transfer to this call's host allowed now? */
+static bool
+host_has_room(Slot *slots, int nslots, QcCall *call)
+{
+	const char *host = call_host(call);
+	int			busy = 0;
+
+	/* an unparsable URL ends at once in start_hop, without a connection */
+	if (host[0] == '\0')
+		return true;
+	for (int i = 0; i < nslots; i++)
+		if (slots[i].call != NULL && strcmp(slots[i].call->host, host) == 0)
+			busy++;
+	return busy < qc_max_host_concurrency;
+}
+
+/* How far ahead of the first waiting call to look for one whose host has room. */
+#define QC_LOOKAHEAD 64
+
+/*
+ * Fill free slots with waiting calls, in input order but skipping (within
+ * a window) calls whose host is at queryclaw.max_host_concurrency.  Calls
+ * that end at once (refused, invalid URL) are handed to on_done directly.
+ */
+static void
+fill_slots(Slot *slots, int nslots, QcCall **calls, bool *started, int ncalls,
+		   int *first_waiting, QcCallDone on_done, void *arg)
+{
+	for (int s = 0; s < nslots; s++)
+	{
+		if (slots[s].call != NULL)
+			continue;
+		while (*first_waiting < ncalls && started[*first_waiting])
+			(*first_waiting)++;
+		for (int i = *first_waiting; i < ncalls && i < *first_waiting + QC_LOOKAHEAD; i++)
+		{
+			if (started[i] || !host_has_room(slots, nslots, calls[i]))
+				continue;
+			started[i] = true;
+			if (start_call(&slots[s], calls[i]))
+				break;
+			calls[i]->elapsed_ms = qc_call_elapsed_ms(calls[i]);
+			if (on_done)
+				on_done(calls[i], arg);
+		}
+	}
+}
+
+/* Make sure the pool has n easy handles and the multi handle exists. */
+static Slot *
+ensure_slots(int n)
+{
+	static Slot *pool = NULL;
+	static int	pool_size = 0;
+
+	ensure_handles();
+	if (n > pool_size)
+	{
+		Slot	   *bigger = MemoryContextAllocZero(TopMemoryContext, n * sizeof(Slot));
+
+		if (pool != NULL)
+		{
+			memcpy(bigger, pool, pool_size * sizeof(Slot));
+			pfree(pool);
+		}
+		pool = bigger;
+		for (; pool_size < n; pool_size++)
+			if ((pool[pool_size].easy = curl_easy_init()) == NULL)
+				elog(ERROR, "could not create a libcurl handle");
+	}
+	for (int i = 0; i < n; i++)
+		pool[i].call = NULL;
+	return pool;
+}
+
+/* Wait for socket activity (or a signal) for at most one slice. */
+static void
+wait_for_activity(void)
+{
+	CURLMcode	mc;
+
+	CHECK_FOR_INTERRUPTS();
+	pgstat_report_wait_start(PG_WAIT_EXTENSION);
+	/* a signal (cancel, timeout) interrupts the poll at once */
+	mc = curl_multi_poll(qc_multi, NULL, 0, QC_POLL_SLICE_MS, NULL);
+	pgstat_report_wait_end();
+	if (mc != CURLM_OK)
+		elog(ERROR, "transfer failed: %s", curl_multi_strerror(mc));
+}
+
+/* Hand every finished transfer to finish_hop, and ended calls to on_done. */
+static void
+collect_finished(QcCallDone on_done, void *arg)
+{
+	CURLMsg    *msg;
+	int			left;
+
+	while ((msg = curl_multi_info_read(qc_multi, &left)) != NULL)
+	{
+		Slot	   *slot;
+
+		if (msg->msg != CURLMSG_DONE)
+			continue;
+		curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **) &slot);
+		if (!finish_hop(slot, msg->data.result))
+			end_call(slot, on_done, arg);
+	}
 }
 
 void
-qc_call_fail(QcCall *call, const char *outcome, int sqlerrcode,
-			 const char *message, const char *detail, const char *hint)
+qc_http_execute_many(QcCall **calls, int ncalls, int concurrency,
+					 QcCallDone on_done, void *arg)
 {
-	call->outcome = outcome;
-	call->reason = pstrdup(message);
-	call->elapsed_ms = elapsed_ms(call);
-	qc_audit_call(call);
-	ereport(ERROR,
-			(errcode(sqlerrcode),
-			 errmsg_internal("%s", message),
-			 detail ? errdetail_internal("%s", detail) : 0,
-			 hint ? errhint("%s", hint) : 0));
-	pg_unreachable();
+	volatile int nslots = Max(1, Min(concurrency, ncalls));
+	Slot	   *volatile slots = ensure_slots(nslots);
+	bool	   *started = palloc0(Max(ncalls, 1) * sizeof(bool));
+	int			first_waiting = 0;
+
+	PG_TRY();
+	{
+		for (;;)
+		{
+			int			running;
+			CURLMcode	mc;
+			int			active = 0;
+
+			fill_slots(slots, nslots, calls, started, ncalls, &first_waiting, on_done, arg);
+			for (int s = 0; s < nslots; s++)
+				active += (slots[s].call != NULL);
+			if (active == 0 && first_waiting >= ncalls)
+				break;
+
+			mc = curl_multi_perform(qc_multi, &running);
+			if (mc != CURLM_OK)
+				elog(ERROR, "transfer failed: %s", curl_multi_strerror(mc));
+			collect_finished(on_done, arg);
+			if (running > 0)
+				wait_for_activity();
+		}
+	}
+	PG_FINALLY();
+	{
+		for (int s = 0; s < nslots; s++)
+		{
+			release_hop(&slots[s]);
+			slots[s].call = NULL;
+		}
+	}
+	PG_END_TRY();
+	pfree(started);
+}
+
+bool
+qc_http_run(QcCall *call)
+{
+	qc_http_execute_many(&call, 1, 1, NULL, NULL);
+	return call->error_code == 0;
 }
 
 void
 qc_http_execute(QcCall *call)
 {
-	const char *method = call->method;
-	const char *body = call->body;
-	size_t		body_len = call->body_len;
-	List	   *headers = call->headers;
-	const char *target = call->url;
-	QcUrl		first = {0};
-
-	for (;;)
-	{
-		QcUrl		url;
-		QcRefusal	refusal;
-		char	   *error;
-		char	   *location;
-		long		remaining = call->timeout_ms - (long) elapsed_ms(call);
-		/* see QcCall.trusted: the DBA's endpoint, first hop only */
-		bool		trusted = call->trusted && call->redirects == 0;
-
-		if (!qc_url_parse(target, &url, &error))
-			qc_call_fail(call, QC_OUTCOME_ERROR, ERRCODE_INVALID_PARAMETER_VALUE,
-						 call->redirects == 0 ? "invalid URL" : "redirect to an invalid URL",
-						 error, NULL);
-		if (trusted ? !qc_policy_check_trusted_url(&url, &refusal) :
-			!qc_policy_check_url(&url, method, &refusal))
-			qc_call_fail(call, QC_OUTCOME_REFUSED, refusal.sqlerrcode,
-						 refusal.message, refusal.detail, refusal.hint);
-		if (call->redirects == 0)
-			first = url;
-		else if (!same_origin(&first, &url))
-			headers = strip_secret_headers(headers);
-		call->final_url = url.url;
-		if (remaining <= 0)
-			fail_timeout(call, url.url);
-
-		perform_hop(call, url.url, method, body, body_len, headers, remaining,
-					trusted, &location);
-		if (location == NULL)
-			break;
-
-		if (call->redirects >= qc_max_redirects)
-			qc_call_fail(call, QC_OUTCOME_ERROR, ERRCODE_EXTERNAL_ROUTINE_EXCEPTION,
-						 psprintf("too many redirects from %s", qc_redact_url(call->url)),
-						 qc_max_redirects == 1 ?
-						 pstrdup("queryclaw.max_redirects allows 1 redirect.") :
-						 psprintf("queryclaw.max_redirects allows %d redirects.", qc_max_redirects),
-						 NULL);
-		/* browsers' rules: 303, and 301/302 after POST, become GET */
-		if ((call->status == 303 && strcmp(method, "HEAD") != 0) ||
-			((call->status == 301 || call->status == 302) && strcmp(method, "POST") == 0))
-		{
-			method = "GET";
-			body = NULL;
-			body_len = 0;
-		}
-		target = location;
-		call->redirects++;
-	}
-	call->elapsed_ms = elapsed_ms(call);
-}
-
-const char *
-qc_http_validate_method(const char *method)
-{
-	static const char *const methods[] = {
-		"GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", NULL
-	};
-	char	   *upper = asc_toupper(method, strlen(method));
-
-	for (int i = 0; methods[i]; i++)
-		if (strcmp(upper, methods[i]) == 0)
-			return methods[i];
-	ereport(ERROR,
-			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-			 errmsg("unsupported HTTP method \"%s\"", method),
-			 errhint("Use GET, POST, PUT, PATCH, DELETE or HEAD.")));
-	pg_unreachable();
-}
-
-/* RFC 9110 token characters. */
-static bool
-is_token(const char *s)
-{
-	if (*s == '\0')
-		return false;
-	for (; *s; s++)
-		if (!(isalnum((unsigned char) *s) || strchr("!#$%&'*+-.^_`|~", *s)))
-			return false;
-	return true;
-}
-
-void
-qc_http_validate_header(const char *name, const char *value)
-{
-	static const char *const refused[] = {
-		"host", "connection", "keep-alive", "proxy-connection", "te", "trailer",
-		"transfer-encoding", "upgrade", "content-length", "expect", NULL
-	};
-
-	if (!is_token(name))
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("invalid HTTP header name \"%s\"", name),
-				 errdetail("Header names consist of letters, digits and !#$%%&'*+-.^_`|~ only.")));
-	for (int i = 0; refused[i]; i++)
-		if (pg_strcasecmp(name, refused[i]) == 0)
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("HTTP header \"%s\" cannot be set", name),
-					 errdetail("Host, Content-Length and hop-by-hop headers are set by the transport.")));
-	for (const char *c = value; *c; c++)
-		if (*c == '\r' || *c == '\n')
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("invalid value for HTTP header \"%s\"", name),
-					 errdetail("Header values cannot contain carriage return or line feed characters.")));
-}
-
-const char *
-qc_http_find_header(List *headers, const char *name)
-{
-	ListCell   *lc;
-
-	foreach(lc, headers)
-	{
-		QcHeader   *h = lfirst(lc);
-
-		if (pg_strcasecmp(h->name, name) == 0)
-			return h->value;
-	}
-	return NULL;
-}
-
-List *
-qc_http_add_header(List *headers, const char *name, const char *value)
-{
-	QcHeader   *h = palloc(sizeof(QcHeader));
-
-	qc_http_validate_header(name, value);
-	h->name = pstrdup(name);
-	h->value = pstrdup(value);
-	return lappend(headers, h);
+	if (!qc_http_run(call))
+		qc_call_raise(call);
 }

@@ -37,6 +37,8 @@ typedef struct QcCall
 	const char *body;			/* UTF-8 request body, or NULL */
 	size_t		body_len;
 	int			max_chars;		/* effective limit on returned characters */
+	int			ord;			/* position in a batch (0-based) */
+	const char *host;			/* first hop's host, once known (http.c) */
 	TimestampTz started;
 
 	/*
@@ -73,28 +75,61 @@ typedef struct QcCall
 
 	/* the verdict, filled as the call ends, written to the audit log */
 	const char *outcome;
-	char	   *reason;
+	char	   *reason;			/* the error message when the call failed */
+	int			error_code;		/* its SQLSTATE; 0 while the call has not failed */
+	char	   *error_detail;
+	char	   *error_hint;
 	int			chars;			/* characters returned, -1 if none */
 	bool		truncated;		/* cut by max_bytes or max_chars */
 } QcCall;
 
-/* Start a call record with the defaults (no response yet). */
+/* Most transfers one batch may run at once (queryclaw.max_concurrency). */
+#define QC_MAX_CONCURRENCY_LIMIT 256
+
+/* Called as each call of a batch ends, in completion order. */
+typedef void (*QcCallDone) (QcCall *call, void *arg);
+
+/* call.c: start a call record with the defaults (no response yet). */
 extern QcCall *qc_call_new(const char *func, const char *method, const char *url);
+extern double qc_call_elapsed_ms(const QcCall *call);
 
 /*
- * Send the request, following redirects under the policy.  Returns when a
- * final response (of any status) has arrived; a refusal, a transport error
- * or a timeout is audited and raised as an ERROR.
+ * Record a failure: audit the call with the given outcome and keep the
+ * message (primary; detail and hint may be NULL) on it.  Does not raise.
  */
-extern void qc_http_execute(QcCall *call);
+extern void qc_call_record(QcCall *call, const char *outcome, int sqlerrcode,
+						   const char *message, const char *detail,
+						   const char *hint);
 
-/*
- * Audit the call with the given outcome and raise an ERROR.  message is the
- * primary message; detail and hint may be NULL.
- */
+/* Raise the failure recorded on the call. */
+extern void qc_call_raise(const QcCall *call) pg_attribute_noreturn();
+
+/* qc_call_record, then qc_call_raise. */
 extern void qc_call_fail(QcCall *call, const char *outcome, int sqlerrcode,
 						 const char *message, const char *detail,
 						 const char *hint) pg_attribute_noreturn();
+
+/* "message: detail" of a failed call, for a batch's error column; or NULL. */
+extern char *qc_call_error_text(const QcCall *call);
+
+/*
+ * http.c: send the request, following redirects under the policy.  Returns
+ * when a final response (of any status) has arrived; a refusal, a
+ * transport error or a timeout is audited and raised as an ERROR.
+ */
+extern void qc_http_execute(QcCall *call);
+
+/* The same, but a failure is recorded on the call instead of raised. */
+extern bool qc_http_run(QcCall *call);
+
+/*
+ * Run many calls, at most concurrency at once (and at most
+ * queryclaw.max_host_concurrency to one host).  Failures are recorded on
+ * each call, never raised; on_done (may be NULL) sees each call as it ends.
+ * Only a query cancel or an internal error ends the batch early.
+ */
+extern void qc_http_execute_many(QcCall **calls, int ncalls, int concurrency,
+								 QcCallDone on_done, void *arg);
 
 /* Validate a method name (upper-cases it); raises 22023 when unknown. */
 extern const char *qc_http_validate_method(const char *method);

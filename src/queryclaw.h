@@ -29,8 +29,11 @@ extern int	qc_max_redirects;
 extern bool qc_read_only;
 extern char *qc_user_agent;
 extern char *qc_proxy;
+extern char *qc_ca_file;
 extern bool qc_audit;
 extern bool qc_audit_query;
+extern int	qc_max_concurrency;
+extern int	qc_max_host_concurrency;
 /* the LLM tool loop and web search */
 extern char *qc_llm_url;
 extern char *qc_llm_model;

@@ -20,6 +20,7 @@
 #include "utils/formatting.h"
 #include "utils/json.h"
 
+#include "audit.h"
 #include "content.h"
 #include "json.h"
 #include "queryclaw.h"
@@ -43,18 +44,23 @@ qc_format_parse(const char *name)
 }
 
 int
-qc_effective_max_chars(FunctionCallInfo fcinfo, int argno)
+qc_clamp_max_chars(bool given, int requested)
 {
-	int			requested;
-
-	if (PG_NARGS() <= argno || PG_ARGISNULL(argno))
+	if (!given)
 		return qc_max_chars;
-	requested = PG_GETARG_INT32(argno);
 	if (requested < 1)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("max_chars must be at least 1")));
 	return Min(requested, qc_max_chars);
+}
+
+int
+qc_effective_max_chars(FunctionCallInfo fcinfo, int argno)
+{
+	bool		given = PG_NARGS() > argno && !PG_ARGISNULL(argno);
+
+	return qc_clamp_max_chars(given, given ? PG_GETARG_INT32(argno) : 0);
 }
 
 /* No Content-Type: treat the body as HTML if it starts like HTML. */
@@ -68,6 +74,15 @@ looks_like_html(const char *data, size_t len)
 	return len - i >= 5 &&
 		(pg_strncasecmp(data + i, "<!doc", 5) == 0 ||
 		 pg_strncasecmp(data + i, "<html", 5) == 0);
+}
+
+/* Record a failure to shape the response; always returns NULL. */
+static char *
+fail(QcCall *call, int sqlerrcode, const char *message, const char *detail,
+	 const char *hint)
+{
+	qc_call_record(call, QC_OUTCOME_ERROR, sqlerrcode, message, detail, hint);
+	return NULL;
 }
 
 /* Cut text at the call's limit and record what was returned. */
@@ -93,19 +108,19 @@ qc_response_text(QcCall *call, QcFormat format)
 	{
 		text = qc_to_server_text(call->data, call->data_len, charset);
 		if (!qc_json_is_valid(text, strlen(text)))
-			qc_call_fail(call, QC_OUTCOME_ERROR, ERRCODE_INVALID_TEXT_REPRESENTATION,
-						 psprintf("response from %s is not valid JSON",
-								  qc_redact_url(call->final_url)),
-						 call->data_cut ?
-						 psprintf("The response was cut at queryclaw.max_bytes (%d kB).", qc_max_bytes) :
-						 NULL,
-						 NULL);
+			return fail(call, ERRCODE_INVALID_TEXT_REPRESENTATION,
+						psprintf("response from %s is not valid JSON",
+								 qc_redact_url(call->final_url)),
+						call->data_cut ?
+						psprintf("The response was cut at queryclaw.max_bytes (%d kB).", qc_max_bytes) :
+						NULL,
+						NULL);
 		if (qc_count_chars(text) > call->max_chars)
-			qc_call_fail(call, QC_OUTCOME_ERROR, ERRCODE_PROGRAM_LIMIT_EXCEEDED,
-						 psprintf("JSON response from %s is longer than %d characters",
-								  qc_redact_url(call->final_url), call->max_chars),
-						 "A JSON document cannot be cut without making it invalid.",
-						 "Raise max_chars (up to queryclaw.max_chars), or use format 'raw'.");
+			return fail(call, ERRCODE_PROGRAM_LIMIT_EXCEEDED,
+						psprintf("JSON response from %s is longer than %d characters",
+								 qc_redact_url(call->final_url), call->max_chars),
+						"A JSON document cannot be cut without making it invalid.",
+						"Raise max_chars (up to queryclaw.max_chars), or use format 'raw'.");
 		return finish_text(call, text);
 	}
 
@@ -115,12 +130,11 @@ qc_response_text(QcCall *call, QcFormat format)
 	if (ctype == NULL || qc_content_type_is_text(ctype) || qc_content_type_is_json(ctype))
 		return finish_text(call, qc_to_server_text(call->data, call->data_len, charset));
 
-	qc_call_fail(call, QC_OUTCOME_ERROR, ERRCODE_INVALID_PARAMETER_VALUE,
-				 psprintf("cannot convert content type \"%s\" to text", ctype),
-				 psprintf("The response from %s is not text, HTML or JSON.",
-						  qc_redact_url(call->final_url)),
-				 "queryclaw.api_call() returns such bodies base64-encoded.");
-	pg_unreachable();
+	return fail(call, ERRCODE_INVALID_PARAMETER_VALUE,
+				psprintf("cannot convert content type \"%s\" to text", ctype),
+				psprintf("The response from %s is not text, HTML or JSON.",
+						 qc_redact_url(call->final_url)),
+				"queryclaw.api_call() returns such bodies base64-encoded.");
 }
 
 char *
@@ -136,11 +150,34 @@ qc_text_quote(const char *text)
 	return quote[0] ? psprintf("The response began: %s", quote) : NULL;
 }
 
-char *
-qc_response_quote(const QcCall *call)
+/* A status other than 2xx: the error quotes the start of the body. */
+static char *
+fail_status(QcCall *call)
 {
-	return qc_text_quote(qc_to_server_text(call->data, call->data_len,
-										   qc_content_type_charset(call->content_type)));
+	qc_call_record(call, QC_OUTCOME_HTTP_ERROR, ERRCODE_EXTERNAL_ROUTINE_EXCEPTION,
+				   psprintf("HTTP status %ld from %s", call->status,
+							qc_redact_url(call->final_url)),
+				   qc_text_quote(qc_to_server_text(call->data, call->data_len, NULL)),
+				   "Use queryclaw.api_call() to read responses of any status.");
+	return NULL;
+}
+
+char *
+qc_fetch_result(QcCall *call, QcFormat format)
+{
+	char	   *text;
+
+	if (call->error_code != 0)
+		return NULL;
+	if (call->status < 200 || call->status > 299)
+		return fail_status(call);
+	text = qc_response_text(call, format);
+	if (text != NULL)
+	{
+		call->outcome = QC_OUTCOME_OK;
+		qc_audit_call(call);
+	}
+	return text;
 }
 
 /* Append the response headers as one object: lower-case names, repeats joined. */

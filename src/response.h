@@ -30,24 +30,44 @@ extern QcFormat qc_format_parse(const char *name);
  * argument is below 1.
  */
 extern int	qc_effective_max_chars(FunctionCallInfo fcinfo, int argno);
+extern int	qc_clamp_max_chars(bool given, int requested);
 
 /*
- * web_fetch's result: the body in the requested format, in the database
- * encoding, cut at the call's max_chars.  Sets call->chars and
- * call->truncated; raises (audited) when the body cannot be converted.
+ * The body in the requested format, in the database encoding, cut at the
+ * call's max_chars.  Sets call->chars and call->truncated; returns NULL
+ * (the failure recorded on the call) when the body cannot be converted.
  */
 extern char *qc_response_text(QcCall *call, QcFormat format);
 
 /*
+ * web_fetch's result for a call that has run: NULL with the failure
+ * recorded (and audited) when the call failed, the status is not 2xx or
+ * the body cannot be converted; else the text, and the call is audited.
+ */
+extern char *qc_fetch_result(QcCall *call, QcFormat format);
+
+/*
  * For an error detail: "The response began: ..." with the first
- * QC_QUOTE_CHARS characters of the body (or of text already converted to
- * the database encoding), or NULL when it is empty.
+ * QC_QUOTE_CHARS characters of text (in the database encoding), or NULL
+ * when it is empty.
  */
 #define QC_QUOTE_CHARS 200
-extern char *qc_response_quote(const QcCall *call);
 extern char *qc_text_quote(const char *text);
 
 /* api_call's result object; sets call->chars and call->truncated. */
 extern Jsonb *qc_response_jsonb(QcCall *call);
+
+/*
+ * api.c: a call as api_call() makes it; the method, headers and body are
+ * validated (22023 errors are raised here, before anything is sent).
+ */
+extern QcCall *qc_api_prepare(const char *func, char *url, const char *method,
+							  Jsonb *headers, char *body, int max_chars);
+
+/* api_call's result for a call that has run (audited), or NULL if it failed. */
+extern Jsonb *qc_api_result(QcCall *call);
+
+/* check.c: check_url's result as JSON text. */
+extern char *qc_check_url_json(const char *url);
 
 #endif							/* QC_RESPONSE_H */

@@ -27,10 +27,12 @@
 
 #include "audit.h"
 #include "content.h"
-#include "functions.h"
+#include "http.h"
 #include "json.h"
 #include "queryclaw.h"
 #include "redact.h"
+#include "response.h"
+#include "search.h"
 
 PG_FUNCTION_INFO_V1(web_search);
 

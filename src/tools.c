@@ -3,8 +3,8 @@
  * tools.c
  *	  The tools a model may call: their JSON schemas, and running a call.
  *
- * A tool runs exactly the code of the SQL function it is named after
- * (functions.h), as the calling role, so the policy, the limits and the
+ * A tool runs exactly the code of the SQL function it is named after, as
+ * the calling role, so the policy, the limits and the
  * audit row are those of a direct call; its audit row's detail also names
  * the llm_chat_tools run, the round and the tool call id.  The role needs
  * EXECUTE on that function too: offering a tool never grants more than the
@@ -35,10 +35,12 @@
 #include "utils/resowner.h"
 
 #include "content.h"
-#include "functions.h"
+#include "http.h"
 #include "json.h"
 #include "llm.h"
 #include "queryclaw.h"
+#include "response.h"
+#include "search.h"
 
 /* What a tool's code gets besides its arguments. */
 typedef struct ToolContext
@@ -80,7 +82,10 @@ run_web_fetch(JsonbContainer *args, ToolContext *ctx)
 
 	call->max_chars = ctx->max_chars;
 	call->audit_extra = ctx->audit_extra;
-	text = qc_fetch_text(call, qc_format_parse(format ? format : "text"));
+	qc_http_run(call);
+	text = qc_fetch_result(call, qc_format_parse(format ? format : "text"));
+	if (text == NULL)
+		qc_call_raise(call);
 	ctx->truncated = call->truncated;
 	return text;
 }
@@ -106,11 +111,12 @@ run_api_call(JsonbContainer *args, ToolContext *ctx)
 			pnstrdup(body->val.string.val, body->val.string.len) :
 			qc_jsonb_value_text(body);
 
-	call = qc_api_call_prepare(required_arg(args, "url"), method ? method : "GET",
-							   headers ? JsonbValueToJsonb(headers) : NULL, body_text);
-	call->max_chars = ctx->max_chars;
+	call = qc_api_prepare("api_call", required_arg(args, "url"), method ? method : "GET",
+						  headers ? JsonbValueToJsonb(headers) : NULL, body_text,
+						  ctx->max_chars);
 	call->audit_extra = ctx->audit_extra;
-	result = qc_api_call_send(call);
+	qc_http_execute(call);
+	result = qc_api_result(call);
 	ctx->truncated = call->truncated;
 	/* the model has no use for the timing */
 	result = DatumGetJsonbP(DirectFunctionCall2(jsonb_delete, JsonbPGetDatum(result),

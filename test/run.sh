@@ -28,7 +28,13 @@ else
 	failed=$((failed + 1))
 fi
 
-port=$(qc_start_server "$QC_ROOT/test/fixture/server.py" fixture) || exit 1
+qc_make_tls || exit 1
+port=$(qc_start_server "$QC_ROOT/test/fixture/server.py" fixture \
+	--tls-port-file "$QC_WORK/fixture-tls.port" \
+	--tls-cert "$QC_WORK/tls/server.pem" --tls-key "$QC_WORK/tls/server.key" \
+	--blackhole-port-file "$QC_WORK/fixture-blackhole.port") || exit 1
+tls_port=$(cat "$QC_WORK/fixture-tls.port")
+blackhole_port=$(cat "$QC_WORK/fixture-blackhole.port")
 # The scripted model and search API.  Its port is deliberately not in
 # local_allowlist: the LLM and search endpoints are trusted, tool calls not.
 llm_port=$(qc_start_server "$QC_ROOT/test/fixture/llm_server.py" llm) || exit 1
@@ -42,6 +48,9 @@ queryclaw.llm_api_key = 'sk-test-0123456789'
 queryclaw.search_url = 'http://127.0.0.1:$llm_port/search'
 qc_test.base = 'http://127.0.0.1:$port'
 qc_test.port = '$port'
+qc_test.tls_port = '$tls_port'
+qc_test.blackhole_port = '$blackhole_port'
+qc_test.ca_file = '$QC_WORK/tls/ca.pem'
 qc_test.llm_base = 'http://127.0.0.1:$llm_port'
 CONF
 
@@ -50,7 +59,8 @@ suite="$QC_WORK/suite"
 mkdir -p "$suite"
 cp -r "$QC_ROOT/sql" "$QC_ROOT/expected" "$suite/"
 [ "$(id -u)" -eq 0 ] && chown -R postgres: "$suite"
-tests=$(cd "$QC_ROOT/sql" && ls [0-9]*.sql | sed 's/\.sql$//')
+# QC_TESTS="001_setup 012_batch" runs a subset while developing
+tests=${QC_TESTS:-$(cd "$QC_ROOT/sql" && ls [0-9]*.sql | sed 's/\.sql$//')}
 
 qc_log "regression tests"
 qc_as_pg "$($QC_PG_CONFIG --pkglibdir)/pgxs/src/test/regress/pg_regress" \

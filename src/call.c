@@ -1,0 +1,169 @@
+/*-------------------------------------------------------------------------
+ *
+ * call.c
+ *	  The life of a QcCall outside the transport: its creation, the
+ *	  validation of what the caller asks for, and how a failure is recorded
+ *	  (audited) and, for single calls, raised.
+ *
+ * Failures are values first: qc_call_record() audits a failure and keeps
+ * its message on the call, so that a batch can report it in a row and go
+ * on; a single call then raises it with qc_call_raise().
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "utils/builtins.h"
+#include "utils/formatting.h"
+#include "utils/timestamp.h"
+
+#include "audit.h"
+#include "http.h"
+#include "queryclaw.h"
+
+QcCall *
+qc_call_new(const char *func, const char *method, const char *url)
+{
+	QcCall	   *call = palloc0(sizeof(QcCall));
+
+	call->func = func;
+	call->method = method;
+	call->url = url;
+	call->max_chars = qc_max_chars;
+	call->chars = -1;
+	call->started = GetCurrentTimestamp();
+	call->timeout_ms = qc_timeout;
+	call->timeout_setting = "queryclaw.timeout";
+	call->max_bytes = QC_MAX_BYTES();
+	return call;
+}
+
+double
+qc_call_elapsed_ms(const QcCall *call)
+{
+	return (GetCurrentTimestamp() - call->started) / 1000.0;
+}
+
+void
+qc_call_record(QcCall *call, const char *outcome, int sqlerrcode,
+			   const char *message, const char *detail, const char *hint)
+{
+	call->outcome = outcome;
+	call->error_code = sqlerrcode;
+	call->reason = pstrdup(message);
+	call->error_detail = detail ? pstrdup(detail) : NULL;
+	call->error_hint = hint ? pstrdup(hint) : NULL;
+	call->elapsed_ms = qc_call_elapsed_ms(call);
+	qc_audit_call(call);
+}
+
+void
+qc_call_raise(const QcCall *call)
+{
+	ereport(ERROR,
+			(errcode(call->error_code),
+			 errmsg_internal("%s", call->reason),
+			 call->error_detail ? errdetail_internal("%s", call->error_detail) : 0,
+			 call->error_hint ? errhint("%s", call->error_hint) : 0));
+	pg_unreachable();
+}
+
+void
+qc_call_fail(QcCall *call, const char *outcome, int sqlerrcode,
+			 const char *message, const char *detail, const char *hint)
+{
+	qc_call_record(call, outcome, sqlerrcode, message, detail, hint);
+	qc_call_raise(call);
+}
+
+char *
+qc_call_error_text(const QcCall *call)
+{
+	if (call->error_code == 0)
+		return NULL;
+	return call->error_detail ? psprintf("%s: %s", call->reason, call->error_detail) :
+		pstrdup(call->reason);
+}
+
+const char *
+qc_http_validate_method(const char *method)
+{
+	static const char *const methods[] = {
+		"GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", NULL
+	};
+	char	   *upper = asc_toupper(method, strlen(method));
+
+	for (int i = 0; methods[i]; i++)
+		if (strcmp(upper, methods[i]) == 0)
+			return methods[i];
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("unsupported HTTP method \"%s\"", method),
+			 errhint("Use GET, POST, PUT, PATCH, DELETE or HEAD.")));
+	pg_unreachable();
+}
+
+/* RFC 9110 token characters. */
+static bool
+is_token(const char *s)
+{
+	if (*s == '\0')
+		return false;
+	for (; *s; s++)
+		if (!(isalnum((unsigned char) *s) || strchr("!#$%&'*+-.^_`|~", *s)))
+			return false;
+	return true;
+}
+
+void
+qc_http_validate_header(const char *name, const char *value)
+{
+	static const char *const refused[] = {
+		"host", "connection", "keep-alive", "proxy-connection", "te", "trailer",
+		"transfer-encoding", "upgrade", "content-length", "expect", NULL
+	};
+
+	if (!is_token(name))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid HTTP header name \"%s\"", name),
+				 errdetail("Header names consist of letters, digits and !#$%%&'*+-.^_`|~ only.")));
+	for (int i = 0; refused[i]; i++)
+		if (pg_strcasecmp(name, refused[i]) == 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("HTTP header \"%s\" cannot be set", name),
+					 errdetail("Host, Content-Length and hop-by-hop headers are set by the transport.")));
+	for (const char *c = value; *c; c++)
+		if (*c == '\r' || *c == '\n')
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("invalid value for HTTP header \"%s\"", name),
+					 errdetail("Header values cannot contain carriage return or line feed characters.")));
+}
+
+const char *
+qc_http_find_header(List *headers, const char *name)
+{
+	ListCell   *lc;
+
+	foreach(lc, headers)
+	{
+		QcHeader   *h = lfirst(lc);
+
+		if (pg_strcasecmp(h->name, name) == 0)
+			return h->value;
+	}
+	return NULL;
+}
+
+List *
+qc_http_add_header(List *headers, const char *name, const char *value)
+{
+	QcHeader   *h = palloc(sizeof(QcHeader));
+
+	qc_http_validate_header(name, value);
+	h->name = pstrdup(name);
+	h->value = pstrdup(value);
+	return lappend(headers, h);
+}

@@ -1,0 +1,116 @@
+#!/usr/bin/env bash
+# test/bench/throughput.sh: the throughput benchmark (`make bench`).
+#
+# Starts Debian's nginx on a free loopback port (a small JSON, a 60 KB HTML
+# page, and /delay answering after 20 ms through the echo module) and a
+# scratch cluster with a private install of the extension, then prints:
+#   1. sequential web_fetch of the small JSON, audit on: microseconds per call
+#   2. 1,000 URLs answering after 20 ms: web_fetch_many at concurrency 64,
+#      and the same through a sequential loop, for the ratio
+#   3. one UPDATE enriching 1,000 rows through a web_fetch_many join: rows/s
+#   4. backend RSS before and after 10,000 web_fetch calls
+# Timed figures are the median of QC_RUNS runs (default 5).  Only loopback
+# is contacted.  It is a benchmark, not a test: it prints figures and
+# asserts nothing.
+set -uo pipefail
+. "$(dirname "$0")/../lib.sh"
+
+QC_PACKAGES="$QC_PACKAGES nginx-light libnginx-mod-http-echo"
+RUNS=${QC_RUNS:-5}
+
+qc_install_deps || exit 1
+qc_make_workdir
+qc_build_private || exit 1
+
+# nginx, as root or not, writing only under QC_WORK
+web="$QC_WORK/nginx"
+mkdir -p "$web/html" "$web/tmp"
+nginx_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+printf '{"ok": true, "n": 42}' >"$web/html/small.json"
+python3 - "$web/html/page.html" <<'PY'
+import sys
+paras = "".join(f"<p>Paragraph {i}: " + "lorem ipsum dolor sit amet " * 20 + "</p>\n" for i in range(100))
+page = f"<!DOCTYPE html><html><head><title>Bench page</title><style>p {{margin:0}}</style></head><body><nav><a href='/'>Home</a></nav><main><h1>Bench</h1>{paras}</main></body></html>"
+open(sys.argv[1], "w").write(page[:61440] if len(page) > 61440 else page)
+PY
+cat >"$web/nginx.conf" <<CONF
+load_module /usr/lib/nginx/modules/ngx_http_echo_module.so;
+worker_processes 1;
+pid $web/nginx.pid;
+error_log $web/error.log;
+events { worker_connections 4096; }
+http {
+    access_log off;
+    client_body_temp_path $web/tmp; proxy_temp_path $web/tmp; fastcgi_temp_path $web/tmp;
+    uwsgi_temp_path $web/tmp; scgi_temp_path $web/tmp;
+    keepalive_requests 1000000;
+    server {
+        listen 127.0.0.1:$nginx_port;
+        root $web/html;
+        location = /small.json { default_type application/json; }
+        location = /delay { default_type text/plain; echo_sleep 0.02; echo "done"; }
+    }
+}
+CONF
+nginx -c "$web/nginx.conf" -e "$web/error.log" || { cat "$web/error.log"; exit 1; }
+trap 'kill $(cat "$web/nginx.pid" 2>/dev/null) 2>/dev/null; qc_cleanup' EXIT
+
+qc_start_cluster <<CONF || exit 1
+queryclaw.enabled = on
+queryclaw.local_allowlist = '127.0.0.1:$nginx_port'
+queryclaw.max_concurrency = 64
+queryclaw.max_host_concurrency = 64
+queryclaw.max_chars = 100000
+CONF
+qc_psql -q -d postgres -c "CREATE EXTENSION queryclaw_ext"
+base="http://127.0.0.1:$nginx_port"
+
+# Run SQL that prints one number; repeated RUNS times, print the median.
+median() {
+	local sql=$1 values=()
+	for _ in $(seq "$RUNS"); do
+		values+=("$(qc_psql -At -d postgres -c "$sql")")
+	done
+	printf '%s\n' "${values[@]}" | sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'
+}
+
+# Seconds a statement takes, measured inside the server.
+timed() {
+	echo "DO \$\$ DECLARE t0 timestamptz := clock_timestamp(); BEGIN $1; RAISE NOTICE '%', extract(epoch FROM clock_timestamp() - t0); END \$\$;"
+}
+seconds() {
+	local values=()
+	for _ in $(seq "$RUNS"); do
+		values+=("$(qc_psql -d postgres -c "$(timed "$1")" 2>&1 | sed -n 's/.*NOTICE:  //p')")
+	done
+	printf '%s\n' "${values[@]}" | sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'
+}
+
+echo "machine: $(nproc) cores; nginx $(nginx -v 2>&1 | sed 's/.*\///'); median of $RUNS runs"
+
+s=$(seconds "PERFORM queryclaw.web_fetch('$base/small.json') FROM generate_series(1, 3000)")
+echo "1. sequential web_fetch, small JSON, audit on: $(awk -v s="$s" 'BEGIN {printf "%.0f", s * 1e6 / 3000}') us/call (3000 calls in ${s}s)"
+
+s=$(seconds "PERFORM count(*) FROM queryclaw.web_fetch_many(array_fill('$base/delay'::text, ARRAY[1000]))")
+echo "2. 1000 URLs answering after 20 ms, web_fetch_many at concurrency 64: ${s}s"
+saved=$RUNS; RUNS=1
+q=$(seconds "PERFORM queryclaw.web_fetch('$base/delay') FROM generate_series(1, 1000)")
+RUNS=$saved
+echo "   the same, sequential web_fetch loop (1 run): ${q}s, ratio $(awk -v a="$q" -v b="$s" 'BEGIN {printf "%.0f", a / b}')x"
+
+qc_psql -q -d postgres -c "CREATE TABLE bench_pages AS SELECT g AS id, '$base/page.html?' || g AS url, NULL::text AS body FROM generate_series(1, 1000) g"
+s=$(seconds "UPDATE bench_pages p SET body = f.content FROM (SELECT array_agg(url ORDER BY id) AS urls, array_agg(id ORDER BY id) AS ids FROM bench_pages) a, queryclaw.web_fetch_many(a.urls) f WHERE p.id = a.ids[f.ord]")
+echo "3. UPDATE enriching 1000 rows (60 KB HTML pages to text) with one web_fetch_many join: $(awk -v s="$s" 'BEGIN {printf "%.0f", 1000 / s}') rows/s (${s}s)"
+
+# The backend reads its own resident set size: the private part (RssAnon),
+# since VmRSS also counts the shared buffers it touches as the audit log grows.
+rss="(SELECT substring(pg_read_file('/proc/self/status') FROM 'RssAnon:\s+(\d+)')::int)"
+sizes=$(qc_psql -At -d postgres <<SQL
+SELECT count(queryclaw.web_fetch('$base/small.json')) FROM generate_series(1, 100) \g /dev/null
+SELECT $rss;
+SELECT count(queryclaw.web_fetch('$base/small.json')) FROM generate_series(1, 10000) \g /dev/null
+SELECT $rss;
+SQL
+)
+before=$(echo "$sizes" | sed -n 1p); after=$(echo "$sizes" | sed -n 2p)
+echo "4. backend private RSS (RssAnon) around 10000 web_fetch calls: ${before} kB before, ${after} kB after, growth $((after - before)) kB"
