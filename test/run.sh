@@ -38,13 +38,14 @@ blackhole_port=$(cat "$QC_WORK/fixture-blackhole.port")
 # The scripted model and search API.  Its port is deliberately not in
 # local_allowlist: the LLM and search endpoints are trusted, tool calls not.
 llm_port=$(qc_start_server "$QC_ROOT/test/fixture/llm_server.py" llm) || exit 1
+llm_key=sk-test-0123456789		# the tests look for it where it must not be
 qc_start_cluster <<CONF || exit 1
 queryclaw.enabled = on
 queryclaw.local_allowlist = '127.0.0.1:$port'
 queryclaw.timeout = '5s'
 queryclaw.llm_url = 'http://127.0.0.1:$llm_port/v1'
 queryclaw.llm_model = 'fake-model'
-queryclaw.llm_api_key = 'sk-test-0123456789'
+queryclaw.llm_api_key = '$llm_key'
 queryclaw.search_url = 'http://127.0.0.1:$llm_port/search'
 qc_test.base = 'http://127.0.0.1:$port'
 qc_test.port = '$port'
@@ -71,6 +72,15 @@ qc_as_pg "$($QC_PG_CONFIG --pkglibdir)/pgxs/src/test/regress/pg_regress" \
 passed=$((passed + $(grep -cE '^(ok|test) .* ok( |$)|\.\.\. ok' "$QC_WORK/regress.log")))
 # a test without an expected file makes pg_regress say "diff command failed"
 failed=$((failed + $(grep -cE 'FAILED|failed \(ignored\)|diff command failed' "$QC_WORK/regress.log")))
+# The tests check results, errors and audit rows for the API key; the
+# server log (every error with its statement) must not hold it either.
+if grep -q -- "$llm_key" "$QC_WORK/postgres.log"; then
+	echo "not ok - the LLM API key is in the server log"
+	failed=$((failed + 1))
+else
+	echo "ok - the LLM API key is not in the server log"
+	passed=$((passed + 1))
+fi
 if [ -s "$suite/regression.diffs" ]; then
 	qc_log "differences"
 	cat "$suite/regression.diffs"
