@@ -20,6 +20,8 @@ OBJS = \
 	src/json.o \
 	src/response.o \
 	src/audit.o \
+	src/auditq.o \
+	src/worker.o \
 	src/fetch.o \
 	src/api.o \
 	src/batch.o \

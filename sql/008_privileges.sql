@@ -17,15 +17,21 @@ GRANT EXECUTE ON FUNCTION queryclaw.web_fetch(text, text, integer, text),
                           queryclaw.check_url(text)
    TO qc_alice, qc_bob;
 
+SELECT qc_test.audit_flush();
 TRUNCATE queryclaw.audit_log;
 SET ROLE qc_alice;
 SELECT queryclaw.web_fetch(qc_test.url('/hello')) AS alice_fetches;
 RESET ROLE;
 SET ROLE qc_bob;
 SELECT (queryclaw.api_call(qc_test.url('/json')))->'status' AS bob_calls;
+RESET ROLE;
+SELECT qc_test.audit_flush();
+SET ROLE qc_bob;
 
--- a role sees its own rows, and only through my_audit
+-- a role sees its own rows, and only through my_audit; the audit worker's
+-- status is not for it
 SELECT role, func, outcome FROM queryclaw.my_audit;
+SELECT * FROM queryclaw.audit_status();
 SELECT count(*) FROM queryclaw.audit_log;
 -- a leaky function in WHERE cannot see other roles' rows (security_barrier)
 CREATE FUNCTION pg_temp.peek(r text) RETURNS boolean LANGUAGE plpgsql COST 0.0001

@@ -114,6 +114,7 @@ SELECT qc_test.try($$SELECT queryclaw.llm_chat_tools('SCENARIO:plain')$$);
 RESET queryclaw.enabled;
 
 -- bad arguments and missing settings fail before any request
+SELECT qc_test.audit_flush();
 SELECT count(*) AS llm_requests_before FROM queryclaw.audit_log WHERE func = 'llm' \gset
 SELECT queryclaw.llm_chat_tools('hello', tools => '{web_fetch,shell}');
 SELECT queryclaw.llm_chat_tools('hello', tools => '{web_fetch,NULL}');
@@ -132,6 +133,7 @@ SET queryclaw.llm_url = '';
 SELECT queryclaw.llm_chat_tools('hello');
 RESET queryclaw.llm_url;
 SELECT queryclaw.llm_chat_tools(NULL::text) IS NULL AS null_in_null_out;
+SELECT qc_test.audit_flush();
 SELECT count(*) - :llm_requests_before AS llm_requests_made FROM queryclaw.audit_log WHERE func = 'llm';
 -- with no queryclaw.llm_model, a call can name the model
 SET queryclaw.llm_model = '';
@@ -161,9 +163,11 @@ SELECT queryclaw.web_fetch(qc_test.url('/html'), extract_prompt => '');
 
 -- the audit trail of one run: one llm row per request (model, round,
 -- tokens, finish reason), one row per tool call naming the run and round
+SELECT qc_test.audit_flush();
 TRUNCATE queryclaw.audit_log;
 SELECT r->>'answer' AS answer
   FROM queryclaw.llm_chat_tools('SCENARIO:refused URL:' || qc_test.url('/hello')) AS r;
+SELECT qc_test.audit_flush();
 SELECT func, method, qc_test.scrub(url) AS url, status, outcome, chars,
        detail - 'llm_run' - 'request_headers' - 'redirects' AS detail
   FROM queryclaw.audit_log ORDER BY id;
@@ -171,22 +175,27 @@ SELECT count(DISTINCT detail->>'llm_run') AS runs, min(length(detail->>'llm_run'
   FROM queryclaw.audit_log;
 SELECT detail->'request_headers' AS llm_request_headers
   FROM queryclaw.audit_log WHERE func = 'llm' LIMIT 1;
--- The refused call's own row is written in its subtransaction, which is
--- rolled back so the model can be told: while audit rows share the
--- caller's transaction, that row is lost (see README, Audit).
+-- The refused call's own row is queued from its subtransaction, which is
+-- rolled back so the model can be told: the audit worker writes it all the
+-- same (in the caller's transaction, without preload, it would be lost:
+-- see README, Audit).
 SELECT count(*) AS refused_rows FROM queryclaw.audit_log WHERE outcome = 'refused';
 
 -- web_fetch's extract_prompt: the page's row, then the model's
+SELECT qc_test.audit_flush();
 TRUNCATE queryclaw.audit_log;
 SELECT length(queryclaw.web_fetch(qc_test.url('/html'), extract_prompt => 'SCENARIO:extract')) > 0 AS extracted;
+SELECT qc_test.audit_flush();
 SELECT func, outcome, detail->>'via' AS via, detail->'round' AS round FROM queryclaw.audit_log ORDER BY id;
 
 -- the API key never shows: not in results (even when the endpoint echoes
 -- it), errors, audit rows (the statement text included), nor to ordinary
 -- roles' SHOW
+SELECT qc_test.audit_flush();
 TRUNCATE queryclaw.audit_log;
 SELECT r->>'answer' AS answer FROM queryclaw.llm_chat_tools('SCENARIO:leak') AS r;
 SELECT r->>'answer' AS answer FROM queryclaw.llm_chat_tools('SCENARIO:plain my key is sk-test-0123456789') AS r;
+SELECT qc_test.audit_flush();
 SELECT query FROM queryclaw.audit_log WHERE query LIKE '%my key is%';
 SELECT count(*) AS rows_with_key FROM queryclaw.audit_log
  WHERE (url || coalesce(final_url, '') || coalesce(reason, '') || coalesce(query, '') || detail::text)
@@ -212,6 +221,9 @@ GRANT EXECUTE ON FUNCTION queryclaw.web_fetch(text, text, integer, text) TO qc_c
 SET ROLE qc_carol;
 SELECT r->>'answer' AS answer
   FROM queryclaw.llm_chat_tools('SCENARIO:tool_call URL:' || qc_test.url('/hello'), tools => '{web_fetch}') AS r;
+RESET ROLE;
+SELECT qc_test.audit_flush();
+SET ROLE qc_carol;
 SELECT func, outcome FROM queryclaw.my_audit ORDER BY id;
 RESET ROLE;
 REVOKE EXECUTE ON FUNCTION queryclaw.llm_chat_tools(text, text[], text, text, integer, jsonb) FROM qc_carol;

@@ -17,8 +17,10 @@ RESET queryclaw.search_url;
 
 -- the API key goes out as a bearer token and never comes back
 SET queryclaw.search_api_key = 'search-key-0123';
+SELECT qc_test.audit_flush();
 TRUNCATE queryclaw.audit_log;
 SELECT snippet FROM queryclaw.web_search('whoami', 1);
+SELECT qc_test.audit_flush();
 SELECT func, qc_test.scrub(url) AS url, status, outcome, detail->'request_headers' AS headers,
        detail->'results' AS results
   FROM queryclaw.audit_log;
@@ -41,9 +43,11 @@ RESET queryclaw.enabled;
 SET queryclaw.search_url = 'file:///etc/passwd';
 
 -- as a tool: the model searches and reads the results
+SELECT qc_test.audit_flush();
 TRUNCATE queryclaw.audit_log;
 SELECT r->>'answer' AS answer, r->'tool_calls'->0->'arguments' AS arguments, r->'tool_calls'->0->'ok' AS ok
   FROM queryclaw.llm_chat_tools('SCENARIO:search', tools => '{web_search}') AS r;
+SELECT qc_test.audit_flush();
 SELECT func, outcome, detail->'round' AS round, detail->'results' AS results,
        detail ? 'llm_run' AS names_run
   FROM queryclaw.audit_log ORDER BY id;

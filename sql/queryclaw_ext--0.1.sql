@@ -7,6 +7,18 @@
 -- object below still has its own, narrower privileges.
 GRANT USAGE ON SCHEMA queryclaw TO PUBLIC;
 
+-- Members of queryclaw_admin read the audit worker's status.  Roles belong
+-- to the cluster, not to one database, so the role is created only if it
+-- does not exist yet, and DROP EXTENSION leaves it.  It cannot log in; a
+-- DBA grants it: GRANT queryclaw_admin TO alice.
+DO $$
+BEGIN
+	IF NOT EXISTS (SELECT FROM pg_catalog.pg_roles WHERE rolname = 'queryclaw_admin') THEN
+		CREATE ROLE queryclaw_admin NOLOGIN;
+	END IF;
+END
+$$;
+
 --
 -- The audit trail: one row for every attempted call.
 --
@@ -145,6 +157,22 @@ AS 'MODULE_PATHNAME', 'web_search'
 LANGUAGE C STRICT VOLATILE PARALLEL UNSAFE ROWS 5;
 COMMENT ON FUNCTION queryclaw.web_search(text, integer) IS
 'Search through the SearXNG-compatible API at queryclaw.search_url; one row per result.';
+
+--
+-- The durable audit's state (needs shared_preload_libraries).
+--
+CREATE FUNCTION queryclaw.audit_status(OUT durable boolean, OUT database text,
+									   OUT worker_pid integer, OUT queued bigint,
+									   OUT in_flight bigint,
+									   OUT written bigint, OUT lost bigint,
+									   OUT waits bigint, OUT queue_used bigint,
+									   OUT queue_size bigint)
+AS 'MODULE_PATHNAME', 'audit_status'
+LANGUAGE C STRICT VOLATILE PARALLEL SAFE;
+COMMENT ON FUNCTION queryclaw.audit_status() IS
+'The durable audit: whether this database''s rows go through the audit worker, its database and pid, records queued, calls in flight (each holding room for its record), records written and lost, waits for room, queue bytes used and size.  Needs shared_preload_libraries.';
+REVOKE ALL ON FUNCTION queryclaw.audit_status() FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION queryclaw.audit_status() TO queryclaw_admin;
 
 -- Reaching the network is a privilege: a DBA grants it role by role.
 REVOKE ALL ON FUNCTION queryclaw.web_fetch(text, text, integer, text) FROM PUBLIC;

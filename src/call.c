@@ -45,8 +45,8 @@ qc_call_elapsed_ms(const QcCall *call)
 }
 
 void
-qc_call_record(QcCall *call, const char *outcome, int sqlerrcode,
-			   const char *message, const char *detail, const char *hint)
+qc_call_set_failure(QcCall *call, const char *outcome, int sqlerrcode,
+					const char *message, const char *detail, const char *hint)
 {
 	call->outcome = outcome;
 	call->error_code = sqlerrcode;
@@ -54,6 +54,13 @@ qc_call_record(QcCall *call, const char *outcome, int sqlerrcode,
 	call->error_detail = detail ? pstrdup(detail) : NULL;
 	call->error_hint = hint ? pstrdup(hint) : NULL;
 	call->elapsed_ms = qc_call_elapsed_ms(call);
+}
+
+void
+qc_call_record(QcCall *call, const char *outcome, int sqlerrcode,
+			   const char *message, const char *detail, const char *hint)
+{
+	qc_call_set_failure(call, outcome, sqlerrcode, message, detail, hint);
 	qc_audit_call(call);
 }
 

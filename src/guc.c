@@ -17,9 +17,14 @@
  */
 #include "postgres.h"
 
+#include <ctype.h>
 #include <limits.h>
 
+#include "common/int.h"
+#include "miscadmin.h"
+#include "utils/datetime.h"
 #include "utils/guc.h"
+#include "utils/timestamp.h"
 
 #include "http.h"
 #include "queryclaw.h"
@@ -53,6 +58,13 @@ int			qc_llm_tool_max_chars = 20000;
 char	   *qc_search_url = NULL;
 char	   *qc_search_api_key = NULL;
 /* ---- end of the LLM and search settings ---- */
+
+/* ---- the durable audit ---- */
+char	   *qc_database = NULL;
+int			qc_audit_queue_size = 8192;
+char	   *qc_audit_retention = NULL;
+int64		qc_audit_retention_us = 0;
+/* ---- end of the durable audit settings ---- */
 
 static const QcAddrList empty_addr_list = {0};
 static const QcHostList empty_host_list = {0};
@@ -193,6 +205,100 @@ define_llm_settings(void)
 
 /* ---- end of the LLM and search settings ---- */
 
+/* ---- the durable audit (audit.c, auditq.c, worker.c) ---- */
+
+/*
+ * An interval in PostgreSQL's syntax ('30 days', '12 hours', 'P1W'), as
+ * microseconds (a month counts 30 days); empty or zero means forever.
+ * Parsed without raising errors, as interval_in would.
+ */
+static bool
+parse_retention(const char *text, int64 *usecs)
+{
+	char		workbuf[256];
+	char	   *field[MAXDATEFIELDS];
+	int			ftype[MAXDATEFIELDS];
+	int			nf;
+	int			dtype;
+	struct pg_itm_in itm;
+	Interval	span;
+	char	   *copy;
+	bool		ok;
+	int64		days;
+
+	while (isspace((unsigned char) *text))
+		text++;
+	if (*text == '\0')
+	{
+		*usecs = 0;
+		return true;
+	}
+	copy = pstrdup(text);
+	ok = (ParseDateTime(text, workbuf, sizeof(workbuf), field, ftype, MAXDATEFIELDS, &nf) == 0 &&
+		  DecodeInterval(field, ftype, nf, INTERVAL_FULL_RANGE, &dtype, &itm) == 0) ||
+		DecodeISO8601Interval(copy, &dtype, &itm) == 0;
+	pfree(copy);
+	if (!ok || dtype != DTK_DELTA || itmin2interval(&itm, &span) != 0)
+		return false;
+	days = (int64) span.month * DAYS_PER_MONTH + span.day;
+	return !pg_mul_s64_overflow(days, USECS_PER_DAY, usecs) &&
+		!pg_add_s64_overflow(*usecs, span.time, usecs) && *usecs >= 0;
+}
+
+static bool
+check_retention(char **newval, void **extra, GucSource source)
+{
+	int64		usecs;
+	int64	   *parsed;
+
+	if (!parse_retention(*newval, &usecs))
+	{
+		GUC_check_errdetail("Use a positive interval such as '30 days' or '12 hours', or 0 to keep rows forever.");
+		return false;
+	}
+	parsed = malloc(sizeof(int64));
+	if (parsed == NULL)
+		return false;
+	*parsed = usecs;
+	*extra = parsed;
+	return true;
+}
+
+static void
+assign_retention(const char *newval, void *extra)
+{
+	qc_audit_retention_us = extra ? *(int64 *) extra : 0;
+}
+
+/*
+ * The durable audit.  What sizes shared memory or names the worker's
+ * database is PGC_POSTMASTER, which PostgreSQL only
+ * allows while preloading: without preload those settings do not exist.
+ */
+static void
+define_audit_settings(void)
+{
+	DefineCustomStringVariable("queryclaw.audit_retention",
+							   "Sets how long audit rows are kept; 0 keeps them forever.",
+							   "The audit worker deletes older rows in batches, at most once a minute.",
+							   &qc_audit_retention, "0", PGC_SIGHUP, 0,
+							   check_retention, assign_retention, NULL);
+	if (!process_shared_preload_libraries_in_progress)
+		return;
+	DefineCustomStringVariable("queryclaw.database",
+							   "Sets the database the audit worker writes audit rows into.",
+							   "Calls from other databases are audited in the caller's transaction.",
+							   &qc_database, "postgres", PGC_POSTMASTER, 0,
+							   NULL, NULL, NULL);
+	DefineCustomIntVariable("queryclaw.audit_queue_size",
+							"Sets the size of the shared-memory queue of audit records.",
+							"Calls wait for room while it is full.",
+							&qc_audit_queue_size, 8192, 256, 1024 * 1024, PGC_POSTMASTER, GUC_UNIT_KB,
+							NULL, NULL, NULL);
+}
+
+/* ---- end of the durable audit settings ---- */
+
 void
 qc_guc_init(void)
 {
@@ -283,6 +389,7 @@ qc_guc_init(void)
 							&qc_max_host_concurrency, 8, 1, QC_MAX_CONCURRENCY_LIMIT, PGC_SUSET, 0,
 							NULL, NULL, NULL);
 	define_llm_settings();
+	define_audit_settings();
 
 	MarkGUCPrefixReserved("queryclaw");
 }

@@ -589,7 +589,8 @@ start_call(Slot *slot, QcCall *call)
 	slot->body_len = call->body_len;
 	slot->headers = call->headers;
 	call->started = GetCurrentTimestamp();
-	if (start_hop(slot, call->url))
+	/* no room for its audit record (audit.c) */
+	if (call->error_code == 0 && start_hop(slot, call->url))
 		return true;
 	slot->call = NULL;
 	return false;
@@ -603,6 +604,7 @@ end_call(Slot *slot, QcCallDone on_done, void *arg)
 
 	slot->call = NULL;
 	call->elapsed_ms = qc_call_elapsed_ms(call);
+	qc_audit_response(call);
 	if (on_done)
 		on_done(call, arg);
 }
@@ -635,6 +637,16 @@ host_has_room(Slot *slots, int nslots, QcCall *call)
 	return busy < qc_max_host_concurrency;
 }
 
+/* Is a call in flight in any slot? */
+static bool
+any_running(Slot *slots, int nslots)
+{
+	for (int s = 0; s < nslots; s++)
+		if (slots[s].call != NULL)
+			return true;
+	return false;
+}
+
 /* How far ahead of the first waiting call to look for one whose host has room. */
 #define QC_LOOKAHEAD 64
 
@@ -657,6 +669,9 @@ fill_slots(Slot *slots, int nslots, QcCall **calls, bool *started, int ncalls,
 		{
 			if (started[i] || !host_has_room(slots, nslots, calls[i]))
 				continue;
+			/* room for its audit record, or later, once one of ours ended */
+			if (!qc_audit_begin(calls[i], any_running(slots, nslots)))
+				return;
 			started[i] = true;
 			if (start_call(&slots[s], calls[i]))
 				break;
@@ -743,12 +758,9 @@ qc_http_execute_many(QcCall **calls, int ncalls, int concurrency,
 		{
 			int			running;
 			CURLMcode	mc;
-			int			active = 0;
 
 			fill_slots(slots, nslots, calls, started, ncalls, &first_waiting, on_done, arg);
-			for (int s = 0; s < nslots; s++)
-				active += (slots[s].call != NULL);
-			if (active == 0 && first_waiting >= ncalls)
+			if (!any_running(slots, nslots) && first_waiting >= ncalls)
 				break;
 
 			mc = curl_multi_perform(qc_multi, &running);
@@ -763,6 +775,9 @@ qc_http_execute_many(QcCall **calls, int ncalls, int concurrency,
 	{
 		for (int s = 0; s < nslots; s++)
 		{
+			/* only an error (a cancel) leaves a call in a slot: audit it */
+			if (slots[s].call != NULL)
+				qc_audit_interrupted(slots[s].call);
 			release_hop(&slots[s]);
 			slots[s].call = NULL;
 		}

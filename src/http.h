@@ -101,6 +101,14 @@ extern void qc_call_record(QcCall *call, const char *outcome, int sqlerrcode,
 						   const char *message, const char *detail,
 						   const char *hint);
 
+/*
+ * qc_call_record without the audit: for a call that never started because
+ * there was no room for its audit record.
+ */
+extern void qc_call_set_failure(QcCall *call, const char *outcome, int sqlerrcode,
+								const char *message, const char *detail,
+								const char *hint);
+
 /* Raise the failure recorded on the call. */
 extern void qc_call_raise(const QcCall *call) pg_attribute_noreturn();
 

@@ -17,7 +17,9 @@
  *	html.c		HTML to readable text (libxml2)
  *	json.c		JSON validation (cJSON)
  *	response.c	what the SQL functions return
- *	audit.c		the audit rows
+ *	audit.c		the audit rows, durable or in the caller's transaction
+ *	auditq.c	the shared-memory queue of audit records
+ *	worker.c	the audit worker that commits them
  *	fetch.c, api.c, check.c		the SQL-callable functions
  *	chat.c		the OpenAI chat-completions wire format
  *	tools.c		the tools a model may call, each in a subtransaction
@@ -29,8 +31,11 @@
 #include "postgres.h"
 
 #include "fmgr.h"
+#include "miscadmin.h"
 
+#include "auditq.h"
 #include "queryclaw.h"
+#include "worker.h"
 
 PG_MODULE_MAGIC;
 
@@ -40,4 +45,14 @@ void
 _PG_init(void)
 {
 	qc_guc_init();
+
+	/*
+	 * The durable audit lives in shared memory, which only a preloaded
+	 * library can have; without it calls are audited in the caller's
+	 * transaction.
+	 */
+	if (!process_shared_preload_libraries_in_progress)
+		return;
+	qc_auditq_init();
+	qc_worker_init();
 }

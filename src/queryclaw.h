@@ -45,6 +45,12 @@ extern int	qc_llm_tool_max_chars;
 extern char *qc_search_url;
 extern char *qc_search_api_key;
 
+/* the durable audit; the PGC_POSTMASTER settings need preload */
+extern char *qc_database;
+extern int	qc_audit_queue_size;	/* kilobytes */
+extern char *qc_audit_retention;
+extern int64 qc_audit_retention_us; /* parsed; 0 keeps rows forever */
+
 /* parsed forms of the list settings; never NULL once the GUCs exist */
 extern const QcAddrList *qc_local_allowlist_parsed;
 extern const QcHostList *qc_allowed_hosts_parsed;

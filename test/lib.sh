@@ -106,11 +106,13 @@ qc_make_tls() {
 		chmod 644 "$dir"/*.pem
 }
 
-# initdb and start a cluster on a Unix socket in QC_WORK (no TCP port).
-# Extra postgresql.conf lines come on stdin.
+# initdb and start a cluster on a Unix socket in QC_WORK (no TCP port), in
+# QC_WORK/$1 (default "data").  Extra postgresql.conf lines come on stdin;
+# they come last, so they override the defaults set here.  One cluster runs
+# at a time: stop it with qc_stop_cluster before starting another.
 qc_start_cluster() {
 	local bindir="$QC_BINDIR"
-	QC_PGDATA="$QC_WORK/data"
+	QC_PGDATA="$QC_WORK/${1:-data}"
 	qc_as_pg "$bindir/initdb" -D "$QC_PGDATA" -A trust --no-sync -E UTF8 --locale=C.UTF-8 >"$QC_WORK/initdb.log" 2>&1 ||
 		{ cat "$QC_WORK/initdb.log" >&2; return 1; }
 	{
@@ -131,15 +133,19 @@ qc_start_cluster() {
 	export PGHOST="$QC_WORK" PGPORT=5432
 }
 
+qc_stop_cluster() {
+	if [ -n "$QC_PGDATA" ] && [ -f "$QC_PGDATA/postmaster.pid" ]; then
+		qc_as_pg "$QC_BINDIR/pg_ctl" -D "$QC_PGDATA" -m fast -w stop >/dev/null 2>&1
+	fi
+}
+
 qc_psql() {
 	qc_as_pg "$QC_BINDIR/psql" -X -v ON_ERROR_STOP=1 -h "$QC_WORK" -p 5432 "$@"
 }
 
 qc_cleanup() {
 	local rc=$?
-	if [ -n "$QC_PGDATA" ] && [ -f "$QC_PGDATA/postmaster.pid" ]; then
-		qc_as_pg "$QC_BINDIR/pg_ctl" -D "$QC_PGDATA" -m fast -w stop >/dev/null 2>&1
-	fi
+	qc_stop_cluster
 	if [ -n "$QC_WORK" ]; then
 		for pidfile in "$QC_WORK"/*.pid; do
 			[ -f "$pidfile" ] && kill "$(cat "$pidfile")" 2>/dev/null
