@@ -22,6 +22,7 @@ OBJS = \
 	src/audit.o \
 	src/auditq.o \
 	src/worker.o \
+	src/ratelimit.o \
 	src/fetch.o \
 	src/api.o \
 	src/batch.o \

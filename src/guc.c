@@ -59,12 +59,13 @@ char	   *qc_search_url = NULL;
 char	   *qc_search_api_key = NULL;
 /* ---- end of the LLM and search settings ---- */
 
-/* ---- the durable audit ---- */
+/* ---- the durable audit and rate limits ---- */
+int			qc_max_calls_per_hour = 0;
 char	   *qc_database = NULL;
 int			qc_audit_queue_size = 8192;
 char	   *qc_audit_retention = NULL;
 int64		qc_audit_retention_us = 0;
-/* ---- end of the durable audit settings ---- */
+/* ---- end of the durable audit and rate limit settings ---- */
 
 static const QcAddrList empty_addr_list = {0};
 static const QcHostList empty_host_list = {0};
@@ -205,7 +206,7 @@ define_llm_settings(void)
 
 /* ---- end of the LLM and search settings ---- */
 
-/* ---- the durable audit (audit.c, auditq.c, worker.c) ---- */
+/* ---- the durable audit and rate limits (audit.c, auditq.c, worker.c, ratelimit.c) ---- */
 
 /*
  * An interval in PostgreSQL's syntax ('30 days', '12 hours', 'P1W'), as
@@ -271,13 +272,18 @@ assign_retention(const char *newval, void *extra)
 }
 
 /*
- * The durable audit.  What sizes shared memory or names the worker's
- * database is PGC_POSTMASTER, which PostgreSQL only
+ * The durable audit and the rate limits.  What sizes shared memory or
+ * names the worker's database is PGC_POSTMASTER, which PostgreSQL only
  * allows while preloading: without preload those settings do not exist.
  */
 static void
 define_audit_settings(void)
 {
+	DefineCustomIntVariable("queryclaw.max_calls_per_hour",
+							"Sets the maximum number of calls a role may make in any hour; 0 means no limit.",
+							"Counted per role in shared memory, in a sliding one-hour window; needs shared_preload_libraries.",
+							&qc_max_calls_per_hour, 0, 0, INT_MAX, PGC_SUSET, 0,
+							NULL, NULL, NULL);
 	DefineCustomStringVariable("queryclaw.audit_retention",
 							   "Sets how long audit rows are kept; 0 keeps them forever.",
 							   "The audit worker deletes older rows in batches, at most once a minute.",
@@ -297,7 +303,7 @@ define_audit_settings(void)
 							NULL, NULL, NULL);
 }
 
-/* ---- end of the durable audit settings ---- */
+/* ---- end of the durable audit and rate limit settings ---- */
 
 void
 qc_guc_init(void)

@@ -35,6 +35,7 @@
 #include "audit.h"
 #include "http.h"
 #include "queryclaw.h"
+#include "ratelimit.h"
 #include "redact.h"
 
 /* Most bytes of response headers kept for one response. */
@@ -589,8 +590,9 @@ start_call(Slot *slot, QcCall *call)
 	slot->body_len = call->body_len;
 	slot->headers = call->headers;
 	call->started = GetCurrentTimestamp();
-	/* no room for its audit record (audit.c) */
-	if (call->error_code == 0 && start_hop(slot, call->url))
+	/* no room for its audit record (audit.c), or over the rate limit */
+	if (call->error_code == 0 && qc_ratelimit_check(call) &&
+		start_hop(slot, call->url))
 		return true;
 	slot->call = NULL;
 	return false;

@@ -20,6 +20,7 @@
  *	audit.c		the audit rows, durable or in the caller's transaction
  *	auditq.c	the shared-memory queue of audit records
  *	worker.c	the audit worker that commits them
+ *	ratelimit.c	queryclaw.max_calls_per_hour
  *	fetch.c, api.c, check.c		the SQL-callable functions
  *	chat.c		the OpenAI chat-completions wire format
  *	tools.c		the tools a model may call, each in a subtransaction
@@ -35,6 +36,7 @@
 
 #include "auditq.h"
 #include "queryclaw.h"
+#include "ratelimit.h"
 #include "worker.h"
 
 PG_MODULE_MAGIC;
@@ -47,12 +49,13 @@ _PG_init(void)
 	qc_guc_init();
 
 	/*
-	 * The durable audit lives in shared memory, which only a preloaded
-	 * library can have; without it calls are audited in the caller's
-	 * transaction.
+	 * The durable audit and the rate limits live in shared memory, which
+	 * only a preloaded library can have; without it calls are audited in
+	 * the caller's transaction and a rate limit refuses every call.
 	 */
 	if (!process_shared_preload_libraries_in_progress)
 		return;
 	qc_auditq_init();
 	qc_worker_init();
+	qc_ratelimit_init();
 }

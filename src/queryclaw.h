@@ -45,7 +45,8 @@ extern int	qc_llm_tool_max_chars;
 extern char *qc_search_url;
 extern char *qc_search_api_key;
 
-/* the durable audit; the PGC_POSTMASTER settings need preload */
+/* the durable audit and rate limits; the PGC_POSTMASTER ones need preload */
+extern int	qc_max_calls_per_hour;
 extern char *qc_database;
 extern int	qc_audit_queue_size;	/* kilobytes */
 extern char *qc_audit_retention;

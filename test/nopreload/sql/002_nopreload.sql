@@ -25,3 +25,16 @@ SELECT qc_test.try($$SELECT queryclaw.web_fetch('http://10.0.0.1/caught')$$) AS 
 SELECT queryclaw.web_fetch(qc_test.url('/hello?in=commit')) IS NOT NULL AS fetched;
 SELECT split_part(url, '?', 2) AS query, outcome FROM queryclaw.audit_log;
 
+-- a rate limit cannot be enforced without the shared counters: every call
+-- is refused, saying why
+CREATE ROLE qc_gina;
+GRANT USAGE ON SCHEMA qc_test TO qc_gina;
+GRANT EXECUTE ON FUNCTION queryclaw.web_fetch(text, text, integer, text) TO qc_gina;
+SET queryclaw.max_calls_per_hour = 100;
+SET ROLE qc_gina;
+SELECT qc_test.try($$SELECT queryclaw.web_fetch(qc_test.url('/hello'))$$);
+RESET ROLE;
+RESET queryclaw.max_calls_per_hour;
+SELECT queryclaw.web_fetch(qc_test.url('/hello')) AS unlimited_works;
+DROP OWNED BY qc_gina;
+DROP ROLE qc_gina;
