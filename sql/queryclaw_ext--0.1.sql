@@ -7,10 +7,10 @@
 -- object below still has its own, narrower privileges.
 GRANT USAGE ON SCHEMA queryclaw TO PUBLIC;
 
--- Members of queryclaw_admin read the audit worker's status.  Roles belong
--- to the cluster, not to one database, so the role is created only if it
--- does not exist yet, and DROP EXTENSION leaves it.  It cannot log in; a
--- DBA grants it: GRANT queryclaw_admin TO alice.
+-- Members of queryclaw_admin read every role's audit rows and the audit
+-- worker's status.  Roles belong to the cluster, not to one database, so
+-- the role is created only if it does not exist yet, and DROP EXTENSION
+-- leaves it.  It cannot log in; a DBA grants it: GRANT queryclaw_admin TO alice.
 DO $$
 BEGIN
 	IF NOT EXISTS (SELECT FROM pg_catalog.pg_roles WHERE rolname = 'queryclaw_admin') THEN
@@ -48,13 +48,18 @@ CREATE INDEX audit_log_role_at_idx ON queryclaw.audit_log (role, at);
 COMMENT ON TABLE queryclaw.audit_log IS
 'One row per queryclaw call attempt (ok, http_error, refused, timeout, error, cancelled); secrets are redacted before they are stored.';
 
--- Only the owner (through the extension's C code) writes rows; nobody else
--- may read, change or delete them.  Row-level security is a second fence in
--- case a DBA grants SELECT: a role then still sees only its own rows.
+-- Only the owner (the extension's C code, the audit worker) writes rows;
+-- nobody else may change or delete them, and only queryclaw_admin may read
+-- them all.  Row-level security is a second fence: a role granted SELECT
+-- by a DBA still sees only its own rows, and with no policy for INSERT,
+-- UPDATE or DELETE a grant of those lets nothing through.
 REVOKE ALL ON queryclaw.audit_log FROM PUBLIC;
+GRANT SELECT ON queryclaw.audit_log TO queryclaw_admin;
 ALTER TABLE queryclaw.audit_log ENABLE ROW LEVEL SECURITY;
 CREATE POLICY audit_log_own_rows ON queryclaw.audit_log
 	FOR SELECT USING (role = current_user);
+CREATE POLICY audit_log_admin ON queryclaw.audit_log
+	FOR SELECT TO queryclaw_admin USING (true);
 
 SELECT pg_catalog.pg_extension_config_dump('queryclaw.audit_log', '');
 SELECT pg_catalog.pg_extension_config_dump('queryclaw.audit_log_id_seq', '');
@@ -68,6 +73,31 @@ CREATE VIEW queryclaw.my_audit WITH (security_barrier) AS
 	 WHERE role = current_user;
 GRANT SELECT ON queryclaw.my_audit TO PUBLIC;
 COMMENT ON VIEW queryclaw.my_audit IS 'The calling role''s own rows of queryclaw.audit_log.';
+
+-- The DBA's first look: the last 24 hours by role and host.  Each role
+-- sees its own calls; superusers and queryclaw_admin members see all.
+-- The host is the URL's authority (userinfo is never stored).
+CREATE VIEW queryclaw.stats WITH (security_barrier) AS
+	SELECT role,
+		   lower(substring(url FROM '^[A-Za-z][A-Za-z0-9+.-]*://([^/?#]*)')) AS host,
+		   count(*) AS calls,
+		   count(*) FILTER (WHERE outcome = 'ok') AS ok,
+		   count(*) FILTER (WHERE outcome = 'http_error') AS http_error,
+		   count(*) FILTER (WHERE outcome = 'refused') AS refused,
+		   count(*) FILTER (WHERE outcome = 'timeout') AS timeout,
+		   count(*) FILTER (WHERE outcome = 'error') AS error,
+		   count(*) FILTER (WHERE outcome = 'cancelled') AS cancelled,
+		   sum(bytes) AS bytes,
+		   round(percentile_cont(0.5) WITHIN GROUP (ORDER BY elapsed_ms)::numeric, 1) AS p50_ms,
+		   round(percentile_cont(0.95) WITHIN GROUP (ORDER BY elapsed_ms)::numeric, 1) AS p95_ms,
+		   max(at) AS last_call
+	  FROM queryclaw.audit_log
+	 WHERE at > pg_catalog.now() - interval '24 hours'
+	   AND (role = current_user OR pg_catalog.pg_has_role('queryclaw_admin', 'USAGE'))
+	 GROUP BY 1, 2;
+GRANT SELECT ON queryclaw.stats TO PUBLIC;
+COMMENT ON VIEW queryclaw.stats IS
+'Calls of the last 24 hours by role and host: outcomes, bytes, p50/p95 latency in ms.  Each role sees its own; queryclaw_admin and superusers see all.';
 
 --
 -- Functions.  None is STRICT where an argument has a NULL default; a NULL

@@ -24,6 +24,7 @@ ROLLBACK;
 SELECT qc_test.try($$SELECT queryclaw.web_fetch('http://10.0.0.1/caught')$$) AS caught;
 SELECT queryclaw.web_fetch(qc_test.url('/hello?in=commit')) IS NOT NULL AS fetched;
 SELECT split_part(url, '?', 2) AS query, outcome FROM queryclaw.audit_log;
+SELECT role = current_user AS own, calls, ok FROM queryclaw.stats;
 
 -- a rate limit cannot be enforced without the shared counters: every call
 -- is refused, saying why
