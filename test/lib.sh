@@ -17,6 +17,9 @@ QC_PYTHON=/usr/bin/python3
 [ -x "$QC_PYTHON" ] || QC_PYTHON=python3
 QC_WORK=""
 QC_PGDATA=""
+# What qc_start_nginx needs; the benchmarks add it to QC_PACKAGES.
+QC_NGINX_PACKAGES="nginx-light libnginx-mod-http-echo"
+QC_NGINX_PORT=""
 
 qc_log() { printf '== %s\n' "$*"; }
 
@@ -104,6 +107,43 @@ qc_make_tls() {
 		openssl x509 -req -in "$dir/server.csr" -CA "$dir/ca.pem" -CAkey "$dir/ca.key" \
 			-CAcreateserial -days 2 -extfile "$dir/san.ext" -out "$dir/server.pem" 2>/dev/null &&
 		chmod 644 "$dir"/*.pem
+}
+
+# Start Debian's nginx on a free loopback port (QC_NGINX_PORT), as root or
+# not, writing only under QC_WORK; qc_cleanup stops it (QC_WORK/nginx.pid).  It serves
+# /small.json, /page.html (60 KB of HTML) and /delay (answers after 20 ms
+# through the echo module).
+qc_start_nginx() {
+	local web="$QC_WORK/nginx"
+	mkdir -p "$web/html" "$web/tmp"
+	QC_NGINX_PORT=$("$QC_PYTHON" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+	printf '{"ok": true, "n": 42}' >"$web/html/small.json"
+	"$QC_PYTHON" - "$web/html/page.html" <<'PY'
+import sys
+paras = "".join(f"<p>Paragraph {i}: " + "lorem ipsum dolor sit amet " * 20 + "</p>\n" for i in range(100))
+page = f"<!DOCTYPE html><html><head><title>Bench page</title><style>p {{margin:0}}</style></head><body><nav><a href='/'>Home</a></nav><main><h1>Bench</h1>{paras}</main></body></html>"
+open(sys.argv[1], "w").write(page[:61440] if len(page) > 61440 else page)
+PY
+	cat >"$web/nginx.conf" <<CONF
+load_module /usr/lib/nginx/modules/ngx_http_echo_module.so;
+worker_processes 1;
+pid $QC_WORK/nginx.pid;
+error_log $web/error.log;
+events { worker_connections 4096; }
+http {
+    access_log off;
+    client_body_temp_path $web/tmp; proxy_temp_path $web/tmp; fastcgi_temp_path $web/tmp;
+    uwsgi_temp_path $web/tmp; scgi_temp_path $web/tmp;
+    keepalive_requests 1000000;
+    server {
+        listen 127.0.0.1:$QC_NGINX_PORT;
+        root $web/html;
+        location = /small.json { default_type application/json; }
+        location = /delay { default_type text/plain; echo_sleep 0.02; echo "done"; }
+    }
+}
+CONF
+	nginx -c "$web/nginx.conf" -e "$web/error.log" || { cat "$web/error.log" >&2; return 1; }
 }
 
 # initdb and start a cluster on a Unix socket in QC_WORK (no TCP port), in

@@ -15,45 +15,15 @@
 set -uo pipefail
 . "$(dirname "$0")/../lib.sh"
 
-QC_PACKAGES="$QC_PACKAGES nginx-light libnginx-mod-http-echo"
+QC_PACKAGES="$QC_PACKAGES $QC_NGINX_PACKAGES"
 RUNS=${QC_RUNS:-5}
 
 qc_install_deps || exit 1
 qc_make_workdir
 qc_build_private || exit 1
 
-# nginx, as root or not, writing only under QC_WORK
-web="$QC_WORK/nginx"
-mkdir -p "$web/html" "$web/tmp"
-nginx_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-printf '{"ok": true, "n": 42}' >"$web/html/small.json"
-python3 - "$web/html/page.html" <<'PY'
-import sys
-paras = "".join(f"<p>Paragraph {i}: " + "lorem ipsum dolor sit amet " * 20 + "</p>\n" for i in range(100))
-page = f"<!DOCTYPE html><html><head><title>Bench page</title><style>p {{margin:0}}</style></head><body><nav><a href='/'>Home</a></nav><main><h1>Bench</h1>{paras}</main></body></html>"
-open(sys.argv[1], "w").write(page[:61440] if len(page) > 61440 else page)
-PY
-cat >"$web/nginx.conf" <<CONF
-load_module /usr/lib/nginx/modules/ngx_http_echo_module.so;
-worker_processes 1;
-pid $web/nginx.pid;
-error_log $web/error.log;
-events { worker_connections 4096; }
-http {
-    access_log off;
-    client_body_temp_path $web/tmp; proxy_temp_path $web/tmp; fastcgi_temp_path $web/tmp;
-    uwsgi_temp_path $web/tmp; scgi_temp_path $web/tmp;
-    keepalive_requests 1000000;
-    server {
-        listen 127.0.0.1:$nginx_port;
-        root $web/html;
-        location = /small.json { default_type application/json; }
-        location = /delay { default_type text/plain; echo_sleep 0.02; echo "done"; }
-    }
-}
-CONF
-nginx -c "$web/nginx.conf" -e "$web/error.log" || { cat "$web/error.log"; exit 1; }
-trap 'kill $(cat "$web/nginx.pid" 2>/dev/null) 2>/dev/null; qc_cleanup' EXIT
+qc_start_nginx || exit 1
+nginx_port=$QC_NGINX_PORT
 
 qc_start_cluster <<CONF || exit 1
 queryclaw.enabled = on
