@@ -17,6 +17,10 @@ OBJS = \
 	src/http.o \
 	src/charset.o \
 	src/html.o \
+	src/text.o \
+	src/article.o \
+	src/markdown.o \
+	src/metadata.o \
 	src/json.o \
 	src/response.o \
 	src/audit.o \

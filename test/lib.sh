@@ -74,10 +74,11 @@ qc_make_workdir() {
 	trap 'exit 130' INT TERM
 }
 
-# Start a loopback server script; prints its port.  $1 = script, $2 = name.
+# Start a loopback server script; prints its port.  $1 = script, $2 = name,
+# any further arguments are passed to the script.
 qc_start_server() {
 	local portfile="$QC_WORK/$2.port"
-	python3 "$1" --port-file "$portfile" >"$QC_WORK/$2.log" 2>&1 &
+	python3 "$1" --port-file "$portfile" "${@:3}" >"$QC_WORK/$2.log" 2>&1 &
 	QC_PIDS+=($!)
 	for _ in $(seq 100); do
 		[ -s "$portfile" ] && { cat "$portfile"; return 0; }
