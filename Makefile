@@ -54,7 +54,7 @@ override CPPFLAGS += -MMD -MP
 -include $(OBJS:.o=.d)
 EXTRA_CLEAN = $(OBJS:.o=.d) test/unit/test_rules
 
-.PHONY: test demo deps bench
+.PHONY: test demo deps bench bench-content
 deps:
 	bash test/deps.sh
 test:
@@ -63,6 +63,10 @@ demo:
 	bash test/demo.sh
 bench:
 	bash test/bench/throughput.sh
+# Quality and speed of text, article and markdown on a corpus of real pages
+# with ground truth (see test/bench/content.sh): make bench-content CORPUS=dir
+bench-content:
+	bash test/bench/content.sh "$(CORPUS)"
 
 # The pure C policy code, tested without a server.
 UNIT_SRCS = test/unit/test_rules.c src/netaddr.c src/rules.c

@@ -3,42 +3,93 @@
  * article.c
  *	  Find the main content of a page: formats 'article' and 'markdown'.
  *
- * (draft)
+ * The main content is the article, the product, the documentation body,
+ * the forum thread or the listing; what is left out is the page's chrome:
+ * navigation, site header and footer, sidebars, related links, sharing,
+ * cookie and newsletter banners, comment sections, controls.
+ *
+ * One pass over the tree measures each element: its characters of text,
+ * how many of them are in links, and for each block element (a paragraph,
+ * a heading, a list item, a cell) a weight: its own text, with link text
+ * counting half, less LINK_COST characters for each link in it.  Prose
+ * weighs by its length; a menu, whose blocks are one short link each,
+ * weighs less than nothing.  A linked headline counts as text: a listing's
+ * teasers are content.
+ *
+ * Then, children before parents, each element gets a score: the weights
+ * of its blocks, plus its children's scores, except that a child that is
+ * boilerplate counts as minus its text.  Boilerplate is what the page says
+ * is boilerplate: <nav>, <aside>, a <header> or <footer> outside any
+ * <article> or <main>, ARIA landmark roles, class and id names ("sidebar",
+ * "share", "cookie", "related"...), and form controls.  Names mislead
+ * (a layout wrapper called "with-sidebar" may hold the article, and
+ * libxml2 may nest a whole page in a <nav> whose end tag it could not
+ * place), so such an element counts as boilerplate only when it is a minor
+ * part of what surrounds it.
+ *
+ * The main region is the element of highest score outside boilerplate:
+ * the smallest element that holds the content while leaving the chrome
+ * out.  Its siblings that score well too join it (the description above a
+ * listing and the listing), and inside it the boilerplate, the comment
+ * sections (unless they are most of it: on a forum they are the content)
+ * and links repeated as controls ("Reply", "Read more") are dropped.  When
+ * nothing scores above zero there is no clear main region, and the whole
+ * <body> is the region.
+ *
+ * The weights were set on a development corpus of 50 real pages of seven
+ * kinds (see test/bench/content.sh) and kept round; no rule names a site.
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
-#include "lib/stringinfo.h"
 #include "miscadmin.h"
-#include "utils/guc.h"
 
 #include "html.h"
 
-/* What we know of an element after the analysis pass */
+/* What a link costs its block, in characters of text */
+#define LINK_COST 15
+/* What a character of link text weighs, against 1 for other text */
+#define LINK_TEXT_WEIGHT 0.5
+/* Boilerplate is minor when it holds less than this share of the content
+ * around it, or less than half this share of the text */
+#define MINOR_SHARE 0.5
+/* Comment sections are kept when they hold at least this share */
+#define COMMENTS_SHARE 0.75
+/* Siblings of the region join it when they score this share of it */
+#define SIBLING_SHARE 0.3
+/* Links at most this long whose text repeats this often are controls */
+#define CONTROL_LINK_CHARS 30
+#define CONTROL_LINK_REPEATS 3
+
+/* What the analysis knows of a shown element */
 typedef struct Info
 {
 	xmlNode    *node;
 	int			parent;			/* index of the parent's Info, -1 for none */
 	int			block;			/* nearest block element, itself included */
-	int			end;			/* index past the last descendant */
+	int			end;			/* index past its last descendant */
 	QcTag		tag;
 	bool		is_block;
-	int8		hint;			/* class/id: -1, 0, +1 */
-	bool		strong_junk;	/* boilerplate by tag or role */
+	int8		hint;			/* -1 boilerplate, +1 content, 0 either */
+	bool		control;		/* a form control: always boilerplate */
 	bool		invisible;		/* hidden by its class, or an overlay */
-	bool		comments;		/* a comment section, by its class */
+	bool		comments;		/* a comment section */
 	bool		repeated_link;	/* a short link whose text repeats */
 	bool		junk;			/* decided: boilerplate */
 	int			text;			/* characters of shown text below */
-	int			link;			/* of which inside links */
-	int			own_text;		/* characters directly in this block */
+	int			link;			/* of which in links */
+	int			own_text;		/* characters in this block itself */
 	int			own_link;
-	int			own_links;		/* links directly in this block */
-	double		good;			/* sum of positive block weights below */
+	int			own_links;		/* links with text in this block itself */
+	double		good;			/* the positive block weights below */
 	double		score;
 } Info;
 
+/*
+ * The analysis: one Info per shown element, in document order, so that an
+ * element's descendants are the Infos from its index to its end.
+ */
 typedef struct Analysis
 {
 	Info	   *infos;
@@ -48,36 +99,59 @@ typedef struct Analysis
 	int			in_link;		/* open <a> elements */
 	int			in_article;		/* open <article> and <main> elements */
 	int			in_heading;		/* open <h1> to <h6> elements */
-	double		link_weight;
-	double		block_cost;
-	double		junk_weight;
-	double		keep_share;
-	double		link_cost;
-	double		comment_share;
-	double		sibling_share;
 } Analysis;
 
-/* Non-space characters in UTF-8 text (NBSP counts as space) */
-static int
-count_chars(const char *p)
-{
-	int			n = 0;
 
-	while (*p != '\0')
-	{
-		int			s = qc_space_length(p);
+/*
+ * What class and id names say
+ */
 
-		if (s > 0)
-		{
-			p += s;
-			continue;
-		}
-		if (((unsigned char) *p & 0xC0) != 0x80)
-			n++;
-		p++;
-	}
-	return n;
-}
+/*
+ * Words in class and id attributes that mark boilerplate: navigation, site
+ * chrome, sidebars, promotion, sharing, related links, consent banners and
+ * controls.  Matched anywhere ("main-navigation"); the short ones only as
+ * whole tokens ("ad-slot" but not "add").
+ */
+static const char *const boilerplate_words[] = {
+	"breadcrumb", "cookie", "consent", "gdpr", "newsletter", "subscribe",
+	"signup", "sidebar", "share", "sharing", "social", "related", "recommend",
+	"promo", "advert", "sponsor", "banner", "pagination", "pager", "disqus",
+	"outbrain", "taboola", "footer", "masthead", "navbar", "navigation",
+	"menu", "toolbar", "copyright", "button", "filter", "facet", "tooltip",
+	"dropdown", "cross-sell", "crosssell", "upsell", "up-sell",
+};
+static const char *const boilerplate_tokens[] = {
+	"ad", "ads", "nav", "tags", "skip", "btn", "sort", "site-header",
+	"top-header", "global-header",
+};
+static const char *const content_words[] = {
+	"article", "content", "entry", "post", "body", "main", "text", "story",
+	"blog", "prose", "markdown", "docs", "documentation",
+};
+
+/* Words that mark comment sections */
+static const char *const comment_words[] = {
+	"comment", "disqus", "respond",
+};
+
+/*
+ * Class names that hide an element until a script shows it, or for good
+ * (text for screen readers only), in the common CSS frameworks; and
+ * overlays, which are closed when the page loads.
+ */
+static const char *const hiding_classes[] = {
+	"hidden", "d-none", "sr-only", "visually-hidden", "screen-reader-text",
+	"invisible", "is-hidden",
+};
+static const char *const overlay_words[] = {
+	"modal", "popup", "offcanvas", "off-canvas", "lightbox",
+};
+
+/* ARIA roles of boilerplate */
+static const char *const boilerplate_roles[] = {
+	"navigation", "banner", "contentinfo", "complementary", "search", "menu",
+	"menubar", "dialog", "alertdialog", "toolbar",
+};
 
 /* Does the lower-case string contain word as a whole token? */
 static bool
@@ -96,48 +170,24 @@ has_token(const char *s, const char *word)
 	return false;
 }
 
-/*
- * Words in class and id attributes that mark boilerplate: navigation, site
- * chrome, sidebars, promotion, sharing, related links, consent banners,
- * overlays and controls.  Matched anywhere ("main-navigation"); the short
- * ones only as whole tokens ("ad-slot" but not "add").
- */
-static const char *const negative_words[] = {
-	"breadcrumb", "cookie", "consent", "gdpr", "newsletter", "subscribe",
-	"signup", "sidebar", "share", "sharing", "social", "related", "recommend",
-	"promo", "advert", "sponsor", "banner", "pagination", "pager", "disqus",
-	"outbrain", "taboola", "footer", "masthead", "navbar", "navigation",
-	"menu", "toolbar", "copyright", "button", "filter", "facet", "tooltip",
-	"dropdown",
-};
-static const char *const negative_tokens[] = {
-	"ad", "ads", "nav", "tags", "skip", "btn", "sort", "site-header",
-	"top-header", "global-header",
-};
-static const char *const positive_words[] = {
-	"article", "content", "entry", "post", "body", "main", "text", "story",
-	"blog", "prose", "markdown", "docs", "documentation",
-};
+/* Does any of the n words occur in s, anywhere or (tokens) as a token? */
+static bool
+contains_any(const char *s, const char *const *words, int n, bool tokens)
+{
+	int			i;
 
-/* Words in class and id attributes that mark comment sections */
-static const char *const comment_words[] = {
-	"comment", "disqus", "respond",
-};
+	for (i = 0; i < n; i++)
+	{
+		if (tokens ? has_token(s, words[i]) : strstr(s, words[i]) != NULL)
+			return true;
+	}
+	return false;
+}
 
 /*
- * Class names that hide an element until a script shows it, or for good
- * (text for screen readers only), in the common CSS frameworks; and
- * overlays, which are closed when the page loads.
+ * The lower-cased class and id of an element, each name between spaces
+ * (" a b id "), or NULL when it has neither.
  */
-static const char *const hiding_classes[] = {
-	"hidden", "d-none", "sr-only", "visually-hidden", "screen-reader-text",
-	"invisible", "is-hidden",
-};
-static const char *const overlay_words[] = {
-	"modal", "popup", "offcanvas", "off-canvas", "lightbox",
-};
-
-/* The lower-cased class and id of an element, or NULL if it has neither */
 static char *
 class_and_id(const xmlNode *node)
 {
@@ -150,36 +200,8 @@ class_and_id(const xmlNode *node)
 		return NULL;
 	s = psprintf(" %s %s ", cls ? cls : "", id ? id : "");
 	for (i = 0; s[i]; i++)
-		s[i] = pg_ascii_tolower((unsigned char) s[i]);
+		s[i] = isspace((unsigned char) s[i]) ? ' ' : pg_ascii_tolower((unsigned char) s[i]);
 	return s;
-}
-
-/* Does any of the words occur in s? */
-static bool
-contains_any(const char *s, const char *const *words, int n)
-{
-	int			i;
-
-	for (i = 0; i < n; i++)
-	{
-		if (strstr(s, words[i]) != NULL)
-			return true;
-	}
-	return false;
-}
-
-/* Does any of the words occur in s as a whole token? */
-static bool
-has_any_token(const char *s, const char *const *words, int n)
-{
-	int			i;
-
-	for (i = 0; i < n; i++)
-	{
-		if (has_token(s, words[i]))
-			return true;
-	}
-	return false;
 }
 
 /*
@@ -187,7 +209,7 @@ has_any_token(const char *s, const char *const *words, int n)
  * it at some screen size ("hidden lg:block", "d-none d-md-flex").
  */
 static bool
-class_hides(const char *s)
+class_hides(const char *names)
 {
 	int			i;
 	bool		hides = false;
@@ -197,11 +219,11 @@ class_hides(const char *s)
 		char		token[32];
 
 		snprintf(token, sizeof(token), " %s ", hiding_classes[i]);
-		hides = strstr(s, token) != NULL;
+		hides = strstr(names, token) != NULL;
 	}
-	return hides && strchr(s, ':') == NULL &&
-		strstr(s, " d-sm-") == NULL && strstr(s, " d-md-") == NULL &&
-		strstr(s, " d-lg-") == NULL && strstr(s, " d-xl-") == NULL;
+	return hides && strchr(names, ':') == NULL &&
+		strstr(names, " d-sm-") == NULL && strstr(names, " d-md-") == NULL &&
+		strstr(names, " d-lg-") == NULL && strstr(names, " d-xl-") == NULL;
 }
 
 /* Do two elements have the same tag and the same first class name? */
@@ -218,11 +240,11 @@ alike(const xmlNode *a, const xmlNode *b)
 	cb = qc_attr(b, "class");
 	if (ca == NULL || cb == NULL)
 		return false;
-	while (*ca == ' ')
+	while (isspace((unsigned char) *ca))
 		ca++;
-	while (*cb == ' ')
+	while (isspace((unsigned char) *cb))
 		cb++;
-	len = strcspn(ca, " \t\n");
+	len = strcspn(ca, " \t\n\r\f");
 	return len > 0 && strncmp(ca, cb, len) == 0 &&
 		(cb[len] == '\0' || isspace((unsigned char) cb[len]));
 }
@@ -251,56 +273,96 @@ repeated(const xmlNode *node)
 	return false;
 }
 
-/* What the class and id suggest: -1 boilerplate, +1 content, 0 either */
+/* What the class and id names suggest: -1 boilerplate, +1 content, 0 either */
 static int
-class_hint(const char *s)
+class_hint(const char *names)
 {
-	bool		neg;
-	bool		pos;
+	bool		boilerplate;
+	bool		content;
 
-	if (s == NULL)
+	if (names == NULL)
 		return 0;
-	neg = contains_any(s, negative_words, lengthof(negative_words)) ||
-		has_any_token(s, negative_tokens, lengthof(negative_tokens));
-	pos = contains_any(s, positive_words, lengthof(positive_words));
-	return (pos ? 1 : 0) - (neg ? 1 : 0);
+	boilerplate = contains_any(names, boilerplate_words,
+							   lengthof(boilerplate_words), false) ||
+		contains_any(names, boilerplate_tokens, lengthof(boilerplate_tokens), true);
+	content = contains_any(names, content_words, lengthof(content_words), false);
+	return (content ? 1 : 0) - (boilerplate ? 1 : 0);
 }
 
 static bool
-role_is_junk(const xmlNode *node)
+role_is_boilerplate(const xmlNode *node)
 {
-	static const char *const roles[] = {
-		"navigation", "banner", "contentinfo", "complementary", "search",
-		"menu", "menubar", "dialog", "alertdialog", "toolbar",
-	};
 	const char *role = qc_attr(node, "role");
 	int			i;
 
 	if (role == NULL)
 		return false;
-	for (i = 0; i < lengthof(roles); i++)
+	for (i = 0; i < lengthof(boilerplate_roles); i++)
 	{
-		if (pg_strcasecmp(role, roles[i]) == 0)
+		if (pg_strcasecmp(role, boilerplate_roles[i]) == 0)
 			return true;
 	}
 	return false;
 }
 
-static bool
-is_strong_junk(const xmlNode *node, QcTag tag)
+/* Set what the tag, role and names of an element say about it. */
+static void
+judge_element(Analysis *a, Info *info)
 {
-	switch (tag)
+	xmlNode    *node = info->node;
+	QcTag		tag = info->tag;
+	char	   *names;
+
+	if (tag == TAG_HTML || tag == TAG_BODY || tag == TAG_HEAD)
+		return;
+	info->control = (tag == TAG_BUTTON || tag == TAG_SELECT ||
+					 tag == TAG_INPUT || tag == TAG_TEXTAREA ||
+					 tag == TAG_LABEL);
+	names = class_and_id(node);
+	info->hint = repeated(node) ? 0 : class_hint(names);
+	if (tag == TAG_ASIDE || tag == TAG_NAV || tag == TAG_DIALOG ||
+		tag == TAG_FORM || role_is_boilerplate(node))
+		info->hint = -1;
+	/* the header of an article is its headline and byline */
+	if ((tag == TAG_HEADER || tag == TAG_FOOTER) && a->in_article == 0)
+		info->hint = -1;
+	if (names != NULL)
 	{
-		case TAG_BUTTON:
-		case TAG_SELECT:
-		case TAG_INPUT:
-		case TAG_TEXTAREA:
-		case TAG_LABEL:
-			return true;
-		default:
-			break;
+		info->invisible = class_hides(names) ||
+			contains_any(names, overlay_words, lengthof(overlay_words), false);
+		if (info->invisible)
+			info->hint = -1;
+		info->comments = contains_any(names, comment_words,
+									  lengthof(comment_words), false);
+		pfree(names);
 	}
-	return false;
+}
+
+
+/*
+ * The analysis pass
+ */
+
+/* Non-space characters in UTF-8 text (NBSP counts as space) */
+static int
+count_chars(const char *p)
+{
+	int			n = 0;
+
+	while (*p != '\0')
+	{
+		int			s = qc_space_length(p);
+
+		if (s > 0)
+		{
+			p += s;
+			continue;
+		}
+		if (((unsigned char) *p & 0xC0) != 0x80)
+			n++;
+		p++;
+	}
+	return n;
 }
 
 static bool
@@ -310,13 +372,11 @@ analysis_open(void *state, xmlNode *node)
 	QcTag		tag = qc_tag(node);
 	Info	   *info;
 	int			index;
-	char	   *names;
 
 	if (!qc_shown(node, tag))
 		return false;
-	names = class_and_id(node);
 	if (a->ninfos == a->maxinfos)
-		elog(ERROR, "article analysis overflow");
+		elog(ERROR, "more elements than counted");
 	index = a->ninfos++;
 	info = &a->infos[index];
 	memset(info, 0, sizeof(Info));
@@ -324,27 +384,11 @@ analysis_open(void *state, xmlNode *node)
 	info->parent = a->top;
 	info->tag = tag;
 	info->is_block = qc_layout(tag) != LAYOUT_INLINE;
-	info->block = info->is_block ? index : (a->top >= 0 ? a->infos[a->top].block : -1);
-	if (tag != TAG_HTML && tag != TAG_BODY && tag != TAG_HEAD)
-	{
-		info->strong_junk = is_strong_junk(node, tag);
-		info->hint = repeated(node) ? 0 : class_hint(names);
-		info->invisible = names != NULL &&
-			(class_hides(names) ||
-			 contains_any(names, overlay_words, lengthof(overlay_words)));
-		if (info->invisible)
-			info->hint = -1;
-		info->comments = names != NULL &&
-			contains_any(names, comment_words, lengthof(comment_words));
-		if (tag == TAG_ASIDE || tag == TAG_NAV || tag == TAG_DIALOG ||
-			tag == TAG_FORM ||
-			role_is_junk(node))
-			info->hint = -1;
-		/* the header of an article is its headline and byline */
-		if ((tag == TAG_HEADER || tag == TAG_FOOTER) && a->in_article == 0)
-			info->hint = -1;
-	}
+	info->block = info->is_block ? index :
+		(a->top >= 0 ? a->infos[a->top].block : -1);
+	judge_element(a, info);
 	node->_private = info;
+
 	if (tag == TAG_ARTICLE || tag == TAG_MAIN)
 		a->in_article++;
 	if (qc_heading_level(tag) > 0)
@@ -361,6 +405,10 @@ analysis_close(void *state, xmlNode *node)
 	Analysis   *a = state;
 	Info	   *info = node->_private;
 
+	if (info->tag == TAG_ARTICLE || info->tag == TAG_MAIN)
+		a->in_article--;
+	if (qc_heading_level(info->tag) > 0)
+		a->in_heading--;
 	if (info->tag == TAG_A)
 	{
 		a->in_link--;
@@ -368,17 +416,11 @@ analysis_close(void *state, xmlNode *node)
 		if (info->block >= 0 && info->text > 0)
 			a->infos[info->block].own_links++;
 	}
-	if (info->tag == TAG_ARTICLE || info->tag == TAG_MAIN)
-		a->in_article--;
-	if (qc_heading_level(info->tag) > 0)
-		a->in_heading--;
 	info->end = a->ninfos;
 	if (info->parent >= 0)
 	{
-		Info	   *parent = &a->infos[info->parent];
-
-		parent->text += info->text;
-		parent->link += info->link;
+		a->infos[info->parent].text += info->text;
+		a->infos[info->parent].link += info->link;
 	}
 	a->top = info->parent;
 }
@@ -394,22 +436,6 @@ analysis_text(void *state, const char *text)
 	if (a->top < 0)
 		return;
 	top = &a->infos[a->top];
-	{
-		const char *probe = GetConfigOption("qc_dev.probe", true, false);
-
-		if (probe && probe[0] && strstr(text, probe))
-		{
-			StringInfoData path;
-			int			j;
-
-			initStringInfo(&path);
-			for (j = a->top; j >= 0; j = a->infos[j].parent)
-				appendStringInfo(&path, " < %s.%s#%s", a->infos[j].node->name,
-								 qc_attr(a->infos[j].node, "class") ? qc_attr(a->infos[j].node, "class") : "",
-								 qc_attr(a->infos[j].node, "id") ? qc_attr(a->infos[j].node, "id") : "");
-			elog(NOTICE, "probe: %s", path.data);
-		}
-	}
 	n = count_chars(text);
 	/* a linked headline is a teaser in a listing: it counts as text */
 	linked = a->in_link > 0 && a->in_heading == 0;
@@ -426,12 +452,15 @@ analysis_text(void *state, const char *text)
 	}
 }
 
+
 /*
- * Is the element a minor part of what surrounds it: of the nearest
- * ancestor that holds more text than it?  Boilerplate hinted by its tag or
- * class is dropped only then: libxml2 may nest a page's whole content in a
- * <nav> whose </nav> it could not place, and a layout wrapper named
- * "with-sidebar" may hold the article.
+ * Scoring
+ */
+
+/*
+ * Is the element a minor part of what surrounds it (the nearest ancestor
+ * that holds more text than it): less than half of its content, or less
+ * than a quarter of its text?
  */
 static bool
 is_minor(Analysis *a, Info *info)
@@ -444,30 +473,27 @@ is_minor(Analysis *a, Info *info)
 		Info	   *anc = &a->infos[p];
 
 		if (anc->text > info->text + info->text / 10 + 20)
-			return info->good < a->keep_share * anc->good;
+			return info->good < MINOR_SHARE * anc->good ||
+				info->text < MINOR_SHARE / 2 * anc->text;
 	}
 	return false;
 }
 
-/*
- * Decide, children before parents, which elements are boilerplate and what
- * each element scores.
- */
+/* Weigh the blocks, decide what is boilerplate and score every element. */
 static void
-decide(Analysis *a)
+score_elements(Analysis *a)
 {
 	int			i;
 
-	/* content mass first */
+	/* children come after their parent: going backwards visits them first */
 	for (i = a->ninfos - 1; i >= 0; i--)
 	{
 		Info	   *info = &a->infos[i];
 
 		if (info->is_block && info->own_text > 0)
 		{
-			double		w = (info->own_text - info->own_link) -
-				a->link_weight * info->own_link - a->block_cost -
-				a->link_cost * info->own_links;
+			double		w = (info->own_text - info->own_link) +
+				LINK_TEXT_WEIGHT * info->own_link - LINK_COST * info->own_links;
 
 			info->score = w;
 			info->good += Max(w, 0);
@@ -475,25 +501,25 @@ decide(Analysis *a)
 		if (info->parent >= 0)
 			a->infos[info->parent].good += info->good;
 	}
+
 	for (i = a->ninfos - 1; i >= 0; i--)
 	{
 		Info	   *info = &a->infos[i];
 
-		info->junk = info->strong_junk || (info->hint < 0 && is_minor(a, info));
-		if (info->junk && info->text > 1000 && GetConfigOption("qc_dev.debug", true, false))
-			elog(NOTICE, "junk <%s class=%s id=%s role=%s> text %d link %d good %.0f",
-				 info->node->name, qc_attr(info->node, "class"),
-				 qc_attr(info->node, "id"), qc_attr(info->node, "role"), info->text, info->link, info->good);
+		info->junk = info->control || (info->hint < 0 && is_minor(a, info));
 		if (info->parent >= 0)
 			a->infos[info->parent].score +=
 				!info->junk ? info->score :
-				info->invisible ? 0 : -a->junk_weight * info->text;
+				info->invisible ? 0 : -info->text;
 	}
 }
 
-/* The best region: the element of highest score outside boilerplate */
+/*
+ * The main region: the element of highest score outside boilerplate (the
+ * inner one of equals), or NULL when none scores above zero.
+ */
 static Info *
-choose(Analysis *a)
+choose_region(Analysis *a)
 {
 	Info	   *best = NULL;
 	int			i = 0;
@@ -507,7 +533,7 @@ choose(Analysis *a)
 			i = info->end;
 			continue;
 		}
-		if (info->tag != TAG_HTML && info->tag != TAG_HEAD &&
+		if (info->tag != TAG_HTML && info->tag != TAG_HEAD && info->score > 0 &&
 			(best == NULL || info->score >= best->score))
 			best = info;
 		i++;
@@ -515,7 +541,12 @@ choose(Analysis *a)
 	return best;
 }
 
-/* A link's text, for finding the texts that repeat */
+
+/*
+ * Pruning the region
+ */
+
+/* A link's text, to find the texts that repeat */
 typedef struct LinkText
 {
 	char	   *text;
@@ -529,12 +560,12 @@ link_text_cmp(const void *a, const void *b)
 }
 
 /*
- * Mark the short links inside the region whose text repeats at least three
- * times ("Reply", "View details", "Read more"): they are controls, not
- * content.  Texts with digits are left alone: those are prices and dates.
+ * Mark the short links inside the region whose text repeats ("Reply",
+ * "View details", "Read more"): they are controls, not content.  Texts with
+ * digits are left alone: those are prices and dates.
  */
 static void
-mark_repeated_links(Analysis *a, Info *region)
+mark_control_links(Analysis *a, Info *region)
 {
 	int			first = region - a->infos;
 	LinkText   *links = palloc(sizeof(LinkText) * (region->end - first));
@@ -545,24 +576,27 @@ mark_repeated_links(Analysis *a, Info *region)
 	for (i = first; i < region->end; i++)
 	{
 		Info	   *info = &a->infos[i];
+		char	   *text;
 
-		if (info->tag == TAG_A && info->text > 0 && info->text <= 30)
+		if (info->tag != TAG_A || info->text == 0 ||
+			info->text > CONTROL_LINK_CHARS)
+			continue;
+		text = qc_node_text(info->node);
+		if (strpbrk(text, "0123456789") != NULL)
 		{
-			char	   *text = qc_node_text(info->node);
-
-			if (strpbrk(text, "0123456789") != NULL)
-				continue;
-			links[n].text = text;
-			links[n].index = i;
-			n++;
+			pfree(text);
+			continue;
 		}
+		links[n].text = text;
+		links[n].index = i;
+		n++;
 	}
 	qsort(links, n, sizeof(LinkText), link_text_cmp);
 	for (i = 0; i < n; i = j)
 	{
 		for (j = i + 1; j < n && strcmp(links[i].text, links[j].text) == 0; j++)
 			;
-		if (j - i >= 3)
+		if (j - i >= CONTROL_LINK_REPEATS)
 		{
 			int			k;
 
@@ -576,9 +610,9 @@ mark_repeated_links(Analysis *a, Info *region)
 }
 
 /*
- * Drop the boilerplate inside the region.  Comment sections go too, unless
- * they are most of it: on a forum or a discussion page, the comments are
- * the content.
+ * Drop the boilerplate inside the region (for the writers, which skip what
+ * qc_dropped() says).  Comment sections go too, unless they are most of
+ * it: on a forum or a discussion page, the comments are the content.
  */
 static void
 prune(Analysis *a, Info *region)
@@ -598,8 +632,8 @@ prune(Analysis *a, Info *region)
 		else
 			i++;
 	}
-	drop_comments = comment_good < a->comment_share * region->good;
-	mark_repeated_links(a, region);
+	drop_comments = comment_good < COMMENTS_SHARE * region->good;
+	mark_control_links(a, region);
 
 	for (i = first + 1; i < region->end;)
 	{
@@ -616,7 +650,42 @@ prune(Analysis *a, Info *region)
 	}
 }
 
-/* An upper bound of the number of elements in the tree */
+/*
+ * The region as a list of elements: the chosen one, and the siblings of
+ * the wrapper it sits in that score well too (the description above a
+ * listing and the listing, when what separates them is boilerplate).
+ */
+static List *
+with_siblings(Analysis *a, Info *best)
+{
+	Info	   *top = best;
+	Info	   *parent;
+	List	   *roots = NIL;
+	int			i;
+
+	/* climb the wrappers that hold nothing else */
+	while (top->parent >= 0 && a->infos[top->parent].text == top->text &&
+		   a->infos[top->parent].tag != TAG_BODY)
+		top = &a->infos[top->parent];
+	if (top->parent < 0)
+		return list_make1(best->node);
+	parent = &a->infos[top->parent];
+	for (i = top->parent + 1; i < parent->end; i = a->infos[i].end)
+	{
+		Info	   *sib = &a->infos[i];
+
+		if (sib == top)
+			roots = lappend(roots, best->node);
+		else if (!sib->junk && sib->score >= SIBLING_SHARE * best->score)
+		{
+			prune(a, sib);
+			roots = lappend(roots, sib->node);
+		}
+	}
+	return roots;
+}
+
+/* The number of elements in the tree: enough Infos for the analysis */
 static int
 count_elements(xmlNode *root)
 {
@@ -632,61 +701,13 @@ count_elements(xmlNode *root)
 			node = node->children;
 			continue;
 		}
-		while (node != NULL && node->next == NULL)
-		{
+		while (node != root && node->next == NULL)
 			node = node->parent;
-			if (node == root)
-				return n;
-		}
-		if (node == NULL)
+		if (node == root)
 			break;
 		node = node->next;
 	}
 	return n;
-}
-
-static double
-env_double(const char *name, double dflt)
-{
-	const char *v = GetConfigOption(name, true, false);
-
-	return v ? atof(v) : dflt;
-}
-
-/*
- * The region as a list of elements: the best one, and the siblings of the
- * wrapper it sits in that score well too (the description of a listing and
- * the listing itself, when what separates them is boilerplate).
- */
-static List *
-with_siblings(Analysis *a, Info *best)
-{
-	Info	   *top = best;
-	Info	   *parent;
-	List	   *roots = NIL;
-	int			i;
-
-	/* climb the wrappers that hold nothing else */
-	while (top->parent >= 0 && a->infos[top->parent].text == top->text &&
-		   a->infos[top->parent].tag != TAG_BODY)
-		top = &a->infos[top->parent];
-	if (top->parent < 0)
-		return list_make1(best);
-	parent = &a->infos[top->parent];
-	for (i = top->parent + 1; i < parent->end; i = a->infos[i].end)
-	{
-		Info	   *sib = &a->infos[i];
-
-		if (sib == top)
-			roots = lappend(roots, best);
-		else if (!sib->junk && sib->score > 0 &&
-				 sib->score >= a->sibling_share * best->score)
-		{
-			prune(a, sib);
-			roots = lappend(roots, sib);
-		}
-	}
-	return roots;
 }
 
 List *
@@ -695,84 +716,35 @@ qc_article_select(xmlDoc *doc)
 	static const QcWalker analysis = {analysis_open, analysis_close, analysis_text};
 	xmlNode    *root = qc_root_element(doc);
 	Analysis	a;
-	Info	   *best;
+	Info	   *region;
 	List	   *roots;
-	ListCell   *lc;
 
 	if (root == NULL)
 		return NIL;
 	memset(&a, 0, sizeof(a));
-	a.maxinfos = count_elements(root) + 1;
-	a.infos = palloc(sizeof(Info) * a.maxinfos);
+	a.maxinfos = count_elements(root);
+	a.infos = palloc(sizeof(Info) * Max(a.maxinfos, 1));
 	a.top = -1;
-	a.link_weight = env_double("qc_dev.lw", -0.5);
-	a.block_cost = env_double("qc_dev.bc", 0);
-	a.junk_weight = env_double("qc_dev.jw", 1.0);
-	a.keep_share = env_double("qc_dev.ks", 0.5);
-	a.link_cost = env_double("qc_dev.lc", 15);
-	a.comment_share = env_double("qc_dev.cs", 0.75);
-	a.sibling_share = env_double("qc_dev.ss", 0.3);
 	qc_walk(root, true, &analysis, &a);
-	decide(&a);
-	best = choose(&a);
-	if (best == NULL)
-		return list_make1(qc_find_body(doc));
-	if (GetConfigOption("qc_dev.debug", true, false))
-		elog(NOTICE, "best <%s class=%s id=%s> score %.0f text %d link %d",
-			 best->node->name, qc_attr(best->node, "class"),
-			 qc_attr(best->node, "id"), best->score, best->text, best->link);
-	if (GetConfigOption("qc_dev.debug", true, false))
+	if (a.ninfos == 0)
+		return NIL;
+	score_elements(&a);
+
+	region = choose_region(&a);
+	if (region != NULL)
 	{
-		int			p;
-
-		for (p = best - a.infos; p >= 0; p = a.infos[p].parent)
-		{
-			Info	   *anc = &a.infos[p];
-			int			c;
-
-			elog(NOTICE, "anc <%s class=%.40s id=%s> score %.0f text %d good %.0f junk %d hint %d",
-				 anc->node->name, qc_attr(anc->node, "class"), qc_attr(anc->node, "id"),
-				 anc->score, anc->text, anc->good, anc->junk, anc->hint);
-			for (c = p + 1; c < anc->end; c = a.infos[c].end)
-			{
-				Info	   *ch = &a.infos[c];
-
-				if (ch->text > 30)
-					elog(NOTICE, "     child <%s class=%.40s id=%s> score %.0f text %d link %d good %.0f junk %d hint %d",
-						 ch->node->name, qc_attr(ch->node, "class"), qc_attr(ch->node, "id"),
-						 ch->score, ch->text, ch->link, ch->good, ch->junk, ch->hint);
-			}
-		}
+		prune(&a, region);
+		roots = with_siblings(&a, region);
 	}
+	else
 	{
-		const char *focus = GetConfigOption("qc_dev.focus", true, false);
-		int			i;
+		/* no clear main region: the whole body, less its boilerplate */
+		xmlNode    *body = qc_find_body(doc);
 
-		for (i = 0; focus && i < a.ninfos; i++)
-		{
-			const char *c = qc_attr(a.infos[i].node, "class");
-
-			if (c && strstr(c, focus))
-			{
-				int			j,
-							d;
-
-				for (j = i; j < a.infos[i].end && j < i + 80; j++)
-				{
-					for (d = 0, c = NULL; d < 0; d++);
-					elog(NOTICE, "focus %d <%s class=%.50s> score %.0f text %d link %d own %d/%d/%d good %.0f junk %d hint %d",
-						 j - i, a.infos[j].node->name, qc_attr(a.infos[j].node, "class"),
-						 a.infos[j].score, a.infos[j].text, a.infos[j].link,
-						 a.infos[j].own_text, a.infos[j].own_link, a.infos[j].own_links,
-						 a.infos[j].good, a.infos[j].junk, a.infos[j].hint);
-				}
-				break;
-			}
-		}
+		region = body->_private != NULL ? (Info *) body->_private : &a.infos[0];
+		prune(&a, region);
+		roots = list_make1(region->node);
 	}
-	prune(&a, best);
-	roots = with_siblings(&a, best);
-	foreach(lc, roots)
-		lfirst(lc) = ((Info *) lfirst(lc))->node;
+	pfree(a.infos);
 	return roots;
 }

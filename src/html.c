@@ -306,6 +306,60 @@ skip_comment(const char *p, const char *end)
 }
 
 /*
+ * A charset label found in the document, if we know it, else NULL: a page
+ * we could read as ASCII is not UTF-16, whatever it says.
+ */
+static const char *
+usable_label(const char *label)
+{
+	const char *encoding = qc_charset_lookup(label);
+
+	if (encoding == NULL)
+		return NULL;
+	return strncmp(encoding, "UTF-16", 6) == 0 ? "utf-8" : label;
+}
+
+/*
+ * The usable charset label an XML declaration at *p names, or NULL; *p
+ * moves past the declaration.
+ */
+static const char *
+xml_declaration_charset(const char **pp, const char *end)
+{
+	const char *p = *pp + 5;
+	const char *close = p;
+	const char *label = NULL;
+
+	while (close + 1 < end && !(close[0] == '?' && close[1] == '>'))
+		close++;
+	*pp = close + 1 < end ? close + 2 : end;
+	for (; p + 8 <= close; p++)
+	{
+		const char *v;
+		char		quote;
+		const char *stop;
+
+		if (strncmp(p, "encoding", 8) != 0)
+			continue;
+		for (v = p + 8; v < close && is_ascii_space(*v); v++)
+			;
+		if (v >= close || *v++ != '=')
+			continue;
+		while (v < close && is_ascii_space(*v))
+			v++;
+		if (v >= close || (*v != '"' && *v != '\''))
+			continue;
+		quote = *v++;
+		stop = memchr(v, quote, close - v);
+		if (stop == NULL)
+			break;
+		label = pnstrdup(v, stop - v);
+		break;
+	}
+	return usable_label(label);
+}
+
+/*
  * The first <meta> charset declaration with a label we know, in the first
  * len bytes, following the WHATWG prescan in outline: comments are skipped,
  * and so are other tags' attributes, whose values may contain "<meta".
@@ -327,15 +381,12 @@ meta_charset(const char *html, size_t len)
 		else if (end - p >= 6 && pg_strncasecmp(p, "<meta", 5) == 0 &&
 				 (is_ascii_space(p[5]) || p[5] == '/'))
 		{
-			char	   *label;
-			const char *encoding;
+			const char *label;
 
 			p += 5;
-			label = meta_element_charset(&p, end);
-			encoding = qc_charset_lookup(label);
-			/* a page we could read as ASCII is not UTF-16, whatever it says */
-			if (encoding != NULL)
-				return strncmp(encoding, "UTF-16", 6) == 0 ? "utf-8" : label;
+			label = usable_label(meta_element_charset(&p, end));
+			if (label != NULL)
+				return label;
 		}
 		else if (end - p >= 2 && (isalpha((unsigned char) p[1]) || p[1] == '/'))
 		{
@@ -345,6 +396,14 @@ meta_charset(const char *html, size_t len)
 				p++;
 			while (next_attribute(&p, end, &name, &namelen, &value, &valuelen))
 				;
+		}
+		else if (end - p >= 5 && strncmp(p, "<?xml", 5) == 0)
+		{
+			/* an XML declaration: <?xml version="1.0" encoding="x"?> */
+			const char *label = xml_declaration_charset(&p, end);
+
+			if (label != NULL)
+				return label;
 		}
 		else if (end - p >= 2 && (p[1] == '!' || p[1] == '?'))
 		{
@@ -481,6 +540,24 @@ style_hides(const char *style)
 }
 
 /*
+ * Is the element a tab panel?  The panels a page does not show at first are
+ * hidden with display: none or the hidden attribute, but they are content
+ * the reader opens with a click (a product's specifications, a recipe's
+ * steps).
+ */
+static bool
+is_tab_panel(const xmlNode *node)
+{
+	const char *role = qc_attr(node, "role");
+	const char *cls = qc_attr(node, "class");
+
+	return (role != NULL && pg_strcasecmp(role, "tabpanel") == 0) ||
+		(cls != NULL && (strstr(cls, "tab-pane") != NULL ||
+						 strstr(cls, "tabpanel") != NULL ||
+						 strstr(cls, "tabs-panel") != NULL));
+}
+
+/*
  * aria-hidden="true" does not hide: it hides from screen readers only, and
  * what it marks is on the screen (the duplicate link around a teaser, a
  * collapsed accordion's text, the other tab of a price table).  Dropping it
@@ -503,12 +580,12 @@ qc_hidden(const xmlNode *node)
 		if (strcmp(name, "hidden") == 0)
 		{
 			/* hidden="until-found" content is found by a search: it is text */
-			hidden = pg_strcasecmp(value, "until-found") != 0;
+			hidden = hidden || pg_strcasecmp(value, "until-found") != 0;
 		}
 		else if (strcmp(name, "id") == 0)
 			streamed = strncmp(value, "S:", 2) == 0;
 		else if (strcmp(name, "style") == 0 && style_hides(value))
-			return true;
+			hidden = true;
 	}
 
 	/*
@@ -516,7 +593,7 @@ qc_hidden(const xmlNode *node)
 	 * late in <div hidden id="S:0">, and a script moves it into place at
 	 * once: it is the page's content, often all of it.
 	 */
-	return hidden && !streamed;
+	return hidden && !streamed && !is_tab_panel(node);
 }
 
 bool

@@ -158,6 +158,41 @@ qc_next_word(const char **pp, int *len, bool *space)
 	return word;
 }
 
+/*
+ * The next line of verbatim text at *pp, advancing *pp past it and its line
+ * end (LF, CR LF or CR): its start, with its length in *len and whether a
+ * line end followed in *ended; NULL at the end of the text.
+ */
+static inline const char *
+qc_next_line(const char **pp, size_t *len, bool *ended)
+{
+	const char *line = *pp;
+	const char *p = line;
+
+	if (*p == '\0')
+		return NULL;
+	p += strcspn(p, "\r\n");
+	*len = p - line;
+	*ended = *p != '\0';
+	if (p[0] == '\r' && p[1] == '\n')
+		p++;
+	if (*p != '\0')
+		p++;
+	*pp = p;
+	return line;
+}
+
+/* Skip the line end right after <pre>, which HTML says is not content. */
+static inline const char *
+qc_skip_line_end(const char *p)
+{
+	if (p[0] == '\r')
+		p++;
+	if (p[0] == '\n')
+		p++;
+	return p;
+}
+
 /* All the text under node, with whitespace folded and trimmed (palloc'd). */
 extern char *qc_node_text(xmlNode *node);
 

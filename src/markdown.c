@@ -252,32 +252,25 @@ write_folded(MdOut *out, const char *text)
 static void
 write_verbatim(MdOut *out, const char *text)
 {
-	const char *p = text;
+	const char *line;
+	size_t		len;
+	bool		ended;
 
-	/* a newline right after <pre> is not content (HTML says so) */
-	if (out->pre_start && p[0] == '\r')
-		p++;
-	if (out->pre_start && p[0] == '\n')
-		p++;
+	if (out->pre_start)
+		text = qc_skip_line_end(text);
 	out->pre_start = false;
-
-	while (*p != '\0')
+	while ((line = qc_next_line(&text, &len, &ended)) != NULL)
 	{
-		size_t		run = strcspn(p, "\r\n");
-
-		if (run > 0)
+		if (len > 0)
 		{
 			pay(out);
-			appendBinaryStringInfo(&out->buf, p, run);
+			appendBinaryStringInfo(&out->buf, line, len);
 		}
-		p += run;
-		if (*p == '\0')
-			break;
-		if (p[0] == '\r' && p[1] == '\n')
-			p++;
-		p++;
-		pay(out);
-		new_line(out);
+		if (ended)
+		{
+			pay(out);
+			new_line(out);
+		}
 	}
 }
 

@@ -342,7 +342,11 @@ json_authors(const cJSON *item)
 	return buf.len > 0 ? buf.data : NULL;
 }
 
-/* Does a JSON-LD object's @type say it is the page's main thing? */
+/*
+ * How surely a JSON-LD object is about the page, by its @type: 1 for an
+ * article, 2 for another main thing, 3 for the web page, 9 (not at all)
+ * for the rest (organisations, breadcrumbs, web sites).
+ */
 static int
 json_type_rank(const cJSON *obj)
 {
@@ -467,7 +471,7 @@ read_json_ld(QcMeta *meta, xmlNode *script, int *json_rank)
 	{
 		obj = json_main_object(doc, &rank);
 		/* the first script with the best object speaks */
-		if (obj != NULL && rank < *json_rank)
+		if (obj != NULL && rank < 9 && rank < *json_rank)
 		{
 			*json_rank = rank;
 			read_json_object(meta, obj);

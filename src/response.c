@@ -152,18 +152,19 @@ finish_text(QcCall *call, char *text)
 }
 
 /*
- * A JSON document to return whole: it cannot be cut at max_chars without
- * becoming invalid, so a longer one is an error.
+ * A JSON document to return whole (what names it in the error): it cannot
+ * be cut at max_chars without becoming invalid, so a longer one is an
+ * error.
  */
 static char *
-finish_json(QcCall *call, char *text)
+finish_json(QcCall *call, char *text, const char *what, const char *hint)
 {
 	if (qc_count_chars(text) > call->max_chars)
 		return fail(call, ERRCODE_PROGRAM_LIMIT_EXCEEDED,
-					psprintf("JSON response from %s is longer than %d characters",
+					psprintf("%s from %s is longer than %d characters", what,
 							 qc_redact_url(call->final_url), call->max_chars),
 					"A JSON document cannot be cut without making it invalid.",
-					"Raise max_chars (up to queryclaw.max_chars), or use format 'raw'.");
+					hint);
 	return finish_text(call, text);
 }
 
@@ -197,7 +198,8 @@ qc_response_text(QcCall *call, QcFormat format)
 						psprintf("The response was cut at queryclaw.max_bytes (%d kB).", qc_max_bytes) :
 						NULL,
 						NULL);
-		return finish_json(call, text);
+		return finish_json(call, text, "JSON response",
+						   "Raise max_chars (up to queryclaw.max_chars), or use format 'raw'.");
 	}
 
 	if (!body_is_readable(call))
@@ -216,7 +218,8 @@ qc_response_text(QcCall *call, QcFormat format)
 		(void) qc_html_convert(html ? call->data : "", html ? call->data_len : 0,
 							   header_charset, QC_HTML_NONE, call->final_url,
 							   &text);
-		return finish_json(call, text);
+		return finish_json(call, text, "metadata",
+						   "Raise max_chars (up to queryclaw.max_chars).");
 	}
 
 	/* text, article, markdown: HTML is converted, other text kept as it is */

@@ -6,8 +6,8 @@
  *
  * What the reader never sees (scripts, styles, hidden elements) is
  * dropped, block elements go on lines of their own, paragraphs and headings
- * are set off by blank lines, list items start with "- " (indented two
- * spaces a level), the cells of a table row are joined by " | ", <pre> is
+ * are set off by blank lines, list items start with "- ", or "1. " in
+ * ordered lists (indented two spaces a level), the cells of a table row are joined by " | ", <pre> is
  * kept verbatim, and elsewhere runs of whitespace become one space.
  *
  *-------------------------------------------------------------------------
@@ -17,6 +17,9 @@
 #include "lib/stringinfo.h"
 
 #include "html.h"
+
+/* Lists nested deeper than this are numbered and indented as this deep */
+#define MAX_LIST_DEPTH 32
 
 /*
  * The text being written, in UTF-8.  Separators are owed rather than
@@ -30,8 +33,12 @@ typedef struct QcTextOut
 	int			breaks;			/* newlines owed (0, 1 or 2) */
 	bool		space;			/* a space is owed */
 	bool		cell;			/* " | " is owed: a cell follows a cell */
-	int			item;			/* "- " owed, at this list depth; 0: none */
+	int			item;			/* a marker is owed, at this list depth; 0: none */
+	char		marker[16];		/* the marker owed: "- ", "3. " */
 	int			lists;			/* enclosing lists */
+	int			items;			/* enclosing list items */
+	bool		ordered[MAX_LIST_DEPTH];	/* is each enclosing list <ol>? */
+	int			numbers[MAX_LIST_DEPTH];	/* and the number of its next item */
 	int			cells;			/* enclosing table cells */
 	int			pre;			/* enclosing verbatim elements */
 	int			row_start;		/* buf.len where the current row began */
@@ -63,6 +70,9 @@ pay_separators(QcTextOut *out)
 			/* verbatim text may have left blanks or newlines */
 			trim_end(out, true);
 			appendStringInfoString(buf, out->breaks > 1 ? "\n\n" : "\n");
+			/* more of a list item: under its text */
+			if (out->item == 0 && out->items > 0)
+				appendStringInfoSpaces(buf, 2 * Min(out->items, MAX_LIST_DEPTH));
 		}
 		else if (out->cell)
 			appendStringInfoString(buf, " | ");
@@ -71,8 +81,8 @@ pay_separators(QcTextOut *out)
 	}
 	if (out->item > 0)
 	{
-		appendStringInfoSpaces(buf, 2 * (out->item - 1));
-		appendStringInfoString(buf, "- ");
+		appendStringInfoSpaces(buf, 2 * (Min(out->item, MAX_LIST_DEPTH) - 1));
+		appendStringInfoString(buf, out->marker);
 	}
 	out->breaks = 0;
 	out->space = false;
@@ -98,29 +108,23 @@ write_folded(QcTextOut *out, const char *text)
 static void
 write_verbatim(QcTextOut *out, const char *text)
 {
-	const char *p = text;
+	const char *line;
+	size_t		len;
+	bool		ended;
 
-	/* a newline right after <pre> is not content (HTML says so) */
-	if (out->breaks > 0 && p[0] == '\r')
-		p++;
-	if (out->breaks > 0 && p[0] == '\n')
-		p++;
-	if (*p == '\0')
+	if (out->breaks > 0)
+		text = qc_skip_line_end(text);
+	if (*text == '\0')
 		return;
 	pay_separators(out);
-	while (*p != '\0')
+	while ((line = qc_next_line(&text, &len, &ended)) != NULL)
 	{
-		size_t		run = strcspn(p, "\r\n");
-
-		appendBinaryStringInfo(&out->buf, p, run);
-		p += run;
-		if (*p == '\0')
-			break;
-		if (p[0] == '\r' && p[1] == '\n')
-			p++;
-		p++;
-		trim_end(out, false);
-		appendStringInfoChar(&out->buf, '\n');
+		appendBinaryStringInfo(&out->buf, line, len);
+		if (ended)
+		{
+			trim_end(out, false);
+			appendStringInfoChar(&out->buf, '\n');
+		}
 	}
 }
 
@@ -165,6 +169,19 @@ para_breaks(QcTextOut *out)
 	return out->lists > 0 || out->cells > 0 ? 1 : 2;
 }
 
+/* A list item starts: its marker, "- " or the next number. */
+static void
+open_item(QcTextOut *out)
+{
+	int			depth = Min(out->lists, MAX_LIST_DEPTH);
+
+	if (depth > 0 && out->ordered[depth - 1])
+		snprintf(out->marker, sizeof(out->marker), "%d. ",
+				 out->numbers[depth - 1]++);
+	else
+		strlcpy(out->marker, "- ", sizeof(out->marker));
+}
+
 /* An element starts; false when it is not shown. */
 static bool
 text_open(void *state, xmlNode *node)
@@ -192,10 +209,19 @@ text_open(void *state, xmlNode *node)
 		case LAYOUT_LIST:
 			block_start(out, para_breaks(out));
 			out->lists++;
+			if (out->lists <= MAX_LIST_DEPTH)
+			{
+				const char *start = qc_attr(node, "start");
+
+				out->ordered[out->lists - 1] = (tag == TAG_OL);
+				out->numbers[out->lists - 1] = start ? atoi(start) : 1;
+			}
 			break;
 		case LAYOUT_ITEM:
 			block_start(out, 1);
 			out->item = Max(out->lists, 1);
+			open_item(out);
+			out->items++;
 			break;
 		case LAYOUT_ROW:
 			block_start(out, 1);
@@ -242,6 +268,7 @@ text_close(void *state, xmlNode *node)
 			break;
 		case LAYOUT_ITEM:
 			out->item = 0;
+			out->items--;
 			block_end(out, 1);
 			break;
 		case LAYOUT_PRE:
