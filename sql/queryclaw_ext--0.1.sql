@@ -67,7 +67,7 @@ RETURNS text
 AS 'MODULE_PATHNAME', 'web_fetch'
 LANGUAGE C VOLATILE PARALLEL UNSAFE;
 COMMENT ON FUNCTION queryclaw.web_fetch(text, text, integer) IS
-'GET a page under the queryclaw policy and return it as text (format text, raw or json); a non-2xx status is an error.';
+'GET a page under the queryclaw policy and return it as text (format text, article, markdown, metadata, raw or json); a non-2xx status is an error.';
 
 CREATE FUNCTION queryclaw.api_call(url text, method text DEFAULT 'GET',
 								   headers jsonb DEFAULT NULL,
@@ -109,7 +109,7 @@ RETURNS text
 AS 'MODULE_PATHNAME', 'html_to_text'
 LANGUAGE C STABLE PARALLEL SAFE;
 COMMENT ON FUNCTION queryclaw.html_to_text(text, text, text) IS
-'Convert stored HTML to readable text, as web_fetch does; makes no request.';
+'Convert stored HTML as web_fetch does (format text, article, markdown or metadata), resolving links against base_url; makes no request.';
 
 -- Reaching the network is a privilege: a DBA grants it role by role.
 REVOKE ALL ON FUNCTION queryclaw.web_fetch(text, text, integer) FROM PUBLIC;

@@ -319,7 +319,9 @@ judge_element(Analysis *a, Info *info)
 					 tag == TAG_INPUT || tag == TAG_TEXTAREA ||
 					 tag == TAG_LABEL);
 	names = class_and_id(node);
-	info->hint = repeated(node) ? 0 : class_hint(names);
+	info->hint = class_hint(names);
+	if (info->hint < 0 && repeated(node))
+		info->hint = 0;
 	if (tag == TAG_ASIDE || tag == TAG_NAV || tag == TAG_DIALOG ||
 		tag == TAG_FORM || role_is_boilerplate(node))
 		info->hint = -1;
@@ -343,7 +345,13 @@ judge_element(Analysis *a, Info *info)
  * The analysis pass
  */
 
-/* Non-space characters in UTF-8 text (NBSP counts as space) */
+/*
+ * The length of UTF-8 text for weighing it: its non-space characters (NBSP
+ * is a space), the wide ones of East Asian scripts counting two, as they
+ * do on a screen.  A word of Chinese, Japanese or Korean is one or two
+ * characters, against five or six in European languages; counted this way
+ * the weights and costs below mean the same in both.
+ */
 static int
 count_chars(const char *p)
 {
@@ -351,6 +359,7 @@ count_chars(const char *p)
 
 	while (*p != '\0')
 	{
+		unsigned char c = (unsigned char) *p;
 		int			s = qc_space_length(p);
 
 		if (s > 0)
@@ -358,7 +367,11 @@ count_chars(const char *p)
 			p += s;
 			continue;
 		}
-		if (((unsigned char) *p & 0xC0) != 0x80)
+		/* U+2E80 to U+D7FF (CJK, kana, Hangul), U+F000 up, and beyond BMP */
+		if ((c >= 0xE2 && c <= 0xED && (c != 0xE2 || (unsigned char) p[1] >= 0xBA)) ||
+			c >= 0xEF)
+			n += 2;
+		else if ((c & 0xC0) != 0x80)
 			n++;
 		p++;
 	}
@@ -568,7 +581,8 @@ static void
 mark_control_links(Analysis *a, Info *region)
 {
 	int			first = region - a->infos;
-	LinkText   *links = palloc(sizeof(LinkText) * (region->end - first));
+	LinkText   *links = MemoryContextAllocHuge(CurrentMemoryContext,
+											 sizeof(LinkText) * (region->end - first));
 	int			n = 0;
 	int			i;
 	int			j;
@@ -723,7 +737,9 @@ qc_article_select(xmlDoc *doc)
 		return NIL;
 	memset(&a, 0, sizeof(a));
 	a.maxinfos = count_elements(root);
-	a.infos = palloc(sizeof(Info) * Max(a.maxinfos, 1));
+	/* as big as the page: libxml2's tree of it is bigger still */
+	a.infos = MemoryContextAllocHuge(CurrentMemoryContext,
+									 sizeof(Info) * Max(a.maxinfos, 1));
 	a.top = -1;
 	qc_walk(root, true, &analysis, &a);
 	if (a.ninfos == 0)
