@@ -31,8 +31,10 @@
  * the smallest element that holds the content while leaving the chrome
  * out.  Its siblings that score well too join it (the description above a
  * listing and the listing), and inside it the boilerplate, the comment
- * sections (unless they are most of it: on a forum they are the content)
- * and links repeated as controls ("Reply", "Read more") are dropped.  When
+ * sections (unless they are most of it: on a forum they are the content),
+ * links repeated as controls ("Reply", "Read more") and the copies of a
+ * sentence printed again and again (a promotion on every card) are
+ * dropped.  When
  * nothing scores above zero there is no clear main region, and the whole
  * <body> is the region.
  *
@@ -61,6 +63,8 @@
 /* Links at most this long whose text repeats this often are controls */
 #define CONTROL_LINK_CHARS 30
 #define CONTROL_LINK_REPEATS 3
+/* Blocks at least this long whose text repeats as often are promotions */
+#define REPEATED_BLOCK_CHARS 40
 
 /* What the analysis knows of a shown element */
 typedef struct Info
@@ -118,7 +122,7 @@ static const char *const boilerplate_words[] = {
 	"promo", "advert", "sponsor", "banner", "pagination", "pager", "disqus",
 	"outbrain", "taboola", "footer", "masthead", "navbar", "navigation",
 	"menu", "toolbar", "copyright", "button", "filter", "facet", "tooltip",
-	"dropdown", "cross-sell", "crosssell", "upsell", "up-sell",
+	"dropdown", "cross-sell", "crosssell", "upsell", "up-sell", "signature",
 };
 static const char *const boilerplate_tokens[] = {
 	"ad", "ads", "nav", "tags", "skip", "btn", "sort", "site-header",
@@ -127,6 +131,11 @@ static const char *const boilerplate_tokens[] = {
 static const char *const content_words[] = {
 	"article", "content", "entry", "post", "body", "main", "text", "story",
 	"blog", "prose", "markdown", "docs", "documentation",
+};
+
+/* Words that mark layout wrappers, which hold content and chrome alike */
+static const char *const layout_words[] = {
+	"wrap", "container", "layout", "inner", "outer",
 };
 
 /* Words that mark comment sections */
@@ -286,7 +295,14 @@ class_hint(const char *names)
 							   lengthof(boilerplate_words), false) ||
 		contains_any(names, boilerplate_tokens, lengthof(boilerplate_tokens), true);
 	content = contains_any(names, content_words, lengthof(content_words), false);
-	return (content ? 1 : 0) - (boilerplate ? 1 : 0);
+	/*
+	 * "p-body-sidebar" is a sidebar, but "content-sidebar-wrap" is a layout
+	 * wrapper around both
+	 */
+	if (boilerplate && content &&
+		contains_any(names, layout_words, lengthof(layout_words), false))
+		return 0;
+	return boilerplate ? -1 : content ? 1 : 0;
 }
 
 static bool
@@ -573,12 +589,27 @@ link_text_cmp(const void *a, const void *b)
 }
 
 /*
- * Mark the short links inside the region whose text repeats ("Reply",
- * "View details", "Read more"): they are controls, not content.  Texts with
- * digits are left alone: those are prices and dates.
+ * Is the element one whose text means nothing where it repeats: a short
+ * link ("Reply", "View details", "Read more": a control), or a block of a
+ * sentence or more with no other block in it (a promotion printed on every
+ * card)?
+ */
+static bool
+repeat_candidate(const Info *info)
+{
+	if (info->tag == TAG_A)
+		return info->text > 0 && info->text <= CONTROL_LINK_CHARS;
+	return info->is_block && info->own_text == info->text &&
+		info->text >= REPEATED_BLOCK_CHARS;
+}
+
+/*
+ * Mark the links and blocks inside the region whose text repeats and means
+ * nothing there (see repeat_candidate); of blocks, all copies but the
+ * first.
  */
 static void
-mark_control_links(Analysis *a, Info *region)
+mark_repeats(Analysis *a, Info *region)
 {
 	int			first = region - a->infos;
 	LinkText   *links = MemoryContextAllocHuge(CurrentMemoryContext,
@@ -592,11 +623,11 @@ mark_control_links(Analysis *a, Info *region)
 		Info	   *info = &a->infos[i];
 		char	   *text;
 
-		if (info->tag != TAG_A || info->text == 0 ||
-			info->text > CONTROL_LINK_CHARS)
+		if (!repeat_candidate(info))
 			continue;
 		text = qc_node_text(info->node);
-		if (strpbrk(text, "0123456789") != NULL)
+		/* a link with digits is a price or a date */
+		if (info->tag == TAG_A && strpbrk(text, "0123456789") != NULL)
 		{
 			pfree(text);
 			continue;
@@ -612,10 +643,16 @@ mark_control_links(Analysis *a, Info *region)
 			;
 		if (j - i >= CONTROL_LINK_REPEATS)
 		{
+			int			first_copy = links[i].index;
 			int			k;
 
 			for (k = i; k < j; k++)
-				a->infos[links[k].index].repeated_link = true;
+				first_copy = Min(first_copy, links[k].index);
+			/* a block's first copy stays: it may be content quoted again */
+			for (k = i; k < j; k++)
+				if (a->infos[links[k].index].tag == TAG_A ||
+					links[k].index != first_copy)
+					a->infos[links[k].index].repeated_link = true;
 		}
 	}
 	for (i = 0; i < n; i++)
@@ -647,7 +684,7 @@ prune(Analysis *a, Info *region)
 			i++;
 	}
 	drop_comments = comment_good < COMMENTS_SHARE * region->good;
-	mark_control_links(a, region);
+	mark_repeats(a, region);
 
 	for (i = first + 1; i < region->end;)
 	{
