@@ -45,6 +45,7 @@
  */
 #include "postgres.h"
 
+#include "common/hashfn.h"
 #include "miscadmin.h"
 
 #include "html.h"
@@ -94,6 +95,13 @@ typedef struct Info
  * The analysis: one Info per shown element, in document order, so that an
  * element's descendants are the Infos from its index to its end.
  */
+typedef struct NamesCacheEntry
+{
+	uint32		hash;
+	const char *value;			/* the attribute's value, in the tree */
+	uint8		flags;
+} NamesCacheEntry;
+
 typedef struct Analysis
 {
 	Info	   *infos;
@@ -103,6 +111,7 @@ typedef struct Analysis
 	int			in_link;		/* open <a> elements */
 	int			in_article;		/* open <article> and <main> elements */
 	int			in_heading;		/* open <h1> to <h6> elements */
+	NamesCacheEntry *names_cache;	/* NAMES_CACHE_SIZE entries */
 } Analysis;
 
 
@@ -193,29 +202,20 @@ contains_any(const char *s, const char *const *words, int n, bool tokens)
 	return false;
 }
 
-/*
- * The lower-cased class and id of an element, each name between spaces
- * (" a b id "), or NULL when it has neither.
- */
-static char *
-class_and_id(const xmlNode *node)
-{
-	const char *cls = qc_attr(node, "class");
-	const char *id = qc_attr(node, "id");
-	char	   *s;
-	int			i;
+/* What the names of a class or id attribute say */
+#define NAMES_BOILERPLATE	0x01
+#define NAMES_CONTENT		0x02
+#define NAMES_LAYOUT		0x04	/* a layout wrapper */
+#define NAMES_HIDDEN		0x08	/* hidden by its class, or an overlay */
+#define NAMES_COMMENTS		0x10
 
-	if ((cls == NULL || cls[0] == '\0') && (id == NULL || id[0] == '\0'))
-		return NULL;
-	s = psprintf(" %s %s ", cls ? cls : "", id ? id : "");
-	for (i = 0; s[i]; i++)
-		s[i] = isspace((unsigned char) s[i]) ? ' ' : pg_ascii_tolower((unsigned char) s[i]);
-	return s;
-}
+/* Class attributes repeat: what they say is remembered, this many */
+#define NAMES_CACHE_SIZE 512
 
 /*
- * Is the element hidden by its class names?  Not when another class shows
- * it at some screen size ("hidden lg:block", "d-none d-md-flex").
+ * Is an element hidden by its class names (" hidden ", between spaces)?
+ * Not when another class shows it at some screen size ("hidden lg:block",
+ * "d-none d-md-flex").
  */
 static bool
 class_hides(const char *names)
@@ -233,6 +233,66 @@ class_hides(const char *names)
 	return hides && strchr(names, ':') == NULL &&
 		strstr(names, " d-sm-") == NULL && strstr(names, " d-md-") == NULL &&
 		strstr(names, " d-lg-") == NULL && strstr(names, " d-xl-") == NULL;
+}
+
+/* What the names in a class or id attribute say (NAMES_ flags) */
+static uint8
+names_flags(const char *value)
+{
+	char	   *names = psprintf(" %s ", value);
+	uint8		flags = 0;
+	int			i;
+
+	for (i = 0; names[i]; i++)
+		names[i] = isspace((unsigned char) names[i]) ? ' ' :
+			pg_ascii_tolower((unsigned char) names[i]);
+	if (contains_any(names, boilerplate_words, lengthof(boilerplate_words), false) ||
+		contains_any(names, boilerplate_tokens, lengthof(boilerplate_tokens), true))
+		flags |= NAMES_BOILERPLATE;
+	if (contains_any(names, content_words, lengthof(content_words), false))
+		flags |= NAMES_CONTENT;
+	if (contains_any(names, layout_words, lengthof(layout_words), false))
+		flags |= NAMES_LAYOUT;
+	if (class_hides(names) ||
+		contains_any(names, overlay_words, lengthof(overlay_words), false))
+		flags |= NAMES_HIDDEN;
+	if (contains_any(names, comment_words, lengthof(comment_words), false))
+		flags |= NAMES_COMMENTS;
+	pfree(names);
+	return flags;
+}
+
+/* names_flags() of a class attribute, remembered */
+static uint8
+class_flags(Analysis *a, const char *value)
+{
+	uint32		hash = hash_bytes((const unsigned char *) value, strlen(value));
+	NamesCacheEntry *entry = &a->names_cache[hash % NAMES_CACHE_SIZE];
+
+	if (entry->value == NULL || entry->hash != hash ||
+		strcmp(entry->value, value) != 0)
+	{
+		entry->hash = hash;
+		entry->value = value;
+		entry->flags = names_flags(value);
+	}
+	return entry->flags;
+}
+
+/*
+ * What the class and id names suggest: -1 boilerplate, +1 content, 0 either.
+ * Boilerplate names win ("p-body-sidebar" is a sidebar), except on a layout
+ * wrapper ("content-sidebar-wrap" holds both).
+ */
+static int
+names_hint(uint8 flags)
+{
+	bool		boilerplate = (flags & NAMES_BOILERPLATE) != 0;
+	bool		content = (flags & NAMES_CONTENT) != 0;
+
+	if (boilerplate && content && (flags & NAMES_LAYOUT))
+		return 0;
+	return boilerplate ? -1 : content ? 1 : 0;
 }
 
 /* Do two elements have the same tag and the same first class name? */
@@ -282,29 +342,6 @@ repeated(const xmlNode *node)
 	return false;
 }
 
-/* What the class and id names suggest: -1 boilerplate, +1 content, 0 either */
-static int
-class_hint(const char *names)
-{
-	bool		boilerplate;
-	bool		content;
-
-	if (names == NULL)
-		return 0;
-	boilerplate = contains_any(names, boilerplate_words,
-							   lengthof(boilerplate_words), false) ||
-		contains_any(names, boilerplate_tokens, lengthof(boilerplate_tokens), true);
-	content = contains_any(names, content_words, lengthof(content_words), false);
-	/*
-	 * "p-body-sidebar" is a sidebar, but "content-sidebar-wrap" is a layout
-	 * wrapper around both
-	 */
-	if (boilerplate && content &&
-		contains_any(names, layout_words, lengthof(layout_words), false))
-		return 0;
-	return boilerplate ? -1 : content ? 1 : 0;
-}
-
 static bool
 role_is_boilerplate(const xmlNode *node)
 {
@@ -327,15 +364,20 @@ judge_element(Analysis *a, Info *info)
 {
 	xmlNode    *node = info->node;
 	QcTag		tag = info->tag;
-	char	   *names;
+	const char *cls = qc_attr(node, "class");
+	const char *id = qc_attr(node, "id");
+	uint8		flags = 0;
 
 	if (tag == TAG_HTML || tag == TAG_BODY || tag == TAG_HEAD)
 		return;
 	info->control = (tag == TAG_BUTTON || tag == TAG_SELECT ||
 					 tag == TAG_INPUT || tag == TAG_TEXTAREA ||
 					 tag == TAG_LABEL);
-	names = class_and_id(node);
-	info->hint = class_hint(names);
+	if (cls != NULL && cls[0] != '\0')
+		flags |= class_flags(a, cls);
+	if (id != NULL && id[0] != '\0')
+		flags |= names_flags(id);
+	info->hint = names_hint(flags);
 	if (info->hint < 0 && repeated(node))
 		info->hint = 0;
 	if (tag == TAG_ASIDE || tag == TAG_NAV || tag == TAG_DIALOG ||
@@ -344,16 +386,10 @@ judge_element(Analysis *a, Info *info)
 	/* the header of an article is its headline and byline */
 	if ((tag == TAG_HEADER || tag == TAG_FOOTER) && a->in_article == 0)
 		info->hint = -1;
-	if (names != NULL)
-	{
-		info->invisible = class_hides(names) ||
-			contains_any(names, overlay_words, lengthof(overlay_words), false);
-		if (info->invisible)
-			info->hint = -1;
-		info->comments = contains_any(names, comment_words,
-									  lengthof(comment_words), false);
-		pfree(names);
-	}
+	info->invisible = (flags & NAMES_HIDDEN) != 0;
+	if (info->invisible)
+		info->hint = -1;
+	info->comments = (flags & NAMES_COMMENTS) != 0;
 }
 
 
@@ -778,6 +814,7 @@ qc_article_select(xmlDoc *doc)
 	a.infos = MemoryContextAllocHuge(CurrentMemoryContext,
 									 sizeof(Info) * Max(a.maxinfos, 1));
 	a.top = -1;
+	a.names_cache = palloc0(sizeof(NamesCacheEntry) * NAMES_CACHE_SIZE);
 	qc_walk(root, true, &analysis, &a);
 	if (a.ninfos == 0)
 		return NIL;
