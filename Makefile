@@ -27,7 +27,11 @@ OBJS = \
 	src/fetch.o \
 	src/api.o \
 	src/batch.o \
-	src/check.o
+	src/check.o \
+	src/chat.o \
+	src/tools.o \
+	src/search.o \
+	src/llm.o
 DATA = sql/queryclaw_ext--0.1.sql
 PGFILEDESC = "queryclaw_ext - policy-checked, audited HTTP from SQL"
 
@@ -36,6 +40,8 @@ PG_CPPFLAGS = $(shell pkg-config --cflags $(DEPS_PKGS) 2>/dev/null)
 # -Wextra, except for unused parameters: PostgreSQL's own headers (ilist.h,
 # bufpage.h) and every callback signature have them.
 PG_CFLAGS = -Wall -Wextra -Werror -Wno-unused-parameter -Wno-sign-compare
+# Rebuild objects (and their JIT bitcode) when a header they include changes.
+PG_CFLAGS += -MMD -MP
 SHLIB_LINK = $(shell pkg-config --libs $(DEPS_PKGS) 2>/dev/null)
 
 # Debian installs one pg_config per major version; this project targets 15.
@@ -49,9 +55,8 @@ all:
 	@exit 1
 endif
 
-# Rebuild objects when a header they include changes.
-override CPPFLAGS += -MMD -MP
 -include $(OBJS:.o=.d)
+$(OBJS:.o=.bc): %.bc: %.o
 EXTRA_CLEAN = $(OBJS:.o=.d) test/unit/test_rules
 
 .PHONY: test demo deps bench bench-content

@@ -20,8 +20,10 @@ CREATE SCHEMA qc_test;
 CREATE FUNCTION qc_test.url(path text) RETURNS text LANGUAGE sql STABLE
 AS $$ SELECT current_setting('qc_test.base') || path $$;
 
+-- The scripted model (test/fixture/llm_server.py) shows as LLM.
 CREATE FUNCTION qc_test.scrub(t text) RETURNS text LANGUAGE sql STABLE
-AS $$ SELECT replace(replace(t, current_setting('qc_test.base'), 'BASE'),
+AS $$ SELECT replace(replace(replace(t, current_setting('qc_test.llm_base'), 'LLM'),
+                             current_setting('qc_test.base'), 'BASE'),
                      ':' || current_setting('qc_test.port'), ':PORT') $$;
 
 -- Run a statement and report its outcome as text: 'ok', or the SQLSTATE

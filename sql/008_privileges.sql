@@ -12,7 +12,7 @@ SELECT queryclaw.web_fetch(qc_test.url('/hello'));
 SELECT queryclaw.check_url('http://example.com/');
 RESET ROLE;
 
-GRANT EXECUTE ON FUNCTION queryclaw.web_fetch(text, text, integer),
+GRANT EXECUTE ON FUNCTION queryclaw.web_fetch(text, text, integer, text),
                           queryclaw.api_call(text, text, jsonb, text, integer),
                           queryclaw.check_url(text)
    TO qc_alice, qc_bob;

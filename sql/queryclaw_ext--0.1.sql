@@ -62,12 +62,13 @@ COMMENT ON VIEW queryclaw.my_audit IS 'The calling role''s own rows of queryclaw
 -- url gives a NULL result without a request.
 --
 CREATE FUNCTION queryclaw.web_fetch(url text, format text DEFAULT 'text',
-									max_chars integer DEFAULT NULL)
+									max_chars integer DEFAULT NULL,
+									extract_prompt text DEFAULT NULL)
 RETURNS text
 AS 'MODULE_PATHNAME', 'web_fetch'
 LANGUAGE C VOLATILE PARALLEL UNSAFE;
-COMMENT ON FUNCTION queryclaw.web_fetch(text, text, integer) IS
-'GET a page under the queryclaw policy and return it as text (format text, article, markdown, metadata, raw or json); a non-2xx status is an error.';
+COMMENT ON FUNCTION queryclaw.web_fetch(text, text, integer, text) IS
+'GET a page under the queryclaw policy and return it as text (format text, article, markdown, metadata, raw or json); a non-2xx status is an error.  With extract_prompt, the model''s answer to that instruction about the page is returned instead.';
 
 CREATE FUNCTION queryclaw.api_call(url text, method text DEFAULT 'GET',
 								   headers jsonb DEFAULT NULL,
@@ -111,10 +112,47 @@ LANGUAGE C STABLE PARALLEL SAFE;
 COMMENT ON FUNCTION queryclaw.html_to_text(text, text, text) IS
 'Convert stored HTML as web_fetch does (format text, article, markdown or metadata), resolving links against base_url; makes no request.';
 
+--
+-- The LLM tool loop and web search.  The tools a model may call run as the
+-- calling role, which needs EXECUTE on each tool's own function too.
+--
+CREATE FUNCTION queryclaw.llm_chat_tools(prompt text,
+										 tools text[] DEFAULT '{web_fetch,api_call}',
+										 system text DEFAULT NULL,
+										 model text DEFAULT NULL,
+										 max_rounds integer DEFAULT NULL,
+										 output_schema jsonb DEFAULT NULL)
+RETURNS jsonb
+AS 'MODULE_PATHNAME', 'llm_chat_tools'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION queryclaw.llm_chat_tools(text, text[], text, text, integer, jsonb) IS
+'Ask the model at queryclaw.llm_url, running the tool calls it makes (web_fetch, api_call, web_search, check_url) under the queryclaw policy; returns {answer, finish_reason, rounds, model, tool_calls, usage}.';
+
+CREATE FUNCTION queryclaw.llm_chat_tools(messages jsonb,
+										 tools text[] DEFAULT '{web_fetch,api_call}',
+										 model text DEFAULT NULL,
+										 max_rounds integer DEFAULT NULL,
+										 output_schema jsonb DEFAULT NULL)
+RETURNS jsonb
+AS 'MODULE_PATHNAME', 'llm_chat_tools_messages'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION queryclaw.llm_chat_tools(jsonb, text[], text, integer, jsonb) IS
+'llm_chat_tools for a conversation given as chat-completions messages; the result also holds the messages, to continue it.';
+
+CREATE FUNCTION queryclaw.web_search(query text, num_results integer DEFAULT 5)
+RETURNS TABLE (rank integer, title text, url text, snippet text)
+AS 'MODULE_PATHNAME', 'web_search'
+LANGUAGE C STRICT VOLATILE PARALLEL UNSAFE ROWS 5;
+COMMENT ON FUNCTION queryclaw.web_search(text, integer) IS
+'Search through the SearXNG-compatible API at queryclaw.search_url; one row per result.';
+
 -- Reaching the network is a privilege: a DBA grants it role by role.
-REVOKE ALL ON FUNCTION queryclaw.web_fetch(text, text, integer) FROM PUBLIC;
+REVOKE ALL ON FUNCTION queryclaw.web_fetch(text, text, integer, text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION queryclaw.api_call(text, text, jsonb, text, integer) FROM PUBLIC;
 REVOKE ALL ON FUNCTION queryclaw.check_url(text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION queryclaw.web_fetch_many(text[], text, integer) FROM PUBLIC;
 REVOKE ALL ON FUNCTION queryclaw.api_call_many(jsonb, integer) FROM PUBLIC;
 REVOKE ALL ON FUNCTION queryclaw.html_to_text(text, text, text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION queryclaw.llm_chat_tools(text, text[], text, text, integer, jsonb) FROM PUBLIC;
+REVOKE ALL ON FUNCTION queryclaw.llm_chat_tools(jsonb, text[], text, integer, jsonb) FROM PUBLIC;
+REVOKE ALL ON FUNCTION queryclaw.web_search(text, integer) FROM PUBLIC;

@@ -61,7 +61,10 @@ audit_table_owner(void)
 	return owner;
 }
 
-/* detail: the request headers (secrets redacted) and the redirect count. */
+/*
+ * detail: the request headers (secrets redacted), the redirect count, and
+ * what the caller added (the LLM round, model and tokens).
+ */
 static char *
 audit_detail(const QcCall *call)
 {
@@ -82,7 +85,10 @@ audit_detail(const QcCall *call)
 		appendStringInfoString(&buf, ": ");
 		escape_json(&buf, qc_name_is_secret(h->name, true) ? "REDACTED" : h->value);
 	}
-	appendStringInfoString(&buf, "}}");
+	appendStringInfoChar(&buf, '}');
+	if (call->audit_extra)
+		appendStringInfo(&buf, ", %s", call->audit_extra);
+	appendStringInfoChar(&buf, '}');
 	return buf.data;
 }
 
@@ -133,7 +139,7 @@ qc_audit_call(const QcCall *call)
 	nulls[10] = call->chars >= 0 ? ' ' : 'n';
 	values[11] = BoolGetDatum(call->truncated || call->data_cut);
 	values[12] = Float8GetDatum(call->elapsed_ms);
-	TEXT_OR_NULL(13, query);
+	TEXT_OR_NULL(13, query ? qc_redact_keys(query) : NULL);
 	values[14] = DirectFunctionCall1(jsonb_in, CStringGetDatum(audit_detail(call)));
 
 	GetUserIdAndSecContext(&save_userid, &save_sec_context);

@@ -32,6 +32,9 @@ qc_call_new(const char *func, const char *method, const char *url)
 	call->max_chars = qc_max_chars;
 	call->chars = -1;
 	call->started = GetCurrentTimestamp();
+	call->timeout_ms = qc_timeout;
+	call->timeout_setting = "queryclaw.timeout";
+	call->max_bytes = QC_MAX_BYTES();
 	return call;
 }
 
@@ -152,4 +155,15 @@ qc_http_find_header(List *headers, const char *name)
 			return h->value;
 	}
 	return NULL;
+}
+
+List *
+qc_http_add_header(List *headers, const char *name, const char *value)
+{
+	QcHeader   *h = palloc(sizeof(QcHeader));
+
+	qc_http_validate_header(name, value);
+	h->name = pstrdup(name);
+	h->value = pstrdup(value);
+	return lappend(headers, h);
 }

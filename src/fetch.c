@@ -3,6 +3,9 @@
  * fetch.c
  *	  SQL entry points that read pages: web_fetch() and html_to_text().
  *
+ * web_fetch's extract_prompt hands the page text to the model (llm.c):
+ * the page is converted and cut first, so the model sees only text.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -14,6 +17,8 @@
 #include "audit.h"
 #include "content.h"
 #include "http.h"
+#include "llm.h"
+#include "queryclaw.h"
 #include "redact.h"
 #include "response.h"
 
@@ -28,9 +33,14 @@ server_to_utf8(char *s)
 }
 
 /*
- * web_fetch(url text, format text DEFAULT 'text', max_chars int DEFAULT NULL)
+ * web_fetch(url text, format text DEFAULT 'text', max_chars int DEFAULT NULL,
+ *			 extract_prompt text DEFAULT NULL)
  *
  * GET a page and return it as text; a status other than 2xx is an error.
+ * With extract_prompt, the page text (cut at queryclaw.llm_tool_max_chars)
+ * goes to the model with that instruction, and the model's answer is
+ * returned instead, cut at max_chars.  (Not "extract": EXTRACT is an SQL
+ * keyword, which cannot name an argument in a call.)
  */
 Datum
 web_fetch(PG_FUNCTION_ARGS)
@@ -39,19 +49,34 @@ web_fetch(PG_FUNCTION_ARGS)
 	QcFormat	format;
 	QcCall	   *call;
 	char	   *result;
+	char	   *extract = NULL;
+	int			max_chars;
 
 	if (PG_ARGISNULL(0))
 		PG_RETURN_NULL();
 	url = text_to_cstring(PG_GETARG_TEXT_PP(0));
 	format = qc_format_parse(PG_ARGISNULL(1) ? "text" :
 							 text_to_cstring(PG_GETARG_TEXT_PP(1)));
+	max_chars = qc_effective_max_chars(fcinfo, 2);
+	if (PG_NARGS() > 3 && !PG_ARGISNULL(3))
+	{
+		extract = text_to_cstring(PG_GETARG_TEXT_PP(3));
+		qc_llm_check_extract(extract);
+	}
 
 	call = qc_call_new("web_fetch", "GET", url);
-	call->max_chars = qc_effective_max_chars(fcinfo, 2);
+	call->max_chars = extract ? Min(qc_max_chars, qc_llm_tool_max_chars) : max_chars;
 	qc_http_run(call);
 	result = qc_fetch_result(call, format);
 	if (result == NULL)
 		qc_call_raise(call);
+	if (extract != NULL)
+	{
+		result = qc_llm_extract(call->final_url, result, call->truncated, extract);
+		if (result == NULL)
+			PG_RETURN_NULL();
+		qc_clip_chars(result, max_chars);
+	}
 	PG_RETURN_TEXT_P(cstring_to_text(result));
 }
 

@@ -36,10 +36,23 @@ int			qc_max_redirects = 5;
 bool		qc_read_only = false;
 char	   *qc_user_agent = NULL;
 char	   *qc_proxy = NULL;
+char	   *qc_ca_file = NULL;
 bool		qc_audit = true;
 bool		qc_audit_query = true;
 int			qc_max_concurrency = 16;
 int			qc_max_host_concurrency = 8;
+
+/* ---- the LLM tool loop and web search (llm.c, tools.c, search.c) ---- */
+char	   *qc_llm_url = NULL;
+char	   *qc_llm_model = NULL;
+char	   *qc_llm_api_key = NULL;
+int			qc_llm_timeout = 120000;
+int			qc_llm_max_rounds = 10;
+int			qc_llm_max_tokens = 0;
+int			qc_llm_tool_max_chars = 20000;
+char	   *qc_search_url = NULL;
+char	   *qc_search_api_key = NULL;
+/* ---- end of the LLM and search settings ---- */
 
 static const QcAddrList empty_addr_list = {0};
 static const QcHostList empty_host_list = {0};
@@ -109,16 +122,76 @@ assign_denied_hosts(const char *newval, void *extra)
 	qc_denied_hosts_parsed = extra ? extra : &empty_host_list;
 }
 
-/* Only http:// proxies with a host are accepted; the proxy is trusted. */
+/*
+ * The proxy and the LLM and search endpoints are URLs the DBA trusts: only
+ * http:// and https:// ones are accepted.
+ */
 static bool
-check_proxy(char **newval, void **extra, GucSource source)
+check_http_url(char **newval, void **extra, GucSource source)
 {
 	if (**newval == '\0' ||
 		strncmp(*newval, "http://", 7) == 0 || strncmp(*newval, "https://", 8) == 0)
 		return true;
-	GUC_check_errdetail("The proxy must be an http:// or https:// URL, or empty.");
+	GUC_check_errdetail("The value must be an http:// or https:// URL, or empty.");
 	return false;
 }
+
+/* ---- the LLM tool loop and web search (llm.c, tools.c, search.c) ---- */
+
+/* The API keys: superuser-only, and left out of SHOW ALL and pg_settings. */
+#define SECRET_FLAGS (GUC_SUPERUSER_ONLY | GUC_NO_SHOW_ALL)
+
+static void
+define_llm_settings(void)
+{
+	DefineCustomStringVariable("queryclaw.llm_url",
+							   "Sets the base URL of the OpenAI-compatible LLM endpoint.",
+							   "Requests go to this URL followed by /chat/completions.  The endpoint is trusted: queryclaw.block_local and the host lists do not apply to it.",
+							   &qc_llm_url, "", PGC_SUSET, GUC_SUPERUSER_ONLY,
+							   check_http_url, NULL, NULL);
+	DefineCustomStringVariable("queryclaw.llm_model",
+							   "Sets the model used when a call names none.",
+							   NULL,
+							   &qc_llm_model, "", PGC_SUSET, 0,
+							   NULL, NULL, NULL);
+	DefineCustomStringVariable("queryclaw.llm_api_key",
+							   "Sets the API key sent to the LLM endpoint as a bearer token.",
+							   "Empty means no Authorization header.",
+							   &qc_llm_api_key, "", PGC_SUSET, SECRET_FLAGS,
+							   NULL, NULL, NULL);
+	DefineCustomIntVariable("queryclaw.llm_timeout",
+							"Sets the time limit for one request to the LLM endpoint.",
+							NULL,
+							&qc_llm_timeout, 120000, 1, INT_MAX, PGC_SUSET, GUC_UNIT_MS,
+							NULL, NULL, NULL);
+	DefineCustomIntVariable("queryclaw.llm_max_rounds",
+							"Sets the maximum number of model requests in one llm_chat_tools call.",
+							"A call's max_rounds argument can only lower it.",
+							&qc_llm_max_rounds, 10, 1, 1000, PGC_SUSET, 0,
+							NULL, NULL, NULL);
+	DefineCustomIntVariable("queryclaw.llm_max_tokens",
+							"Sets max_tokens for each model request; 0 leaves it to the provider.",
+							NULL,
+							&qc_llm_max_tokens, 0, 0, INT_MAX, PGC_SUSET, 0,
+							NULL, NULL, NULL);
+	DefineCustomIntVariable("queryclaw.llm_tool_max_chars",
+							"Sets the maximum number of characters of one tool result, or one page to extract from, sent to the model.",
+							"Longer results are cut, with a note saying so.",
+							&qc_llm_tool_max_chars, 20000, 100, 100000000, PGC_SUSET, 0,
+							NULL, NULL, NULL);
+	DefineCustomStringVariable("queryclaw.search_url",
+							   "Sets the URL of the SearXNG-compatible search API used by web_search.",
+							   "Requests are GET {search_url}?q=...&format=json.  The endpoint is trusted, like queryclaw.llm_url.",
+							   &qc_search_url, "", PGC_SUSET, GUC_SUPERUSER_ONLY,
+							   check_http_url, NULL, NULL);
+	DefineCustomStringVariable("queryclaw.search_api_key",
+							   "Sets the API key sent to the search API as a bearer token.",
+							   "Empty means no Authorization header.",
+							   &qc_search_api_key, "", PGC_SUSET, SECRET_FLAGS,
+							   NULL, NULL, NULL);
+}
+
+/* ---- end of the LLM and search settings ---- */
 
 void
 qc_guc_init(void)
@@ -182,7 +255,12 @@ qc_guc_init(void)
 							   "Sets the HTTP proxy used for every request; empty means none.",
 							   "Proxy environment variables are always ignored.",
 							   &qc_proxy, "", PGC_SUSET, GUC_SUPERUSER_ONLY | GUC_NO_SHOW_ALL,
-							   check_proxy, NULL, NULL);
+							   check_http_url, NULL, NULL);
+	DefineCustomStringVariable("queryclaw.ca_file",
+							   "Sets a file of PEM certificates trusted for HTTPS instead of the system's.",
+							   "For servers whose certificates a private CA signed; empty means the system's trust store.",
+							   &qc_ca_file, "", PGC_SUSET, GUC_SUPERUSER_ONLY,
+							   NULL, NULL, NULL);
 	DefineCustomBoolVariable("queryclaw.audit",
 							 "Writes a row to queryclaw.audit_log for every call.",
 							 NULL,
@@ -204,6 +282,7 @@ qc_guc_init(void)
 							NULL,
 							&qc_max_host_concurrency, 8, 1, QC_MAX_CONCURRENCY_LIMIT, PGC_SUSET, 0,
 							NULL, NULL, NULL);
+	define_llm_settings();
 
 	MarkGUCPrefixReserved("queryclaw");
 }

@@ -296,6 +296,8 @@ configure(CURL *h, Transfer *t, const char *url, const char *method,
 	/* an empty proxy also makes libcurl ignore the proxy environment */
 	curl_easy_setopt(h, CURLOPT_PROXY, qc_proxy);
 	curl_easy_setopt(h, CURLOPT_ACCEPT_ENCODING, "");
+	if (qc_ca_file[0] != '\0')
+		curl_easy_setopt(h, CURLOPT_CAINFO, qc_ca_file);
 	curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers);
 	curl_easy_setopt(h, CURLOPT_ERRORBUFFER, t->errbuf);
 	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, write_cb);
@@ -356,6 +358,17 @@ is_connect_error(CURLcode rc)
 	}
 }
 
+/* The call ran out of time (queryclaw.timeout, or the call's own limit). */
+static void
+record_timeout(QcCall *call, const char *url)
+{
+	qc_call_record(call, QC_OUTCOME_TIMEOUT, ERRCODE_CONNECTION_FAILURE,
+				   psprintf("request to %s timed out", qc_redact_url(url)),
+				   psprintf("%s is %d ms, redirects included.",
+							call->timeout_setting, call->timeout_ms),
+				   NULL);
+}
+
 /*
  * Record what went wrong in a finished hop; returns false if nothing did.
  * A pending cancel is raised here: it ends the whole batch.
@@ -382,16 +395,17 @@ record_transfer_error(QcCall *call, Transfer *t, CURLcode rc, const char *url)
 	if (t->out_of_memory)
 		qc_call_record(call, QC_OUTCOME_ERROR, ERRCODE_OUT_OF_MEMORY,
 					   "out of memory receiving the response", NULL, NULL);
-	else if (t->head_overflow)
+	else if (t->head_overflow || (rc == CURLE_OUT_OF_MEMORY && t->body_len == 0))
+	{
+		/* libcurl reports a header line over its 100 kB limit as "out of memory" */
 		qc_call_record(call, QC_OUTCOME_ERROR, ERRCODE_CONNECTION_FAILURE,
 					   psprintf("response headers from %s are too large", shown),
-					   psprintf("At most %d bytes of headers are accepted.", QC_MAX_HEADER_BYTES),
+					   psprintf("At most %d kB of headers, and 100 kB in one header line, are accepted.",
+								QC_MAX_HEADER_BYTES / 1024),
 					   NULL);
+	}
 	else if (rc == CURLE_OPERATION_TIMEDOUT)
-		qc_call_record(call, QC_OUTCOME_TIMEOUT, ERRCODE_CONNECTION_FAILURE,
-					   psprintf("request to %s timed out", shown),
-					   psprintf("queryclaw.timeout is %d ms, redirects included.", qc_timeout),
-					   NULL);
+		record_timeout(call, url);
 	else
 		qc_call_record(call, QC_OUTCOME_ERROR,
 					   is_connect_error(rc) ? ERRCODE_SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION :
@@ -465,7 +479,9 @@ start_hop(Slot *slot, const char *target)
 	QcCall	   *call = slot->call;
 	QcRefusal	refusal;
 	char	   *error;
-	long		remaining = qc_timeout - (long) qc_call_elapsed_ms(call);
+	long		remaining = call->timeout_ms - (long) qc_call_elapsed_ms(call);
+	/* see QcCall.trusted: the DBA's own endpoint, first hop only */
+	bool		trusted = call->trusted && call->redirects == 0;
 	CURLMcode	mc;
 
 	if (!qc_url_parse(target, &slot->hop, &error))
@@ -475,7 +491,8 @@ start_hop(Slot *slot, const char *target)
 					   error, NULL);
 		return false;
 	}
-	if (!qc_policy_check_url(&slot->hop, slot->method, &refusal))
+	if (trusted ? !qc_policy_check_trusted_url(&slot->hop, &refusal) :
+		!qc_policy_check_url(&slot->hop, slot->method, &refusal))
 	{
 		qc_call_record(call, QC_OUTCOME_REFUSED, refusal.sqlerrcode,
 					   refusal.message, refusal.detail, refusal.hint);
@@ -488,16 +505,13 @@ start_hop(Slot *slot, const char *target)
 	call->final_url = slot->hop.url;
 	if (remaining <= 0)
 	{
-		qc_call_record(call, QC_OUTCOME_TIMEOUT, ERRCODE_CONNECTION_FAILURE,
-					   psprintf("request to %s timed out", qc_redact_url(slot->hop.url)),
-					   psprintf("queryclaw.timeout is %d ms, redirects included.", qc_timeout),
-					   NULL);
+		record_timeout(call, slot->hop.url);
 		return false;
 	}
 
 	memset(&slot->t, 0, sizeof(slot->t));
-	slot->t.body_limit = QC_MAX_BYTES();
-	slot->t.check_addresses = (qc_proxy[0] == '\0');
+	slot->t.body_limit = call->max_bytes;
+	slot->t.check_addresses = (qc_proxy[0] == '\0') && !trusted;
 	slot->header_list = append_headers(NULL, slot->headers);
 	configure(slot->easy, &slot->t, slot->hop.url, slot->method, slot->body,
 			  slot->body_len, slot->header_list, remaining);
@@ -593,19 +607,30 @@ end_call(Slot *slot, QcCallDone on_done, void *arg)
 		on_done(call, arg);
 }
 
+/* The host a call's first hop goes to ("" when its URL does not parse). */
+static const char *
+call_host(QcCall *call)
+{
+	QcUrl		url;
+	char	   *error;
+
+	if (call->host == NULL)
+		call->host = qc_url_parse(call->url, &url, &error) ? url.host : "";
+	return call->host;
+}
+
 /* Is another transfer to this call's host allowed now? */
 static bool
 host_has_room(Slot *slots, int nslots, QcCall *call)
 {
-	QcUrl		url;
-	char	   *error;
+	const char *host = call_host(call);
 	int			busy = 0;
 
 	/* an unparsable URL ends at once in start_hop, without a connection */
-	if (!qc_url_parse(call->url, &url, &error))
+	if (host[0] == '\0')
 		return true;
 	for (int i = 0; i < nslots; i++)
-		if (slots[i].call != NULL && strcmp(slots[i].origin.host, url.host) == 0)
+		if (slots[i].call != NULL && strcmp(slots[i].call->host, host) == 0)
 			busy++;
 	return busy < qc_max_host_concurrency;
 }

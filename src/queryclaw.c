@@ -3,8 +3,8 @@
  * queryclaw.c
  *	  Module entry point of queryclaw_ext.
  *
- * queryclaw_ext lets SQL reach the web (web_fetch, api_call, check_url)
- * under a policy the DBA sets with queryclaw.* settings, and records every
+ * queryclaw_ext lets SQL reach the web (web_fetch, api_call, check_url,
+ * web_search, and llm_chat_tools, a model that browses with them) under a policy the DBA sets with queryclaw.* settings, and records every
  * attempt in queryclaw.audit_log.  The parts, one concern per file:
  *
  *	guc.c		the settings
@@ -19,6 +19,10 @@
  *	response.c	what the SQL functions return
  *	audit.c		the audit rows
  *	fetch.c, api.c, check.c		the SQL-callable functions
+ *	chat.c		the OpenAI chat-completions wire format
+ *	tools.c		the tools a model may call, each in a subtransaction
+ *	search.c	web_search(), a SearXNG-compatible search API
+ *	llm.c		llm_chat_tools(): the tool loop; web_fetch's extract
  *
  *-------------------------------------------------------------------------
  */

@@ -29,10 +29,21 @@ extern int	qc_max_redirects;
 extern bool qc_read_only;
 extern char *qc_user_agent;
 extern char *qc_proxy;
+extern char *qc_ca_file;
 extern bool qc_audit;
 extern bool qc_audit_query;
 extern int	qc_max_concurrency;
 extern int	qc_max_host_concurrency;
+/* the LLM tool loop and web search */
+extern char *qc_llm_url;
+extern char *qc_llm_model;
+extern char *qc_llm_api_key;
+extern int	qc_llm_timeout;		/* milliseconds */
+extern int	qc_llm_max_rounds;
+extern int	qc_llm_max_tokens;	/* 0: not sent */
+extern int	qc_llm_tool_max_chars;
+extern char *qc_search_url;
+extern char *qc_search_api_key;
 
 /* parsed forms of the list settings; never NULL once the GUCs exist */
 extern const QcAddrList *qc_local_allowlist_parsed;

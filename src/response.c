@@ -130,9 +130,6 @@ body_charset(const QcCall *call)
 	return header;
 }
 
-/* How much of an error page to quote in errdetail. */
-#define ERROR_BODY_QUOTE 200
-
 /* Record a failure to shape the response; always returns NULL. */
 static char *
 fail(QcCall *call, int sqlerrcode, const char *message, const char *detail,
@@ -232,21 +229,27 @@ qc_response_text(QcCall *call, QcFormat format)
 											   header_charset));
 }
 
+char *
+qc_text_quote(const char *text)
+{
+	char	   *quote = pstrdup(text);
+	size_t		len;
+
+	qc_clip_chars(quote, QC_QUOTE_CHARS);
+	len = strlen(quote);
+	while (len > 0 && isspace((unsigned char) quote[len - 1]))
+		quote[--len] = '\0';
+	return quote[0] ? psprintf("The response began: %s", quote) : NULL;
+}
+
 /* A status other than 2xx: the error quotes the start of the body. */
 static char *
 fail_status(QcCall *call)
 {
-	char	   *quote = qc_to_server_text(call->data, call->data_len, NULL);
-	size_t		len;
-
-	qc_clip_chars(quote, ERROR_BODY_QUOTE);
-	len = strlen(quote);
-	while (len > 0 && isspace((unsigned char) quote[len - 1]))
-		quote[--len] = '\0';
 	qc_call_record(call, QC_OUTCOME_HTTP_ERROR, ERRCODE_EXTERNAL_ROUTINE_EXCEPTION,
 				   psprintf("HTTP status %ld from %s", call->status,
 							qc_redact_url(call->final_url)),
-				   quote[0] ? psprintf("The response began: %s", quote) : NULL,
+				   qc_text_quote(qc_to_server_text(call->data, call->data_len, NULL)),
 				   "Use queryclaw.api_call() to read responses of any status.");
 	return NULL;
 }

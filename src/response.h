@@ -55,6 +55,14 @@ extern char *qc_response_text(QcCall *call, QcFormat format);
  */
 extern char *qc_fetch_result(QcCall *call, QcFormat format);
 
+/*
+ * For an error detail: "The response began: ..." with the first
+ * QC_QUOTE_CHARS characters of text (in the database encoding), or NULL
+ * when it is empty.
+ */
+#define QC_QUOTE_CHARS 200
+extern char *qc_text_quote(const char *text);
+
 /* api_call's result object; sets call->chars and call->truncated. */
 extern Jsonb *qc_response_jsonb(QcCall *call);
 
@@ -67,5 +75,8 @@ extern QcCall *qc_api_prepare(const char *func, char *url, const char *method,
 
 /* api_call's result for a call that has run (audited), or NULL if it failed. */
 extern Jsonb *qc_api_result(QcCall *call);
+
+/* check.c: check_url's result as JSON text. */
+extern char *qc_check_url_json(const char *url);
 
 #endif							/* QC_RESPONSE_H */

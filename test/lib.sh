@@ -6,13 +6,15 @@
 # PostgreSQL refuses to run as root, so as root the cluster runs as the
 # "postgres" OS user; as another user it runs as that user.
 
-QC_PACKAGES="make gcc pkg-config python3 postgresql-15 postgresql-server-dev-15
- libcurl4-openssl-dev libcjson-dev libxml2-dev"
+QC_PACKAGES="make gcc pkg-config python3 python3-brotli openssl postgresql-15
+ postgresql-server-dev-15 libcurl4-openssl-dev libcjson-dev libxml2-dev"
 
 QC_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 QC_PG_CONFIG=/usr/lib/postgresql/15/bin/pg_config
 QC_BINDIR=$($QC_PG_CONFIG --bindir 2>/dev/null)
-QC_PIDS=()
+# Debian's interpreter, which has the Debian python3-* modules the servers use
+QC_PYTHON=/usr/bin/python3
+[ -x "$QC_PYTHON" ] || QC_PYTHON=python3
 QC_WORK=""
 QC_PGDATA=""
 
@@ -75,17 +77,33 @@ qc_make_workdir() {
 }
 
 # Start a loopback server script; prints its port.  $1 = script, $2 = name,
-# any further arguments are passed to the script.
+# further arguments go to the script.  Callers run it in $(...), a
+# subshell, so the pid goes to a file that qc_cleanup reads: a shell
+# variable would not outlive the subshell.
 qc_start_server() {
 	local portfile="$QC_WORK/$2.port"
-	python3 "$1" --port-file "$portfile" "${@:3}" >"$QC_WORK/$2.log" 2>&1 &
-	QC_PIDS+=($!)
+	"$QC_PYTHON" "$1" --port-file "$portfile" "${@:3}" >"$QC_WORK/$2.log" 2>&1 &
+	echo $! >"$QC_WORK/$2.pid"
 	for _ in $(seq 100); do
 		[ -s "$portfile" ] && { cat "$portfile"; return 0; }
 		sleep 0.1
 	done
 	echo "server $2 did not start; see $QC_WORK/$2.log" >&2
 	return 1
+}
+
+# A private CA and a certificate for 127.0.0.1 signed by it, in QC_WORK/tls.
+qc_make_tls() {
+	local dir="$QC_WORK/tls"
+	mkdir -p "$dir"
+	openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj "/CN=queryclaw test CA" \
+		-keyout "$dir/ca.key" -out "$dir/ca.pem" 2>/dev/null &&
+		openssl req -newkey rsa:2048 -nodes -subj "/CN=127.0.0.1" \
+			-keyout "$dir/server.key" -out "$dir/server.csr" 2>/dev/null &&
+		printf 'subjectAltName=IP:127.0.0.1\n' >"$dir/san.ext" &&
+		openssl x509 -req -in "$dir/server.csr" -CA "$dir/ca.pem" -CAkey "$dir/ca.key" \
+			-CAcreateserial -days 2 -extfile "$dir/san.ext" -out "$dir/server.pem" 2>/dev/null &&
+		chmod 644 "$dir"/*.pem
 }
 
 # initdb and start a cluster on a Unix socket in QC_WORK (no TCP port).
@@ -104,7 +122,11 @@ qc_start_cluster() {
 		echo "shared_preload_libraries = 'queryclaw_ext'"
 		cat
 	} | qc_as_pg tee -a "$QC_PGDATA/postgresql.conf" >/dev/null
-	qc_as_pg "$bindir/pg_ctl" -D "$QC_PGDATA" -l "$QC_WORK/postgres.log" -w start >/dev/null ||
+	# Proxy variables naming a dead loopback port: the extension must ignore
+	# them (only queryclaw.proxy counts), or every request would fail.
+	qc_as_pg env http_proxy=http://127.0.0.1:9 https_proxy=http://127.0.0.1:9 \
+		HTTP_PROXY=http://127.0.0.1:9 HTTPS_PROXY=http://127.0.0.1:9 ALL_PROXY=http://127.0.0.1:9 \
+		"$bindir/pg_ctl" -D "$QC_PGDATA" -l "$QC_WORK/postgres.log" -w start >/dev/null ||
 		{ cat "$QC_WORK/postgres.log" >&2; return 1; }
 	export PGHOST="$QC_WORK" PGPORT=5432
 }
@@ -118,7 +140,11 @@ qc_cleanup() {
 	if [ -n "$QC_PGDATA" ] && [ -f "$QC_PGDATA/postmaster.pid" ]; then
 		qc_as_pg "$QC_BINDIR/pg_ctl" -D "$QC_PGDATA" -m fast -w stop >/dev/null 2>&1
 	fi
-	for pid in "${QC_PIDS[@]}"; do kill "$pid" 2>/dev/null; done
+	if [ -n "$QC_WORK" ]; then
+		for pidfile in "$QC_WORK"/*.pid; do
+			[ -f "$pidfile" ] && kill "$(cat "$pidfile")" 2>/dev/null
+		done
+	fi
 	wait 2>/dev/null
 	if [ -n "$QC_WORK" ]; then
 		if [ "$rc" -eq 0 ] || [ -n "${CI:-}" ]; then rm -rf "$QC_WORK"; else echo "kept $QC_WORK for inspection"; fi

@@ -2,10 +2,11 @@
 # test/run.sh: `make test` — every test, on a fresh machine, in one command.
 #
 # Installs what is missing, builds the extension and installs it into a
-# private copy of PostgreSQL (nothing system-wide), runs the unit tests, starts the fixture server on a free loopback port and
-# a scratch cluster with the extension preloaded, runs pg_regress over
-# sql/*.sql against expected/, shows the diffs of any failure, stops
-# everything, and ends with "N passed, N failed".
+# private copy of PostgreSQL (nothing system-wide), runs the unit tests,
+# starts the fixture server and the scripted model (test/fixture/) on free
+# loopback ports and a scratch cluster with the extension preloaded, runs
+# pg_regress over sql/*.sql against expected/, shows the diffs of any
+# failure, stops everything, and ends with "N passed, N failed".
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -27,13 +28,31 @@ else
 	failed=$((failed + 1))
 fi
 
-port=$(qc_start_server "$QC_ROOT/test/fixture/server.py" fixture) || exit 1
+qc_make_tls || exit 1
+port=$(qc_start_server "$QC_ROOT/test/fixture/server.py" fixture \
+	--tls-port-file "$QC_WORK/fixture-tls.port" \
+	--tls-cert "$QC_WORK/tls/server.pem" --tls-key "$QC_WORK/tls/server.key" \
+	--blackhole-port-file "$QC_WORK/fixture-blackhole.port") || exit 1
+tls_port=$(cat "$QC_WORK/fixture-tls.port")
+blackhole_port=$(cat "$QC_WORK/fixture-blackhole.port")
+# The scripted model and search API.  Its port is deliberately not in
+# local_allowlist: the LLM and search endpoints are trusted, tool calls not.
+llm_port=$(qc_start_server "$QC_ROOT/test/fixture/llm_server.py" llm) || exit 1
+llm_key=sk-test-0123456789		# the tests look for it where it must not be
 qc_start_cluster <<CONF || exit 1
 queryclaw.enabled = on
 queryclaw.local_allowlist = '127.0.0.1:$port'
 queryclaw.timeout = '5s'
+queryclaw.llm_url = 'http://127.0.0.1:$llm_port/v1'
+queryclaw.llm_model = 'fake-model'
+queryclaw.llm_api_key = '$llm_key'
+queryclaw.search_url = 'http://127.0.0.1:$llm_port/search'
 qc_test.base = 'http://127.0.0.1:$port'
 qc_test.port = '$port'
+qc_test.tls_port = '$tls_port'
+qc_test.blackhole_port = '$blackhole_port'
+qc_test.ca_file = '$QC_WORK/tls/ca.pem'
+qc_test.llm_base = 'http://127.0.0.1:$llm_port'
 CONF
 
 # pg_regress runs as the cluster's user, so it works on a copy it can write.
@@ -51,7 +70,17 @@ qc_as_pg "$($QC_PG_CONFIG --pkglibdir)/pgxs/src/test/regress/pg_regress" \
 	$tests 2>&1 | tee "$QC_WORK/regress.log"
 
 passed=$((passed + $(grep -cE '^(ok|test) .* ok( |$)|\.\.\. ok' "$QC_WORK/regress.log")))
-failed=$((failed + $(grep -cE 'FAILED|failed \(ignored\)' "$QC_WORK/regress.log")))
+# a test without an expected file makes pg_regress say "diff command failed"
+failed=$((failed + $(grep -cE 'FAILED|failed \(ignored\)|diff command failed' "$QC_WORK/regress.log")))
+# The tests check results, errors and audit rows for the API key; the
+# server log (every error with its statement) must not hold it either.
+if grep -q -- "$llm_key" "$QC_WORK/postgres.log"; then
+	echo "not ok - the LLM API key is in the server log"
+	failed=$((failed + 1))
+else
+	echo "ok - the LLM API key is not in the server log"
+	passed=$((passed + 1))
+fi
 if [ -s "$suite/regression.diffs" ]; then
 	qc_log "differences"
 	cat "$suite/regression.diffs"
