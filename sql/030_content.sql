@@ -66,8 +66,10 @@ SELECT queryclaw.html_to_text($$<table><caption>Prices</caption>
 SELECT queryclaw.html_to_text('<p>unclosed <b>bold <i>both</p><p>next</div></span>para');
 SELECT queryclaw.html_to_text('<<<>>> & < > &bogus; &#0; &#xD800; text');
 
--- deep nesting needs no stack: 100,000 nested <div>s
-SELECT length(queryclaw.html_to_text(repeat('<div>', 100000) || 'deep' || repeat('</div>', 100000))) AS deep;
+-- deep nesting needs no stack: 100,000 nested <div>s, or <span>s in a link
+SELECT f, queryclaw.html_to_text(repeat('<div>', 100000) || 'deep' || repeat('</div>', 100000), f) AS deep_divs,
+       queryclaw.html_to_text('<p><a href="/x">' || repeat('<span>', 100000) || 'deep' || repeat('</span>', 100000) || '</a></p>', f) AS deep_spans
+  FROM unnest(ARRAY['text', 'article', 'markdown']) AS f;
 
 -- NUL-free, valid text whatever the input: the database never sees U+0000
 SELECT queryclaw.html_to_text(E'<p>a\u00e9\u20ac\U0001F600b</p>');
@@ -141,6 +143,10 @@ SELECT queryclaw.html_to_text($$<body><nav><a href="/">Home</a> <a href="/a">Abo
 <div class="directory"><a href="/x/1">Alpha</a> <a href="/x/2">Beta</a> <a href="/x/3">Gamma</a>
 <a href="/x/4">Delta</a> <a href="/x/5">Epsilon</a> <a href="/x/6">Zeta</a></div>
 <footer>&copy; 2026 Example</footer></body>$$, 'article');
+
+-- when nothing would be left of the page (nothing but the same link), the
+-- whole page is written
+SELECT queryclaw.html_to_text(repeat('<a href="/x">Same link</a> ', 5), 'article');
 
 -- empty and degenerate input
 SELECT queryclaw.html_to_text('', 'article') = '' AS empty;

@@ -776,23 +776,13 @@ with_siblings(Analysis *a, Info *best)
 static int
 count_elements(xmlNode *root)
 {
-	xmlNode    *node = root;
+	xmlNode    *node;
 	int			n = 0;
 
-	while (node != NULL)
+	for (node = root; node != NULL; node = qc_next_node(node, root, false))
 	{
 		if (node->type == XML_ELEMENT_NODE)
 			n++;
-		if (node->children != NULL)
-		{
-			node = node->children;
-			continue;
-		}
-		while (node != root && node->next == NULL)
-			node = node->parent;
-		if (node == root)
-			break;
-		node = node->next;
 	}
 	return n;
 }

@@ -661,6 +661,17 @@ qc_walk(xmlNode *root, bool include_root, const QcWalker *walker, void *state)
 }
 
 xmlNode *
+qc_next_node(xmlNode *node, xmlNode *root, bool skip_children)
+{
+	if (!skip_children && node->children != NULL &&
+		node->type == XML_ELEMENT_NODE)
+		return node->children;
+	while (node != root && node->next == NULL)
+		node = node->parent;
+	return node == root ? NULL : node->next;
+}
+
+xmlNode *
 qc_root_element(xmlDoc *doc)
 {
 	return xmlDocGetRootElement(doc);
@@ -825,6 +836,42 @@ parse_html(const char *utf8, size_t len)
 	return doc;
 }
 
+/* Forget what article.c marked as dropped, in every element. */
+static void
+forget_marks(xmlNode *root)
+{
+	xmlNode    *node;
+
+	for (node = root; node != NULL; node = qc_next_node(node, root, false))
+	{
+		if (node->type == XML_ELEMENT_NODE)
+			node->_private = NULL;
+	}
+}
+
+/*
+ * The main content as text or Markdown.  Should nothing be left of it (a
+ * page of nothing but the same link, say), the whole page is written: the
+ * format never answers nothing where there is text.
+ */
+static char *
+write_article(xmlDocPtr doc, QcHtmlFormat format, const char *base_url)
+{
+	List	   *roots = qc_article_select(doc);
+	char	   *text;
+
+	for (;;)
+	{
+		text = format == QC_HTML_MARKDOWN ? qc_write_markdown(roots, base_url) :
+			qc_write_text(roots, NULL);
+		if (text[0] != '\0' || roots == NIL || qc_root_element(doc) == NULL ||
+			linitial(roots) == (void *) qc_root_element(doc))
+			return text;
+		forget_marks(qc_root_element(doc));
+		roots = list_make1(qc_root_element(doc));
+	}
+}
+
 /* Write doc in the format asked for, and its metadata if asked; UTF-8. */
 static char *
 write_document(xmlDocPtr doc, QcHtmlFormat format, const char *base_url,
@@ -840,10 +887,8 @@ write_document(xmlDocPtr doc, QcHtmlFormat format, const char *base_url,
 			text = qc_write_text(list_make1(doc), qc_document_title(doc));
 			break;
 		case QC_HTML_ARTICLE:
-			text = qc_write_text(qc_article_select(doc), NULL);
-			break;
 		case QC_HTML_MARKDOWN:
-			text = qc_write_markdown(qc_article_select(doc), base_url);
+			text = write_article(doc, format, base_url);
 			break;
 	}
 	if (metadata != NULL)

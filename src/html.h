@@ -108,6 +108,13 @@ typedef struct QcWalker
 extern void qc_walk(xmlNode *root, bool include_root, const QcWalker *walker,
 					void *state);
 
+/*
+ * The node after node in document order inside root's subtree (children
+ * first), or NULL past its end: for loops over a whole subtree without
+ * recursion.  With skip_children, node's children are passed over.
+ */
+extern xmlNode *qc_next_node(xmlNode *node, xmlNode *root, bool skip_children);
+
 /* The document's root element, <body>, <title> text (NULL if none). */
 extern xmlNode *qc_root_element(xmlDoc *doc);
 extern xmlNode *qc_find_body(xmlDoc *doc);

@@ -372,32 +372,46 @@ append_url(MdOut *out, const char *href)
 	pfree(url);
 }
 
-/* Does the element hold block content (which a link or a cell cannot)? */
+/*
+ * Does the element hold block content, which a link or a pipe table cell
+ * cannot?  Inline elements are looked into, without recursion; past
+ * HOLDS_BLOCKS_BUDGET nodes the answer is yes, which only costs a link its
+ * brackets or a table its pipes.
+ */
+#define HOLDS_BLOCKS_BUDGET 500
+
 static bool
-holds_blocks(xmlNode *node, int limit)
+holds_blocks(xmlNode *node)
 {
-	xmlNode    *child;
+	xmlNode    *child = node->children;
+	int			budget = HOLDS_BLOCKS_BUDGET;
 
-	for (child = node->children; child != NULL && limit > 0; child = child->next, limit--)
+	while (child != NULL)
 	{
-		QcTag		tag;
-
-		if (child->type != XML_ELEMENT_NODE)
-			continue;
-		tag = qc_tag(child);
-		switch (qc_layout(tag))
+		if (--budget < 0)
+			return true;
+		if (child->type == XML_ELEMENT_NODE)
 		{
-			case LAYOUT_INLINE:
-				if (holds_blocks(child, limit))
-					return true;
-				break;
-			case LAYOUT_SKIP:
-			case LAYOUT_BREAK:
-				break;
-			default:
-				if (qc_shown(child, tag))
-					return true;
+			QcTag		tag = qc_tag(child);
+			QcLayout	layout = qc_layout(tag);
+
+			if (layout == LAYOUT_INLINE && child->children != NULL)
+			{
+				child = child->children;
+				continue;
+			}
+			if (layout != LAYOUT_INLINE && layout != LAYOUT_SKIP &&
+				layout != LAYOUT_BREAK && qc_shown(child, tag))
+				return true;
 		}
+		/* the next node, climbing out of the inline elements that end */
+		while (child->next == NULL)
+		{
+			child = child->parent;
+			if (child == node)
+				return false;
+		}
+		child = child->next;
 	}
 	return false;
 }
@@ -422,7 +436,7 @@ is_data_table(xmlNode *table)
 		}
 		if (tag == TAG_TD || tag == TAG_TH)
 		{
-			if (holds_blocks(node, 200))
+			if (holds_blocks(node))
 				return false;
 			cells++;
 		}
@@ -680,7 +694,7 @@ md_open(void *state, xmlNode *node)
 
 				/* a link around blocks (a card) cannot be written as one */
 				if (out->link == NULL && out->pre == 0 && href != NULL &&
-					linkable(href) && !holds_blocks(node, 200))
+					linkable(href) && !holds_blocks(node))
 				{
 					open_inline(out, "[");
 					out->link = node;
