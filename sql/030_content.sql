@@ -187,6 +187,10 @@ SELECT queryclaw.html_to_text($$<table><thead><tr><th>Name</th><th>Value</th></t
 <tbody><tr><td>a|b</td><td><a href="https://example.org/">link</a></td></tr><tr><td>only one</td></tr></tbody></table>
 <table><tr><td><p>Left column paragraph.</p></td><td><ul><li>right list</li></ul></td></tr></table>$$, 'markdown');
 
+-- inline code holding a backtick gets a double fence; quotes at the end
+-- leave no empty "> " lines behind
+SELECT queryclaw.html_to_text('<p>Run <code>echo `date`</code> now; <kbd></kbd>x &gt; y&gt;</p><blockquote><p>q</p><p> </p></blockquote>', 'markdown');
+
 -- what would read as Markdown in the text is escaped
 SELECT queryclaw.html_to_text('<p># not a heading</p><p>1. not a list</p><p>a *b* _c_ [d]</p><p>-</p>', 'markdown');
 

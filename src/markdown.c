@@ -49,7 +49,6 @@ typedef struct MdTable
 	List	   *rows;			/* of List of char * */
 	List	   *row;			/* the row being written */
 	int			cell_start;		/* buf.len where the open cell began */
-	bool		header;			/* its first row is made of <th> */
 } MdTable;
 
 typedef struct MdOut
@@ -88,16 +87,29 @@ trim_blanks(StringInfo buf)
 	buf->data[buf->len] = '\0';
 }
 
-/* Remove trailing whitespace and the line prefixes left on empty lines. */
+/*
+ * Remove trailing whitespace, and trailing lines that hold nothing but the
+ * prefixes of quotes.
+ */
 static void
 trim_end(MdOut *out)
 {
 	StringInfo	buf = &out->buf;
 
-	while (buf->len > 0 &&
-		   (buf->data[buf->len - 1] == ' ' || buf->data[buf->len - 1] == '\n' ||
-			buf->data[buf->len - 1] == '>'))
-		buf->len--;
+	for (;;)
+	{
+		int			line;
+
+		while (buf->len > 0 &&
+			   (buf->data[buf->len - 1] == ' ' || buf->data[buf->len - 1] == '\n'))
+			buf->len--;
+		for (line = buf->len; line > 0 && buf->data[line - 1] != '\n'; line--)
+			;
+		if (line == buf->len ||
+			strspn(buf->data + line, "> ") < (size_t) (buf->len - line))
+			break;
+		buf->len = line;
+	}
 	buf->data[buf->len] = '\0';
 }
 
@@ -193,10 +205,10 @@ owe_breaks(MdOut *out, int n)
 }
 
 /*
- * Does a word need a backslash so that it is not read as Markdown?  Only
- * what would change the meaning of a line is escaped: emphasis and code
- * markers, brackets, and at the start of a line, what starts a heading,
- * quote or list.
+ * Append a word, with backslashes where it would otherwise be read as
+ * Markdown.  Only what would change the meaning of a line is escaped:
+ * emphasis and code markers, brackets, and at the start of a line, what
+ * starts a heading, quote or list.
  */
 static void
 append_escaped(MdOut *out, const char *word, int len, bool line_start)
@@ -330,14 +342,14 @@ take_back(MdOut *out, const char *marker)
 }
 
 /*
- * An inline marker ends: written right after the last text, or, when no
- * text came since it was opened, taken back.
+ * An inline marker ends: its closer is written right after the last text,
+ * or, when no text came since it was opened, the opener is taken back.
  */
 static void
-close_inline(MdOut *out, const char *marker)
+close_inline(MdOut *out, const char *opener, const char *closer)
 {
-	if (!take_back(out, marker))
-		appendStringInfoString(&out->buf, marker);
+	if (!take_back(out, opener))
+		appendStringInfoString(&out->buf, closer);
 }
 
 /* Is the URL worth linking to (not a script, not a bare fragment)? */
@@ -507,6 +519,20 @@ end_cell(MdOut *out)
 	out->breaks = 0;
 }
 
+/*
+ * The marker around inline code: a backtick, or when the code holds one,
+ * two with a space inside (CommonMark's way).
+ */
+static const char *
+code_marker(xmlNode *node)
+{
+	char	   *text = qc_node_text(node);
+	bool		ticks = strchr(text, '`') != NULL;
+
+	pfree(text);
+	return ticks ? "`` " : "`";
+}
+
 /* The language of a code block, from a "language-x" or "lang-x" class. */
 static const char *
 code_language(xmlNode *pre)
@@ -672,11 +698,8 @@ md_open(void *state, xmlNode *node)
 		case TAG_KBD:
 		case TAG_SAMP:
 		case TAG_TT:
-			if (out->pre == 0)
-			{
-				open_inline(out, "`");
-				out->code++;
-			}
+			if (out->pre == 0 && out->code++ == 0)
+				open_inline(out, code_marker(node));
 			return true;
 		case TAG_STRONG:
 		case TAG_B:
@@ -806,21 +829,22 @@ md_close(void *state, xmlNode *node)
 		case TAG_KBD:
 		case TAG_SAMP:
 		case TAG_TT:
-			if (out->pre == 0)
+			if (out->pre == 0 && --out->code == 0)
 			{
-				out->code--;
-				close_inline(out, "`");
+				const char *marker = code_marker(node);
+
+				close_inline(out, marker, marker[1] == '`' ? " ``" : marker);
 			}
 			return;
 		case TAG_STRONG:
 		case TAG_B:
 			if (out->pre == 0 && out->code == 0)
-				close_inline(out, "**");
+				close_inline(out, "**", "**");
 			return;
 		case TAG_EM:
 		case TAG_I:
 			if (out->pre == 0 && out->code == 0)
-				close_inline(out, "*");
+				close_inline(out, "*", "*");
 			return;
 		case TAG_A:
 			if (out->link == node)

@@ -20,6 +20,7 @@ import argparse
 import csv
 import os
 import re
+import signal
 import statistics
 from collections import Counter
 
@@ -112,4 +113,5 @@ def main():
 
 
 if __name__ == "__main__":
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # quiet when piped into head
     main()
