@@ -3,9 +3,12 @@
  * content.h
  *	  Turning response bodies into text that is valid in the database.
  *
- * charset.c decides a body's character set and converts it; html.c turns
- * HTML into readable text.  Neither needs a network or a fixture server:
- * html_to_text() exposes the same code to SQL for stored HTML.
+ * charset.c names character sets and converts bodies; html.c decides an
+ * HTML page's charset and turns the page into text, its main content as
+ * text or Markdown, or its metadata (with text.c, article.c, markdown.c
+ * and metadata.c, whose shared internals are in html.h).  None of it needs
+ * a network or a fixture server: html_to_text() exposes the same code to
+ * SQL for stored HTML.
  *
  * Every function here returns palloc'd text in the database encoding that
  * contains no NUL byte and no invalid sequence: bytes that cannot be
