@@ -17,6 +17,10 @@ OBJS = \
 	src/http.o \
 	src/charset.o \
 	src/html.o \
+	src/text.o \
+	src/article.o \
+	src/markdown.o \
+	src/metadata.o \
 	src/json.o \
 	src/response.o \
 	src/audit.o \
@@ -58,7 +62,7 @@ endif
 $(OBJS:.o=.bc): %.bc: %.o
 EXTRA_CLEAN = $(OBJS:.o=.d) test/unit/test_rules
 
-.PHONY: test demo deps bench
+.PHONY: test demo deps bench bench-content
 deps:
 	bash test/deps.sh
 test:
@@ -67,6 +71,10 @@ demo:
 	bash test/demo.sh
 bench:
 	bash test/bench/throughput.sh
+# Quality and speed of text, article and markdown on a corpus of real pages
+# with ground truth (see test/bench/content.sh): make bench-content CORPUS=dir
+bench-content:
+	bash test/bench/content.sh "$(CORPUS)"
 
 # The pure C policy code, tested without a server.
 UNIT_SRCS = test/unit/test_rules.c src/netaddr.c src/rules.c

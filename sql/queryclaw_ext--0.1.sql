@@ -110,7 +110,7 @@ RETURNS text
 AS 'MODULE_PATHNAME', 'web_fetch'
 LANGUAGE C VOLATILE PARALLEL UNSAFE;
 COMMENT ON FUNCTION queryclaw.web_fetch(text, text, integer, text) IS
-'GET a page under the queryclaw policy and return it as text (format text, raw or json); a non-2xx status is an error.  With extract_prompt, the model''s answer to that instruction about the page is returned instead.';
+'GET a page under the queryclaw policy and return it as text (format text, article, markdown, metadata, raw or json); a non-2xx status is an error.  With extract_prompt, the model''s answer to that instruction about the page is returned instead.';
 
 CREATE FUNCTION queryclaw.api_call(url text, method text DEFAULT 'GET',
 								   headers jsonb DEFAULT NULL,
@@ -152,7 +152,7 @@ RETURNS text
 AS 'MODULE_PATHNAME', 'html_to_text'
 LANGUAGE C STABLE PARALLEL SAFE;
 COMMENT ON FUNCTION queryclaw.html_to_text(text, text, text) IS
-'Convert stored HTML to readable text, as web_fetch does; makes no request.';
+'Convert stored HTML as web_fetch does (format text, article, markdown or metadata), resolving links against base_url; makes no request.';
 
 --
 -- The LLM tool loop and web search.  The tools a model may call run as the

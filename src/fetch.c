@@ -25,6 +25,13 @@
 PG_FUNCTION_INFO_V1(web_fetch);
 PG_FUNCTION_INFO_V1(html_to_text);
 
+/* Text in the database encoding as UTF-8, which the HTML code reads. */
+static char *
+server_to_utf8(char *s)
+{
+	return pg_server_to_any(s, strlen(s), PG_UTF8);
+}
+
 /*
  * web_fetch(url text, format text DEFAULT 'text', max_chars int DEFAULT NULL,
  *			 extract_prompt text DEFAULT NULL)
@@ -84,17 +91,26 @@ html_to_text(PG_FUNCTION_ARGS)
 {
 	char	   *html;
 	const char *format = PG_ARGISNULL(1) ? "text" : text_to_cstring(PG_GETARG_TEXT_PP(1));
+	QcFormat	qc_format = qc_format_parse(format);
+	char	   *base_url = NULL;
 	char	   *utf8;
+	char	   *metadata = NULL;
+	char	   *result;
 
 	if (PG_ARGISNULL(0))
 		PG_RETURN_NULL();
-	html = text_to_cstring(PG_GETARG_TEXT_PP(0));
-
-	if (qc_format_parse(format) != QC_FORMAT_TEXT)
+	if (qc_format == QC_FORMAT_RAW || qc_format == QC_FORMAT_JSON)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("html_to_text does not support format \"%s\"", format),
-				 errhint("Use 'text'.")));
-	utf8 = pg_server_to_any(html, strlen(html), PG_UTF8);
-	PG_RETURN_TEXT_P(cstring_to_text(qc_html_to_text(utf8, strlen(utf8), "utf-8")));
+				 errhint("Use 'text', 'article', 'markdown' or 'metadata'.")));
+	html = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	if (!PG_ARGISNULL(2))
+		base_url = server_to_utf8(text_to_cstring(PG_GETARG_TEXT_PP(2)));
+
+	utf8 = server_to_utf8(html);
+	result = qc_html_convert(utf8, strlen(utf8), "utf-8", qc_format_html(qc_format),
+							 base_url,
+							 qc_format == QC_FORMAT_METADATA ? &metadata : NULL);
+	PG_RETURN_TEXT_P(cstring_to_text(metadata ? metadata : result));
 }

@@ -14,7 +14,11 @@
  *	redact.c	secrets kept out of logs and audit rows
  *	http.c		the libcurl transport and redirects
  *	charset.c	character sets and conversion to the database encoding
- *	html.c		HTML to readable text (libxml2)
+ *	html.c		HTML: the charset decision, parsing (libxml2), the tree walk
+ *	text.c		HTML as text (formats text and article)
+ *	article.c	the main content of a page (formats article and markdown)
+ *	markdown.c	HTML as Markdown
+ *	metadata.c	what a page says about itself (format metadata)
  *	json.c		JSON validation (cJSON)
  *	response.c	what the SQL functions return
  *	audit.c		the audit rows, durable or in the caller's transaction

@@ -12,17 +12,26 @@
 #include "fmgr.h"
 #include "utils/jsonb.h"
 
+#include "content.h"
 #include "http.h"
 
+/* The formats of web_fetch, in the order of formats[] in response.c */
 typedef enum QcFormat
 {
 	QC_FORMAT_TEXT,
+	QC_FORMAT_ARTICLE,
+	QC_FORMAT_MARKDOWN,
 	QC_FORMAT_RAW,
-	QC_FORMAT_JSON
+	QC_FORMAT_JSON,
+	QC_FORMAT_METADATA
 } QcFormat;
 
 /* Parse a format name; raises 22023 for an unknown one. */
 extern QcFormat qc_format_parse(const char *name);
+
+/* The HTML conversion a format asks for (QC_HTML_NONE for raw and json). */
+extern QcHtmlFormat qc_format_html(QcFormat format);
+extern const char *qc_format_name(QcFormat format);
 
 /*
  * The effective character limit: the argument when given (it can only
