@@ -148,8 +148,9 @@ static const QcTool all_tools[] = {
 		" The database's network policy applies: a refused URL returns an error.\","
 		" \"parameters\": {\"type\": \"object\", \"properties\": {"
 		"\"url\": {\"type\": \"string\", \"description\": \"The http:// or https:// URL.\"},"
-		" \"format\": {\"type\": \"string\", \"enum\": [\"text\", \"raw\", \"json\"],"
-		" \"description\": \"text (default): HTML as readable text; raw: the body as is; json: the body, which must be JSON.\"}},"
+		" \"format\": {\"type\": \"string\", \"enum\": [\"text\", \"article\", \"markdown\", \"metadata\", \"raw\", \"json\"],"
+		" \"description\": \"text (default): the whole page as readable text; article: only the main content (fewest tokens);"
+		" markdown: the main content with links; metadata: title, author, dates as JSON; raw: the body as is; json: the body, which must be JSON.\"}},"
 		" \"required\": [\"url\"]}}}"},
 	{"api_call", "queryclaw.api_call(text,text,jsonb,text,integer)", run_api_call,
 		"{\"type\": \"function\", \"function\": {\"name\": \"api_call\","
