@@ -120,6 +120,14 @@ SELECT queryclaw.html_to_text($$<body><div class="thread"><h1>Which kettle?</h1>
 <div class="comment"><p>carol: Mine is loud, but it boils water in a minute and a half, which I like.</p></div>
 </div></body>$$, 'article');
 
+-- tab labels (role=tablist) and loading placeholders are controls, not the
+-- product's description
+SELECT queryclaw.html_to_text($$<body><main>
+<div role="tablist"><span role="tab">Overview</span><span role="tab">Specs</span><span role="tab">Reviews</span></div>
+<div role="tabpanel"><h2>Quiet kettle</h2><div class="loader">Loading...</div>
+<p>A kettle that boils 1.7 litres in four minutes without a sound, in brushed steel.</p></div>
+</main></body>$$, 'article');
+
 -- in a thread, each post's author card (rank, join date, post count) is
 -- chrome; the posts are the content
 SELECT queryclaw.html_to_text($$<body><div class="thread">

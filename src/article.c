@@ -136,7 +136,7 @@ static const char *const boilerplate_words[] = {
 };
 static const char *const boilerplate_tokens[] = {
 	"ad", "ads", "nav", "tags", "skip", "btn", "sort", "site-header",
-	"top-header", "global-header",
+	"top-header", "global-header", "tab-nav", "tab-navs", "loader", "spinner",
 };
 static const char *const content_words[] = {
 	"article", "content", "entry", "post", "body", "main", "text", "story",
@@ -181,7 +181,7 @@ static const char *const overlay_words[] = {
 /* ARIA roles of boilerplate */
 static const char *const boilerplate_roles[] = {
 	"navigation", "banner", "contentinfo", "complementary", "search", "menu",
-	"menubar", "dialog", "alertdialog", "toolbar",
+	"menubar", "dialog", "alertdialog", "toolbar", "tablist",
 };
 
 /* Does the lower-case string contain word as a whole token? */
