@@ -120,6 +120,23 @@ SELECT queryclaw.html_to_text($$<body><div class="thread"><h1>Which kettle?</h1>
 <div class="comment"><p>carol: Mine is loud, but it boils water in a minute and a half, which I like.</p></div>
 </div></body>$$, 'article');
 
+-- tab labels (role=tablist) and loading placeholders are controls, not the
+-- product's description
+SELECT queryclaw.html_to_text($$<body><main>
+<div role="tablist"><span role="tab">Overview</span><span role="tab">Specs</span><span role="tab">Reviews</span></div>
+<div role="tabpanel"><h2>Quiet kettle</h2><div class="loader">Loading...</div>
+<p>A kettle that boils 1.7 litres in four minutes without a sound, in brushed steel.</p></div>
+</main></body>$$, 'article');
+
+-- in a thread, each post's author card (rank, join date, post count) is
+-- chrome; the posts are the content
+SELECT queryclaw.html_to_text($$<body><div class="thread">
+<div class="post"><div class="postprofile"><b>alice</b><dl><dt>Rank</dt><dd>Senior member</dd><dt>Joined</dt><dd>May 2019</dd><dt>Posts</dt><dd>4,032</dd></dl></div>
+<div class="content"><p>My kettle broke last week. Which one should I buy to replace it, something quiet?</p></div></div>
+<div class="post"><div class="user-details"><b>bob</b> <span>Member</span> <span>Joined: Oct 2011</span></div>
+<div class="content"><p>The quiet ones are expensive, but the one I have has lasted ten years now.</p></div></div>
+</div></body>$$, 'article');
+
 -- a listing: the description and the cards are content (a linked headline
 -- counts as text), the pagination and the "Read more" links are controls
 SELECT queryclaw.html_to_text($$<body><nav><a href="/">Home</a> <a href="/shop">Shop</a></nav>
@@ -134,7 +151,8 @@ SELECT queryclaw.html_to_text($$<body><nav><a href="/">Home</a> <a href="/shop">
 -- hidden elements are not content either
 SELECT queryclaw.html_to_text($$<main><p>Visible paragraph with enough words in it to be the main content here.</p>
 <div class="modal"><p>Sign up for our newsletter to get the latest news in your inbox every week.</p></div>
-<p class="sr-only">Screen reader text</p><p hidden>hidden attribute</p></main>$$, 'article');
+<p class="sr-only">Screen reader text</p><p hidden>hidden attribute</p>
+<p class="hide">Shown by a script</p><div class="w-form-done">Thank you! Your submission has been received!</div></main>$$, 'article');
 
 -- no clear main region (a page of nothing but links): the whole body, less
 -- its boilerplate

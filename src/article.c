@@ -80,6 +80,7 @@ typedef struct Info
 	bool		control;		/* a form control: always boilerplate */
 	bool		invisible;		/* hidden by its class, or an overlay */
 	bool		comments;		/* a comment section */
+	bool		author_card;	/* a post's author card */
 	bool		repeated_link;	/* a short link whose text repeats */
 	bool		junk;			/* decided: boilerplate */
 	int			text;			/* characters of shown text below */
@@ -135,7 +136,7 @@ static const char *const boilerplate_words[] = {
 };
 static const char *const boilerplate_tokens[] = {
 	"ad", "ads", "nav", "tags", "skip", "btn", "sort", "site-header",
-	"top-header", "global-header",
+	"top-header", "global-header", "tab-nav", "tab-navs", "loader", "spinner",
 };
 static const char *const content_words[] = {
 	"article", "content", "entry", "post", "body", "main", "text", "story",
@@ -145,6 +146,17 @@ static const char *const content_words[] = {
 /* Words that mark layout wrappers, which hold content and chrome alike */
 static const char *const layout_words[] = {
 	"wrap", "container", "layout", "inner", "outer",
+};
+
+/*
+ * Words that mark the card of a post's author in a thread: rank, join date,
+ * post count.  Dropped from the region, but not held against it when it is
+ * chosen: every post of a thread has one, and a thread of short replies is
+ * still the content.
+ */
+static const char *const author_card_words[] = {
+	"userinfo", "user-info", "userdetails", "user-details", "postprofile",
+	"postbit", "author-info", "usertitle", "user-title", "userbanner",
 };
 
 /* Words that mark comment sections */
@@ -159,7 +171,8 @@ static const char *const comment_words[] = {
  */
 static const char *const hiding_classes[] = {
 	"hidden", "d-none", "sr-only", "visually-hidden", "screen-reader-text",
-	"invisible", "is-hidden",
+	"invisible", "is-hidden", "hide", "w-condition-invisible", "w-form-done",
+	"w-form-fail",
 };
 static const char *const overlay_words[] = {
 	"modal", "popup", "offcanvas", "off-canvas", "lightbox",
@@ -168,7 +181,7 @@ static const char *const overlay_words[] = {
 /* ARIA roles of boilerplate */
 static const char *const boilerplate_roles[] = {
 	"navigation", "banner", "contentinfo", "complementary", "search", "menu",
-	"menubar", "dialog", "alertdialog", "toolbar",
+	"menubar", "dialog", "alertdialog", "toolbar", "tablist",
 };
 
 /* Does the lower-case string contain word as a whole token? */
@@ -208,6 +221,7 @@ contains_any(const char *s, const char *const *words, int n, bool tokens)
 #define NAMES_LAYOUT		0x04	/* a layout wrapper */
 #define NAMES_HIDDEN		0x08	/* hidden by its class, or an overlay */
 #define NAMES_COMMENTS		0x10
+#define NAMES_AUTHOR_CARD	0x20
 
 /* Class attributes repeat: what they say is remembered, this many */
 #define NAMES_CACHE_SIZE 512
@@ -258,6 +272,8 @@ names_flags(const char *value)
 		flags |= NAMES_HIDDEN;
 	if (contains_any(names, comment_words, lengthof(comment_words), false))
 		flags |= NAMES_COMMENTS;
+	if (contains_any(names, author_card_words, lengthof(author_card_words), false))
+		flags |= NAMES_AUTHOR_CARD;
 	pfree(names);
 	return flags;
 }
@@ -390,6 +406,7 @@ judge_element(Analysis *a, Info *info)
 	if (info->invisible)
 		info->hint = -1;
 	info->comments = (flags & NAMES_COMMENTS) != 0;
+	info->author_card = (flags & NAMES_AUTHOR_CARD) != 0;
 }
 
 
@@ -700,6 +717,7 @@ mark_repeats(Analysis *a, Info *region)
  * Drop the boilerplate inside the region (for the writers, which skip what
  * qc_dropped() says).  Comment sections go too, unless they are most of
  * it: on a forum or a discussion page, the comments are the content.
+ * Author cards go unless they are most of it (a profile page).
  */
 static void
 prune(Analysis *a, Info *region)
@@ -727,7 +745,8 @@ prune(Analysis *a, Info *region)
 		Info	   *info = &a->infos[i];
 
 		if (info->junk || info->repeated_link ||
-			(drop_comments && info->comments))
+			(drop_comments && info->comments) ||
+			(info->author_card && info->text < MINOR_SHARE * region->text))
 		{
 			info->node->_private = &qc_dropped_mark;
 			i = info->end;
