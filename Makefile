@@ -17,13 +17,24 @@ OBJS = \
 	src/http.o \
 	src/charset.o \
 	src/html.o \
+	src/text.o \
+	src/article.o \
+	src/markdown.o \
+	src/metadata.o \
 	src/json.o \
 	src/response.o \
 	src/audit.o \
+	src/auditq.o \
+	src/worker.o \
+	src/ratelimit.o \
 	src/fetch.o \
 	src/api.o \
 	src/batch.o \
-	src/check.o
+	src/check.o \
+	src/chat.o \
+	src/tools.o \
+	src/search.o \
+	src/llm.o
 DATA = sql/queryclaw_ext--0.1.sql
 PGFILEDESC = "queryclaw_ext - policy-checked, audited HTTP from SQL"
 
@@ -32,6 +43,8 @@ PG_CPPFLAGS = $(shell pkg-config --cflags $(DEPS_PKGS) 2>/dev/null)
 # -Wextra, except for unused parameters: PostgreSQL's own headers (ilist.h,
 # bufpage.h) and every callback signature have them.
 PG_CFLAGS = -Wall -Wextra -Werror -Wno-unused-parameter -Wno-sign-compare
+# Rebuild objects (and their JIT bitcode) when a header they include changes.
+PG_CFLAGS += -MMD -MP
 SHLIB_LINK = $(shell pkg-config --libs $(DEPS_PKGS) 2>/dev/null)
 
 # Debian installs one pg_config per major version; this project targets 15.
@@ -45,12 +58,11 @@ all:
 	@exit 1
 endif
 
-# Rebuild objects when a header they include changes.
-override CPPFLAGS += -MMD -MP
 -include $(OBJS:.o=.d)
+$(OBJS:.o=.bc): %.bc: %.o
 EXTRA_CLEAN = $(OBJS:.o=.d) test/unit/test_rules
 
-.PHONY: test demo deps bench
+.PHONY: test demo deps bench bench-content
 deps:
 	bash test/deps.sh
 test:
@@ -59,6 +71,10 @@ demo:
 	bash test/demo.sh
 bench:
 	bash test/bench/throughput.sh
+# Quality and speed of text, article and markdown on a corpus of real pages
+# with ground truth (see test/bench/content.sh): make bench-content CORPUS=dir
+bench-content:
+	bash test/bench/content.sh "$(CORPUS)"
 
 # Proof under fire, too slow for make test: libFuzzer targets (built with
 # clang; `make fuzz-run FUZZ_SECONDS=600` runs each for that long), the

@@ -20,8 +20,10 @@ CREATE SCHEMA qc_test;
 CREATE FUNCTION qc_test.url(path text) RETURNS text LANGUAGE sql STABLE
 AS $$ SELECT current_setting('qc_test.base') || path $$;
 
+-- The scripted model (test/fixture/llm_server.py) shows as LLM.
 CREATE FUNCTION qc_test.scrub(t text) RETURNS text LANGUAGE sql STABLE
-AS $$ SELECT replace(replace(t, current_setting('qc_test.base'), 'BASE'),
+AS $$ SELECT replace(replace(replace(t, current_setting('qc_test.llm_base'), 'LLM'),
+                             current_setting('qc_test.base'), 'BASE'),
                      ':' || current_setting('qc_test.port'), ':PORT') $$;
 
 -- Run a statement and report its outcome as text: 'ok', or the SQLSTATE
@@ -51,5 +53,42 @@ CREATE FUNCTION qc_test.requests_served() RETURNS bigint LANGUAGE sql
 AS $$ SELECT (queryclaw.api_call(qc_test.url('/stats'))->'body'->>'requests')::bigint $$;
 CREATE FUNCTION qc_test.reset_requests() RETURNS void LANGUAGE sql
 AS $$ SELECT queryclaw.api_call(qc_test.url('/stats/reset')) $$;
+
+-- Poll (every 20 ms, at most 15 s) until condition, an SQL boolean
+-- expression, holds; returns whether it does.  Tests wait for the audit
+-- worker and for other sessions this way, never with fixed sleeps.
+CREATE FUNCTION qc_test.wait_until(condition text) RETURNS boolean LANGUAGE plpgsql
+AS $$
+DECLARE
+    done boolean;
+BEGIN
+    FOR i IN 1..750 LOOP
+        EXECUTE 'SELECT ' || condition INTO done;
+        EXIT WHEN done;
+        PERFORM pg_sleep(0.02);
+    END LOOP;
+    RETURN done;
+END
+$$;
+
+-- With preload, the audit worker commits rows in its own transactions a
+-- moment after each call: wait until it has written everything queued.
+CREATE FUNCTION qc_test.audit_flush() RETURNS boolean LANGUAGE sql
+AS $$ SELECT qc_test.wait_until('(SELECT queued FROM queryclaw.audit_status()) = 0') $$;
+
+-- Wait until the audit log holds at least n rows matching the condition
+-- (rows other sessions queue as they end, say); returns how many it holds.
+CREATE FUNCTION qc_test.wait_for_audit(n bigint, condition text DEFAULT 'true')
+RETURNS bigint LANGUAGE plpgsql
+AS $$
+DECLARE
+    found bigint;
+BEGIN
+    PERFORM qc_test.wait_until(format('(SELECT count(*) FROM queryclaw.audit_log WHERE %s) >= %s',
+                                      condition, n));
+    EXECUTE 'SELECT count(*) FROM queryclaw.audit_log WHERE ' || condition INTO found;
+    RETURN found;
+END
+$$;
 
 SELECT qc_test.scrub(queryclaw.web_fetch(qc_test.url('/hello'))) AS fixture_answers;

@@ -111,6 +111,18 @@ SELECT qc_test.try($$SELECT queryclaw.api_call(qc_test.url('/echo'), 'POST', bod
 SELECT (queryclaw.api_call(qc_test.url('/echo'), 'HEAD'))->>'status' AS head_allowed;
 RESET queryclaw.read_only;
 
+-- queryclaw.proxy: requests go through the proxy (here the fixture itself,
+-- which answers absolute-URI requests), which resolves and connects to the
+-- target; the proxy environment variables are ignored (the test cluster
+-- runs with http_proxy and friends pointing at a dead port)
+DO $$ BEGIN EXECUTE format('SET queryclaw.proxy = %L', current_setting('qc_test.base')); END $$;
+SELECT r->'body'->'proxied' AS proxied, r->'body'->'headers'->>'host' AS host_asked
+  FROM queryclaw.api_call('http://proxied.example/echo') AS r;
+-- a literal address is still checked before anything is sent
+SELECT queryclaw.web_fetch('http://10.0.0.1/');
+RESET queryclaw.proxy;
+SELECT (queryclaw.api_call(qc_test.url('/echo')))->'body'->'proxied' AS proxied_without_setting;
+
 -- the master switch
 SET queryclaw.enabled = off;
 SELECT queryclaw.web_fetch('http://example.com/');

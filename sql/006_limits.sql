@@ -4,7 +4,7 @@
 --
 -- max_chars cuts on a character boundary; the argument can only narrow
 SELECT queryclaw.web_fetch(qc_test.url('/hello'), max_chars => 5);
-SELECT queryclaw.web_fetch(qc_test.url('/latin1'), max_chars => 4);
+SELECT queryclaw.web_fetch(qc_test.url('/latin1'), 'article', max_chars => 4);
 SET queryclaw.max_chars = 3;
 SELECT queryclaw.web_fetch(qc_test.url('/hello'), max_chars => 100);
 RESET queryclaw.max_chars;

@@ -1,6 +1,11 @@
 --
 -- The audit log: one row per attempt, secrets redacted.
 --
+-- The test cluster preloads the library and its audit worker writes into
+-- this database: rows are committed by the worker a moment after each
+-- call, so the tests wait for it (qc_test.audit_flush) before they read.
+SELECT durable, database FROM queryclaw.audit_status();
+SELECT qc_test.audit_flush();
 TRUNCATE queryclaw.audit_log;
 
 SELECT queryclaw.web_fetch(qc_test.url('/hello')) IS NOT NULL AS fetched;
@@ -8,6 +13,7 @@ SELECT (queryclaw.api_call(qc_test.url('/status/404')))->'status' AS status;
 SELECT (queryclaw.api_call(qc_test.url('/chain/2')))->'status' AS status;
 SELECT length(queryclaw.web_fetch(qc_test.url('/hello'), max_chars => 3)) AS chars;
 
+SELECT qc_test.audit_flush();
 SELECT role = current_user AS own_role, pid = pg_backend_pid() AS own_pid,
        func, method, qc_test.scrub(url) AS url, qc_test.scrub(final_url) AS final_url,
        status, outcome, reason, bytes, chars, truncated,
@@ -22,10 +28,24 @@ SELECT (queryclaw.api_call(
       || '?q=shoes&api_key=K123&access_token=T456&X-Amz-Signature=S789&keyword=red#frag',
     headers => '{"Authorization": "Bearer s3cret", "Cookie": "sid=1", "X-Api-Key": "k", "X-Auth-Token": "t", "Accept": "text/plain"}'
   ))->'status' AS status;
+SELECT qc_test.audit_flush();
 SELECT qc_test.scrub(url) AS url, detail->'request_headers' AS headers
   FROM queryclaw.audit_log;
 SELECT count(*) AS rows_with_secrets FROM queryclaw.audit_log
  WHERE (url || coalesce(final_url, '') || detail::text) ~ '(pa55word|K123|T456|S789|s3cret|sid=1)';
+
+-- long texts are stored cut to their bound (4 kB for URLs and the query),
+-- on a character boundary, and marked
+TRUNCATE queryclaw.audit_log;
+SELECT format('SELECT /*%s*/ qc_test.try(%L) IS NOT NULL AS refused', repeat('é', 3000),
+              format('SELECT queryclaw.web_fetch(%L)', 'http://10.0.0.1/?pad=' || repeat('x', 5000)))
+       AS long_statement \gset
+:long_statement;
+SELECT qc_test.audit_flush();
+-- "SELECT /*" is 9 bytes and é 2: a cut within 4082 bytes keeps 4081
+SELECT octet_length(url) AS url_bytes, right(url, 20) AS url_end,
+       octet_length(query) AS query_bytes, right(query, 16) AS query_end
+  FROM queryclaw.audit_log;
 
 -- audit_query off: the statement text is not stored; audit off: no row
 TRUNCATE queryclaw.audit_log;
@@ -35,13 +55,36 @@ SET queryclaw.audit = off;
 SELECT queryclaw.web_fetch(qc_test.url('/hello')) IS NOT NULL AS fetched;
 RESET queryclaw.audit;
 RESET queryclaw.audit_query;
+SELECT qc_test.audit_flush();
 SELECT count(*) AS rows, count(query) AS with_query FROM queryclaw.audit_log;
 
--- Rows are written in the caller's transaction (no background worker yet):
--- a rolled-back transaction takes its rows with it, and so does a call
--- whose own error (a refusal, a timeout) aborts the statement.
+-- Rows are committed by the worker, whatever becomes of the caller's
+-- transaction: a call in a transaction that rolls back, a refusal that
+-- aborts its transaction, an error caught by a PL/pgSQL block.
 TRUNCATE queryclaw.audit_log;
 BEGIN;
 SELECT queryclaw.web_fetch(qc_test.url('/hello')) IS NOT NULL AS fetched;
 ROLLBACK;
-SELECT count(*) AS rows_after_rollback FROM queryclaw.audit_log;
+BEGIN;
+SELECT queryclaw.web_fetch('http://10.0.0.1/refused-in-rollback');
+ROLLBACK;
+SELECT qc_test.try($$SELECT queryclaw.web_fetch('http://10.0.0.2/caught')$$) AS caught;
+DO $$
+BEGIN
+    PERFORM queryclaw.api_call(qc_test.url('/redirect?to=http://10.0.0.3/'));
+EXCEPTION WHEN insufficient_privilege THEN
+    RAISE NOTICE 'refused redirect caught';
+END
+$$;
+SELECT qc_test.audit_flush();
+SELECT func, qc_test.scrub(url) AS url, qc_test.scrub(final_url) AS final_url,
+       status, outcome, reason
+  FROM queryclaw.audit_log ORDER BY id;
+
+-- rows appear within a second of the call
+SELECT clock_timestamp() AS called \gset
+SELECT queryclaw.web_fetch(qc_test.url('/hello?within=1s')) IS NOT NULL AS fetched;
+SELECT qc_test.wait_for_audit(1, $$url LIKE '%within=1s'$$) AS rows,
+       clock_timestamp() - :'called'::timestamptz < interval '1 second' AS within_a_second;
+
+SELECT queued, in_flight, lost FROM queryclaw.audit_status();

@@ -12,20 +12,27 @@ SELECT queryclaw.web_fetch(qc_test.url('/hello'));
 SELECT queryclaw.check_url('http://example.com/');
 RESET ROLE;
 
-GRANT EXECUTE ON FUNCTION queryclaw.web_fetch(text, text, integer),
+GRANT EXECUTE ON FUNCTION queryclaw.web_fetch(text, text, integer, text),
                           queryclaw.api_call(text, text, jsonb, text, integer),
                           queryclaw.check_url(text)
    TO qc_alice, qc_bob;
 
+SELECT qc_test.audit_flush();
 TRUNCATE queryclaw.audit_log;
 SET ROLE qc_alice;
 SELECT queryclaw.web_fetch(qc_test.url('/hello')) AS alice_fetches;
 RESET ROLE;
 SET ROLE qc_bob;
 SELECT (queryclaw.api_call(qc_test.url('/json')))->'status' AS bob_calls;
+RESET ROLE;
+SELECT qc_test.audit_flush();
+SET ROLE qc_bob;
 
--- a role sees its own rows, and only through my_audit
+-- a role sees its own rows, and only through my_audit (and its own calls
+-- in the stats view); the worker's status is not for it
 SELECT role, func, outcome FROM queryclaw.my_audit;
+SELECT role, qc_test.scrub(host) AS host, calls, ok FROM queryclaw.stats;
+SELECT * FROM queryclaw.audit_status();
 SELECT count(*) FROM queryclaw.audit_log;
 -- a leaky function in WHERE cannot see other roles' rows (security_barrier)
 CREATE FUNCTION pg_temp.peek(r text) RETURNS boolean LANGUAGE plpgsql COST 0.0001
@@ -37,6 +44,7 @@ INSERT INTO queryclaw.audit_log (role, pid, func, method, url, outcome)
 VALUES ('qc_alice', 1, 'forged', 'GET', 'http://x/', 'ok');
 UPDATE queryclaw.audit_log SET outcome = 'ok';
 DELETE FROM queryclaw.audit_log;
+TRUNCATE queryclaw.audit_log;
 UPDATE queryclaw.my_audit SET outcome = 'ok';
 DELETE FROM queryclaw.my_audit;
 
@@ -47,7 +55,9 @@ SET queryclaw.local_allowlist = '0.0.0.0/0';
 SET queryclaw.allowed_hosts = '';
 SET queryclaw.timeout = '1h';
 SET queryclaw.audit = off;
+SET queryclaw.max_calls_per_hour = 0;
 ALTER ROLE qc_bob SET queryclaw.block_local = off;
+ALTER ROLE qc_bob SET queryclaw.max_calls_per_hour = 0;
 SHOW queryclaw.local_allowlist;
 SHOW queryclaw.denied_hosts;
 SHOW queryclaw.proxy;
@@ -65,5 +75,63 @@ ALTER ROLE qc_bob SET queryclaw.read_only = on;
 SELECT setconfig FROM pg_db_role_setting WHERE setrole = 'qc_bob'::regrole;
 ALTER ROLE qc_bob RESET queryclaw.read_only;
 
-DROP OWNED BY qc_alice, qc_bob;
-DROP ROLE qc_alice, qc_bob;
+-- queryclaw_admin: created by the extension, cannot log in; its members
+-- read every row, the stats of every role and the worker's status, and
+-- still cannot write
+SELECT rolname, rolcanlogin, rolsuper FROM pg_roles WHERE rolname = 'queryclaw_admin';
+CREATE ROLE qc_auditor LOGIN;
+GRANT queryclaw_admin TO qc_auditor;
+GRANT USAGE ON SCHEMA qc_test TO qc_auditor;
+SET ROLE qc_auditor;
+SELECT role, func, outcome FROM queryclaw.audit_log ORDER BY id;
+SELECT role, qc_test.scrub(host) AS host, calls, ok FROM queryclaw.stats ORDER BY role;
+SELECT count(*) AS own_rows FROM queryclaw.my_audit;
+SELECT durable, lost FROM queryclaw.audit_status();
+INSERT INTO queryclaw.audit_log (role, pid, func, method, url, outcome)
+VALUES ('qc_alice', 1, 'forged', 'GET', 'http://x/', 'ok');
+UPDATE queryclaw.audit_log SET outcome = 'ok';
+DELETE FROM queryclaw.audit_log;
+TRUNCATE queryclaw.audit_log;
+RESET ROLE;
+
+-- row-level security is the second fence: even a DBA's grant of SELECT,
+-- INSERT, UPDATE and DELETE on the table shows a role only its own rows
+-- and lets it change none
+SELECT relrowsecurity FROM pg_class WHERE oid = 'queryclaw.audit_log'::regclass;
+SELECT polname, polcmd, polroles::regrole[] AS roles, pg_get_expr(polqual, polrelid) AS using
+  FROM pg_policy WHERE polrelid = 'queryclaw.audit_log'::regclass ORDER BY polname;
+GRANT SELECT, INSERT, UPDATE, DELETE ON queryclaw.audit_log TO qc_bob;
+SET ROLE qc_bob;
+SELECT role, func FROM queryclaw.audit_log;
+INSERT INTO queryclaw.audit_log (role, pid, func, method, url, outcome)
+VALUES ('qc_bob', 1, 'forged', 'GET', 'http://x/', 'ok');
+UPDATE queryclaw.audit_log SET outcome = 'refused';
+DELETE FROM queryclaw.audit_log;
+RESET ROLE;
+REVOKE ALL ON queryclaw.audit_log FROM qc_bob;
+SELECT role, func, outcome FROM queryclaw.audit_log ORDER BY id;
+
+-- who may run and read what: no function runs without a grant (but
+-- audit_status for queryclaw_admin), and none is SECURITY DEFINER (one
+-- added later must pin its search_path, which the second query checks)
+CREATE ROLE qc_nobody NOLOGIN;
+SELECT p.oid::regprocedure AS function, has_function_privilege('qc_nobody', p.oid, 'EXECUTE') AS anyone,
+       has_function_privilege('queryclaw_admin', p.oid, 'EXECUTE') AS admin,
+       p.prosecdef AS security_definer
+  FROM pg_proc p WHERE p.pronamespace = 'queryclaw'::regnamespace ORDER BY p.oid::regprocedure::text;
+SELECT p.oid::regprocedure AS definer_without_search_path
+  FROM pg_proc p
+  JOIN pg_depend d ON d.classid = 'pg_proc'::regclass AND d.objid = p.oid AND d.deptype = 'e'
+  JOIN pg_extension e ON e.oid = d.refobjid AND e.extname = 'queryclaw_ext'
+ WHERE p.prosecdef AND NOT coalesce(array_to_string(p.proconfig, ',') LIKE '%search_path=%', false);
+SELECT c.relname, has_table_privilege('qc_nobody', c.oid, 'SELECT') AS anyone_reads,
+       has_table_privilege('queryclaw_admin', c.oid, 'SELECT') AS admin_reads,
+       has_table_privilege('queryclaw_admin', c.oid, 'INSERT, UPDATE, DELETE, TRUNCATE') AS admin_writes
+  FROM pg_class c WHERE c.relnamespace = 'queryclaw'::regnamespace AND c.relkind IN ('r', 'v')
+ ORDER BY 1;
+-- every setting is for superusers (or the server's configuration) only
+SELECT count(*) AS settings_a_user_can_change FROM pg_settings
+ WHERE name LIKE 'queryclaw.%' AND context NOT IN ('superuser', 'sighup', 'postmaster');
+
+DROP OWNED BY qc_alice, qc_bob, qc_auditor, qc_nobody;
+DROP ROLE qc_alice, qc_bob, qc_auditor, qc_nobody;

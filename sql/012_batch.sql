@@ -22,9 +22,12 @@ SELECT count(*) AS no_rows FROM queryclaw.web_fetch_many('{}');
 SELECT queryclaw.web_fetch_many(NULL) IS NULL AS null_in_null_out;
 SELECT * FROM queryclaw.web_fetch_many(ARRAY[qc_test.url('/hello')], 'pdf');
 
--- each request is audited like a single call
+-- each request is audited like a single call (the audit worker writes
+-- the rows: wait for it)
+SELECT qc_test.audit_flush();
 TRUNCATE queryclaw.audit_log;
 SELECT count(*) FROM queryclaw.web_fetch_many(ARRAY[qc_test.url('/hello'), qc_test.url('/status/500'), 'http://[::1]/']);
+SELECT qc_test.audit_flush();
 SELECT func, outcome, status, qc_test.scrub(url) AS url
   FROM queryclaw.audit_log ORDER BY url;
 

@@ -19,11 +19,13 @@ SELECT qc_test.try($$SET queryclaw.denied_hosts = 'example.com..'$$) AS two_fina
 -- a URL without a scheme but with "://" in its query: the audit row still
 -- hides the secret parameter's value
 SELECT error FROM queryclaw.web_fetch_many(ARRAY['example.com/?token=SECRET&next=http://x/']);
-SELECT url FROM queryclaw.audit_log ORDER BY id DESC LIMIT 1;
+SELECT qc_test.audit_flush();
+SELECT url FROM queryclaw.audit_log WHERE url LIKE 'example.com/%';
 
 -- libcurl reads "http:/u:p@h/" and "http:///u:p@h/" as "http://u:p@h/":
 -- the audit row shows neither the user nor the password
 SELECT queryclaw.web_fetch(replace(qc_test.url('/hello'), 'http://', 'http:/user:secret@')) AS one_slash;
 SELECT queryclaw.web_fetch(replace(qc_test.url('/hello'), 'http://', 'http:///user:secret@')) AS three_slashes;
+SELECT qc_test.audit_flush();
 SELECT qc_test.scrub(url) AS url, qc_test.scrub(final_url) AS final_url
-  FROM queryclaw.audit_log ORDER BY id DESC LIMIT 2;
+  FROM queryclaw.audit_log WHERE url ~ '^http:/(//)?[^/]' ORDER BY id;

@@ -7,6 +7,18 @@
 -- object below still has its own, narrower privileges.
 GRANT USAGE ON SCHEMA queryclaw TO PUBLIC;
 
+-- Members of queryclaw_admin read every role's audit rows and the audit
+-- worker's status.  Roles belong to the cluster, not to one database, so
+-- the role is created only if it does not exist yet, and DROP EXTENSION
+-- leaves it.  It cannot log in; a DBA grants it: GRANT queryclaw_admin TO alice.
+DO $$
+BEGIN
+	IF NOT EXISTS (SELECT FROM pg_catalog.pg_roles WHERE rolname = 'queryclaw_admin') THEN
+		CREATE ROLE queryclaw_admin NOLOGIN;
+	END IF;
+END
+$$;
+
 --
 -- The audit trail: one row for every attempted call.
 --
@@ -36,13 +48,18 @@ CREATE INDEX audit_log_role_at_idx ON queryclaw.audit_log (role, at);
 COMMENT ON TABLE queryclaw.audit_log IS
 'One row per queryclaw call attempt (ok, http_error, refused, timeout, error, cancelled); secrets are redacted before they are stored.';
 
--- Only the owner (through the extension's C code) writes rows; nobody else
--- may read, change or delete them.  Row-level security is a second fence in
--- case a DBA grants SELECT: a role then still sees only its own rows.
+-- Only the owner (the extension's C code, the audit worker) writes rows;
+-- nobody else may change or delete them, and only queryclaw_admin may read
+-- them all.  Row-level security is a second fence: a role granted SELECT
+-- by a DBA still sees only its own rows, and with no policy for INSERT,
+-- UPDATE or DELETE a grant of those lets nothing through.
 REVOKE ALL ON queryclaw.audit_log FROM PUBLIC;
+GRANT SELECT ON queryclaw.audit_log TO queryclaw_admin;
 ALTER TABLE queryclaw.audit_log ENABLE ROW LEVEL SECURITY;
 CREATE POLICY audit_log_own_rows ON queryclaw.audit_log
 	FOR SELECT USING (role = current_user);
+CREATE POLICY audit_log_admin ON queryclaw.audit_log
+	FOR SELECT TO queryclaw_admin USING (true);
 
 SELECT pg_catalog.pg_extension_config_dump('queryclaw.audit_log', '');
 SELECT pg_catalog.pg_extension_config_dump('queryclaw.audit_log_id_seq', '');
@@ -57,17 +74,43 @@ CREATE VIEW queryclaw.my_audit WITH (security_barrier) AS
 GRANT SELECT ON queryclaw.my_audit TO PUBLIC;
 COMMENT ON VIEW queryclaw.my_audit IS 'The calling role''s own rows of queryclaw.audit_log.';
 
+-- The DBA's first look: the last 24 hours by role and host.  Each role
+-- sees its own calls; superusers and queryclaw_admin members see all.
+-- The host is the URL's authority (userinfo is never stored).
+CREATE VIEW queryclaw.stats WITH (security_barrier) AS
+	SELECT role,
+		   lower(substring(url FROM '^[A-Za-z][A-Za-z0-9+.-]*://([^/?#]*)')) AS host,
+		   count(*) AS calls,
+		   count(*) FILTER (WHERE outcome = 'ok') AS ok,
+		   count(*) FILTER (WHERE outcome = 'http_error') AS http_error,
+		   count(*) FILTER (WHERE outcome = 'refused') AS refused,
+		   count(*) FILTER (WHERE outcome = 'timeout') AS timeout,
+		   count(*) FILTER (WHERE outcome = 'error') AS error,
+		   count(*) FILTER (WHERE outcome = 'cancelled') AS cancelled,
+		   sum(bytes) AS bytes,
+		   round(percentile_cont(0.5) WITHIN GROUP (ORDER BY elapsed_ms)::numeric, 1) AS p50_ms,
+		   round(percentile_cont(0.95) WITHIN GROUP (ORDER BY elapsed_ms)::numeric, 1) AS p95_ms,
+		   max(at) AS last_call
+	  FROM queryclaw.audit_log
+	 WHERE at > pg_catalog.now() - interval '24 hours'
+	   AND (role = current_user OR pg_catalog.pg_has_role('queryclaw_admin', 'USAGE'))
+	 GROUP BY 1, 2;
+GRANT SELECT ON queryclaw.stats TO PUBLIC;
+COMMENT ON VIEW queryclaw.stats IS
+'Calls of the last 24 hours by role and host: outcomes, bytes, p50/p95 latency in ms.  Each role sees its own; queryclaw_admin and superusers see all.';
+
 --
 -- Functions.  None is STRICT where an argument has a NULL default; a NULL
 -- url gives a NULL result without a request.
 --
 CREATE FUNCTION queryclaw.web_fetch(url text, format text DEFAULT 'text',
-									max_chars integer DEFAULT NULL)
+									max_chars integer DEFAULT NULL,
+									extract_prompt text DEFAULT NULL)
 RETURNS text
 AS 'MODULE_PATHNAME', 'web_fetch'
 LANGUAGE C VOLATILE PARALLEL UNSAFE;
-COMMENT ON FUNCTION queryclaw.web_fetch(text, text, integer) IS
-'GET a page under the queryclaw policy and return it as text (format text, raw or json); a non-2xx status is an error.';
+COMMENT ON FUNCTION queryclaw.web_fetch(text, text, integer, text) IS
+'GET a page under the queryclaw policy and return it as text (format text, article, markdown, metadata, raw or json); a non-2xx status is an error.  With extract_prompt, the model''s answer to that instruction about the page is returned instead.';
 
 CREATE FUNCTION queryclaw.api_call(url text, method text DEFAULT 'GET',
 								   headers jsonb DEFAULT NULL,
@@ -109,12 +152,65 @@ RETURNS text
 AS 'MODULE_PATHNAME', 'html_to_text'
 LANGUAGE C STABLE PARALLEL SAFE;
 COMMENT ON FUNCTION queryclaw.html_to_text(text, text, text) IS
-'Convert stored HTML to readable text, as web_fetch does; makes no request.';
+'Convert stored HTML as web_fetch does (format text, article, markdown or metadata), resolving links against base_url; makes no request.';
+
+--
+-- The LLM tool loop and web search.  The tools a model may call run as the
+-- calling role, which needs EXECUTE on each tool's own function too.
+--
+CREATE FUNCTION queryclaw.llm_chat_tools(prompt text,
+										 tools text[] DEFAULT '{web_fetch,api_call}',
+										 system text DEFAULT NULL,
+										 model text DEFAULT NULL,
+										 max_rounds integer DEFAULT NULL,
+										 output_schema jsonb DEFAULT NULL)
+RETURNS jsonb
+AS 'MODULE_PATHNAME', 'llm_chat_tools'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION queryclaw.llm_chat_tools(text, text[], text, text, integer, jsonb) IS
+'Ask the model at queryclaw.llm_url, running the tool calls it makes (web_fetch, api_call, web_search, check_url) under the queryclaw policy; returns {answer, finish_reason, rounds, model, tool_calls, usage}.';
+
+CREATE FUNCTION queryclaw.llm_chat_tools(messages jsonb,
+										 tools text[] DEFAULT '{web_fetch,api_call}',
+										 model text DEFAULT NULL,
+										 max_rounds integer DEFAULT NULL,
+										 output_schema jsonb DEFAULT NULL)
+RETURNS jsonb
+AS 'MODULE_PATHNAME', 'llm_chat_tools_messages'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION queryclaw.llm_chat_tools(jsonb, text[], text, integer, jsonb) IS
+'llm_chat_tools for a conversation given as chat-completions messages; the result also holds the messages, to continue it.';
+
+CREATE FUNCTION queryclaw.web_search(query text, num_results integer DEFAULT 5)
+RETURNS TABLE (rank integer, title text, url text, snippet text)
+AS 'MODULE_PATHNAME', 'web_search'
+LANGUAGE C STRICT VOLATILE PARALLEL UNSAFE ROWS 5;
+COMMENT ON FUNCTION queryclaw.web_search(text, integer) IS
+'Search through the SearXNG-compatible API at queryclaw.search_url; one row per result.';
+
+--
+-- The durable audit's state (needs shared_preload_libraries).
+--
+CREATE FUNCTION queryclaw.audit_status(OUT durable boolean, OUT database text,
+									   OUT worker_pid integer, OUT queued bigint,
+									   OUT in_flight bigint,
+									   OUT written bigint, OUT lost bigint,
+									   OUT waits bigint, OUT queue_used bigint,
+									   OUT queue_size bigint)
+AS 'MODULE_PATHNAME', 'audit_status'
+LANGUAGE C STRICT VOLATILE PARALLEL SAFE;
+COMMENT ON FUNCTION queryclaw.audit_status() IS
+'The durable audit: whether this database''s rows go through the audit worker, its database and pid, records queued, calls in flight (each holding room for its record), records written and lost, waits for room, queue bytes used and size.  Needs shared_preload_libraries.';
+REVOKE ALL ON FUNCTION queryclaw.audit_status() FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION queryclaw.audit_status() TO queryclaw_admin;
 
 -- Reaching the network is a privilege: a DBA grants it role by role.
-REVOKE ALL ON FUNCTION queryclaw.web_fetch(text, text, integer) FROM PUBLIC;
+REVOKE ALL ON FUNCTION queryclaw.web_fetch(text, text, integer, text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION queryclaw.api_call(text, text, jsonb, text, integer) FROM PUBLIC;
 REVOKE ALL ON FUNCTION queryclaw.check_url(text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION queryclaw.web_fetch_many(text[], text, integer) FROM PUBLIC;
 REVOKE ALL ON FUNCTION queryclaw.api_call_many(jsonb, integer) FROM PUBLIC;
 REVOKE ALL ON FUNCTION queryclaw.html_to_text(text, text, text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION queryclaw.llm_chat_tools(text, text[], text, text, integer, jsonb) FROM PUBLIC;
+REVOKE ALL ON FUNCTION queryclaw.llm_chat_tools(jsonb, text[], text, integer, jsonb) FROM PUBLIC;
+REVOKE ALL ON FUNCTION queryclaw.web_search(text, integer) FROM PUBLIC;

@@ -3,47 +3,342 @@
  * audit.c
  *	  One queryclaw.audit_log row for every attempted call.
  *
- * The row is inserted through SPI in the caller's transaction, as the
- * owner of the audit table: ordinary roles have no privilege on the table
- * itself (they read their own rows through queryclaw.my_audit), so the
- * insert switches to the owner in a security-restricted context for the
- * duration of one statement.  Secrets are removed before anything is
- * stored (redact.c).
+ * A call's row is an audit record (QcAuditRecord): secrets removed
+ * (redact.c) and every text bounded, so that a record fits in a known
+ * room.  Where it goes depends on the database:
  *
- * Because the row shares the caller's transaction, a call that raises an
- * error (a refusal, a timeout) loses its row when the transaction aborts,
- * unless the caller catches the error; the README says so.
+ * - Durable: with shared_preload_libraries, in the database named by
+ *   queryclaw.database, the record goes into the shared-memory queue
+ *   (auditq.c) and the audit worker (worker.c) commits it in a transaction
+ *   of its own.  The caller's transaction may then abort, a PL/pgSQL block
+ *   may catch the error, the statement may be cancelled or the backend
+ *   terminated mid-transfer: the row is written all the same.
+ * - Transactional: elsewhere (no preload, another database, a hot standby)
+ *   the row is inserted through SPI in the caller's transaction, as the
+ *   owner of the audit table, and goes with it if that transaction aborts.
+ *
+ * For the durable case, a call that begins (qc_audit_begin, before any
+ * request) reserves room in the queue and stays "pending" until its row is
+ * queued.  A caller never waits for room while calls of its own are in
+ * flight (their end is what frees room); a batch defers its next call
+ * instead.  Whatever ends it then still queues a row, without ever waiting
+ * for room and without catalog access:
+ *
+ * - its function records it (qc_audit_call, also used by qc_call_fail);
+ * - an error during the transfer, a query cancel included:
+ *   qc_audit_interrupted, called on the error path of the transport;
+ * - an error after the response arrived (say a cancel while HTML is
+ *   converted): the transaction or subtransaction abort callback queues the
+ *   record qc_audit_response prepared when the response arrived;
+ * - termination (pg_terminate_backend, a fast shutdown): FATAL does not
+ *   unwind through PG_CATCH, so a before_shmem_exit callback queues it.
+ *
+ * Bounds (the README documents them): URLs, the query text and the detail
+ * JSON at most 4 kB each, the reason 1 kB; a text cut there ends with
+ * QC_AUDIT_CUT_MARK, cut on a character boundary.  JSON cannot be cut: a
+ * detail too long leaves out the request headers, then what the caller
+ * added, and keeps the redirect count.
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
-#include "access/htup_details.h"
+#include "access/xact.h"
+#include "access/xlog.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_type.h"
-#include "nodes/makefuncs.h"
+#include "commands/dbcommands.h"
 #include "executor/spi.h"
-#include "lib/stringinfo.h"
+#include "lib/ilist.h"
+#include "mb/pg_wchar.h"
 #include "miscadmin.h"
+#include "nodes/makefuncs.h"
+#include "storage/ipc.h"
 #include "tcop/tcopprot.h"
 #include "utils/builtins.h"
 #include "utils/json.h"
+#include "utils/memutils.h"
 #include "utils/syscache.h"
+#include "utils/timestamp.h"
 
 #include "audit.h"
+#include "auditq.h"
 #include "queryclaw.h"
 #include "redact.h"
 
-#define AUDIT_NARGS 15
+/* Longest stored texts, in bytes; longer ones are cut and marked. */
+#define QC_AUDIT_MAX_SHORT	64		/* func, method, outcome */
+#define QC_AUDIT_MAX_URL	4096
+#define QC_AUDIT_MAX_REASON 1024
+#define QC_AUDIT_MAX_QUERY	4096
+#define QC_AUDIT_MAX_DETAIL 4096
+#define QC_AUDIT_CUT_MARK	"...[truncated]"
+
+static const int text_limit[QC_AUDIT_NTEXT] = {
+	[QC_AT_ROLE] = NAMEDATALEN,
+	[QC_AT_FUNC] = QC_AUDIT_MAX_SHORT,
+	[QC_AT_METHOD] = QC_AUDIT_MAX_SHORT,
+	[QC_AT_URL] = QC_AUDIT_MAX_URL,
+	[QC_AT_FINAL_URL] = QC_AUDIT_MAX_URL,
+	[QC_AT_OUTCOME] = QC_AUDIT_MAX_SHORT,
+	[QC_AT_REASON] = QC_AUDIT_MAX_REASON,
+	[QC_AT_QUERY] = QC_AUDIT_MAX_QUERY,
+	[QC_AT_DETAIL] = QC_AUDIT_MAX_DETAIL,	/* see audit_detail */
+};
+
+/* The fixed part of an encoded record; the texts follow, NUL-terminated. */
+typedef struct EncodedRecord
+{
+	Oid			dboid;
+	int32		pid;
+	int32		status;
+	int32		chars;
+	TimestampTz at;
+	int64		bytes;
+	double		elapsed_ms;
+	bool		truncated;
+	int32		len[QC_AUDIT_NTEXT];	/* -1 for NULL */
+} EncodedRecord;
+
+/* The largest encoding, its length word included, fits the reserved room. */
+StaticAssertDecl(sizeof(uint32) + sizeof(EncodedRecord) + QC_AUDIT_NTEXT +
+				 NAMEDATALEN + 3 * QC_AUDIT_MAX_SHORT + 2 * QC_AUDIT_MAX_URL +
+				 QC_AUDIT_MAX_REASON + QC_AUDIT_MAX_QUERY + QC_AUDIT_MAX_DETAIL
+				 <= QC_AUDIT_MAX_RECORD,
+				 "QC_AUDIT_MAX_RECORD is too small for the text limits");
+
+/* A durable call between qc_audit_begin() and its queued record. */
+typedef struct PendingCall
+{
+	dlist_node	node;
+	QcCall	   *call;
+	char		role[NAMEDATALEN];	/* looked up while catalogs are safe */
+	int			nest_level;		/* of the (sub)transaction it began in */
+	StringInfoData fallback;	/* record for an unexpected end, once the
+								 * response arrived; data NULL until then */
+} PendingCall;
+
+/* In TopMemoryContext; each entry holds one reservation in the queue. */
+static dlist_head pending_calls = DLIST_STATIC_INIT(pending_calls);
 
 static SPIPlanPtr insert_plan = NULL;
 
+#define AUDIT_NARGS 16
+
 static const char *const insert_sql =
 "INSERT INTO queryclaw.audit_log"
-" (role, pid, func, method, url, final_url, status, outcome, reason,"
+" (at, role, pid, func, method, url, final_url, status, outcome, reason,"
 "  bytes, chars, truncated, elapsed_ms, query, detail)"
-" VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)";
+" VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)";
+
+bool
+qc_audit_durable(void)
+{
+	/* decided once: a backend's database does not change */
+	static int	same_database = -1;
+
+	if (!qc_auditq_active())
+		return false;
+	if (same_database < 0)
+		same_database = (get_database_oid(qc_database, true) == MyDatabaseId);
+	/* a standby cannot write; the transactional insert says so at once */
+	return same_database && !RecoveryInProgress();
+}
+
+/* s, or a copy cut to at most limit bytes that ends with the mark. */
+static const char *
+bounded(const char *s, int limit)
+{
+	int			len;
+	int			keep;
+
+	if (s == NULL || (len = strlen(s)) <= limit)
+		return s;
+	keep = pg_mbcliplen(s, len, limit - (int) strlen(QC_AUDIT_CUT_MARK));
+	return psprintf("%.*s%s", keep, s, QC_AUDIT_CUT_MARK);
+}
+
+/*
+ * detail: the request headers (secrets redacted), the redirect count, and
+ * what the caller added (the LLM round, model and tokens).  JSON cannot be
+ * cut: when it would be too long, the headers are left out, then the
+ * caller's additions.
+ */
+static char *
+audit_detail(const QcCall *call)
+{
+	StringInfoData headers;
+	ListCell   *lc;
+	bool		first = true;
+	const char *extra = call->audit_extra;
+	char	   *detail;
+
+	initStringInfo(&headers);
+	appendStringInfoChar(&headers, '{');
+	foreach(lc, call->headers)
+	{
+		QcHeader   *h = lfirst(lc);
+
+		if (!first)
+			appendStringInfoString(&headers, ", ");
+		first = false;
+		escape_json(&headers, h->name);
+		appendStringInfoString(&headers, ": ");
+		escape_json(&headers, qc_name_is_secret(h->name, true) ? "REDACTED" : h->value);
+	}
+	appendStringInfoChar(&headers, '}');
+
+	detail = psprintf("{\"redirects\": %d, \"request_headers\": %s%s%s}", call->redirects,
+					  headers.data, extra ? ", " : "", extra ? extra : "");
+	if (strlen(detail) > QC_AUDIT_MAX_DETAIL)
+		detail = psprintf("{\"redirects\": %d, \"request_headers\": \"omitted: too long\"%s%s}",
+						  call->redirects, extra ? ", " : "", extra ? extra : "");
+	if (strlen(detail) > QC_AUDIT_MAX_DETAIL)
+		detail = psprintf("{\"redirects\": %d, \"request_headers\": \"omitted: too long\"}",
+						  call->redirects);
+	return detail;
+}
+
+/*
+ * The record of a call.  Uses no catalog: the role name is passed in, so
+ * this also serves on the error and exit paths.
+ */
+static void
+audit_record(const QcCall *call, const char *role, const char *outcome,
+			 const char *reason, QcAuditRecord *rec)
+{
+	const char *query = qc_audit_query ? debug_query_string : NULL;
+
+	memset(rec, 0, sizeof(*rec));
+	rec->dboid = MyDatabaseId;
+	rec->at = GetCurrentTimestamp();
+	rec->pid = MyProcPid;
+	rec->status = (int32) call->status;
+	rec->chars = call->chars;
+	rec->truncated = call->truncated || call->data_cut;
+	rec->bytes = (int64) call->data_len;
+	rec->elapsed_ms = call->elapsed_ms;
+	rec->text[QC_AT_ROLE] = role;
+	rec->text[QC_AT_FUNC] = call->func;
+	rec->text[QC_AT_METHOD] = call->method;
+	rec->text[QC_AT_URL] = qc_redact_url(call->url);
+	rec->text[QC_AT_FINAL_URL] = call->final_url ? qc_redact_url(call->final_url) : NULL;
+	rec->text[QC_AT_OUTCOME] = outcome;
+	rec->text[QC_AT_REASON] = reason;
+	/* keys a caller pasted into the statement are never stored either */
+	rec->text[QC_AT_QUERY] = query ? qc_redact_keys(query) : NULL;
+	for (int i = 0; i < QC_AUDIT_NTEXT; i++)
+		rec->text[i] = bounded(rec->text[i], text_limit[i]);
+	/* JSON cannot be cut: audit_detail keeps it within its bound itself */
+	rec->text[QC_AT_DETAIL] = audit_detail(call);
+}
+
+void
+qc_audit_record_encode(const QcAuditRecord *rec, StringInfo buf)
+{
+	EncodedRecord head;
+
+	memset(&head, 0, sizeof(head));
+	head.dboid = rec->dboid;
+	head.pid = rec->pid;
+	head.status = rec->status;
+	head.chars = rec->chars;
+	head.at = rec->at;
+	head.bytes = rec->bytes;
+	head.elapsed_ms = rec->elapsed_ms;
+	head.truncated = rec->truncated;
+	for (int i = 0; i < QC_AUDIT_NTEXT; i++)
+		head.len[i] = rec->text[i] ? (int32) strlen(rec->text[i]) : -1;
+	appendBinaryStringInfo(buf, (char *) &head, sizeof(head));
+	for (int i = 0; i < QC_AUDIT_NTEXT; i++)
+		if (head.len[i] >= 0)
+			appendBinaryStringInfo(buf, rec->text[i], head.len[i] + 1);
+	Assert(buf->len + sizeof(uint32) <= QC_AUDIT_MAX_RECORD);
+}
+
+/* The texts of rec point into data, which must outlive it. */
+void
+qc_audit_record_decode(const char *data, QcAuditRecord *rec)
+{
+	EncodedRecord head;
+	const char *p = data + sizeof(head);
+
+	memcpy(&head, data, sizeof(head));
+	rec->dboid = head.dboid;
+	rec->pid = head.pid;
+	rec->status = head.status;
+	rec->chars = head.chars;
+	rec->at = head.at;
+	rec->bytes = head.bytes;
+	rec->elapsed_ms = head.elapsed_ms;
+	rec->truncated = head.truncated;
+	for (int i = 0; i < QC_AUDIT_NTEXT; i++)
+	{
+		rec->text[i] = head.len[i] >= 0 ? p : NULL;
+		if (head.len[i] >= 0)
+			p += head.len[i] + 1;
+	}
+}
+
+static void
+prepare_insert(void)
+{
+	Oid			types[AUDIT_NARGS] = {
+		TIMESTAMPTZOID, TEXTOID, INT4OID, TEXTOID, TEXTOID, TEXTOID, TEXTOID,
+		INT4OID, TEXTOID, TEXTOID, INT8OID, INT4OID, BOOLOID, FLOAT8OID,
+		TEXTOID, JSONBOID
+	};
+
+	insert_plan = SPI_prepare(insert_sql, AUDIT_NARGS, types);
+	if (insert_plan == NULL)
+		elog(ERROR, "could not prepare audit insert: %s",
+			 SPI_result_code_string(SPI_result));
+	SPI_keepplan(insert_plan);
+}
+
+void
+qc_audit_insert(const QcAuditRecord *rec)
+{
+	/* where each text goes among the statement's parameters (0-based) */
+	static const int text_arg[QC_AUDIT_NTEXT] = {
+		[QC_AT_ROLE] = 1,[QC_AT_FUNC] = 3,[QC_AT_METHOD] = 4,[QC_AT_URL] = 5,
+		[QC_AT_FINAL_URL] = 6,[QC_AT_OUTCOME] = 8,[QC_AT_REASON] = 9,
+		[QC_AT_QUERY] = 14,[QC_AT_DETAIL] = 15
+	};
+	Datum		values[AUDIT_NARGS];
+	char		nulls[AUDIT_NARGS];
+	int			rc;
+
+	memset(nulls, ' ', sizeof(nulls));
+	for (int i = 0; i < QC_AUDIT_NTEXT; i++)
+	{
+		int			arg = text_arg[i];
+
+		nulls[arg] = rec->text[i] ? ' ' : 'n';
+		if (rec->text[i] == NULL)
+			values[arg] = (Datum) 0;
+		else if (i == QC_AT_DETAIL)
+			values[arg] = DirectFunctionCall1(jsonb_in, CStringGetDatum(rec->text[i]));
+		else
+			values[arg] = CStringGetTextDatum(rec->text[i]);
+	}
+	values[0] = TimestampTzGetDatum(rec->at);
+	values[2] = Int32GetDatum(rec->pid);
+	values[7] = Int32GetDatum(rec->status);
+	nulls[7] = rec->status ? ' ' : 'n';
+	values[10] = Int64GetDatum(rec->bytes);
+	values[11] = Int32GetDatum(rec->chars);
+	nulls[11] = rec->chars >= 0 ? ' ' : 'n';
+	values[12] = BoolGetDatum(rec->truncated);
+	values[13] = Float8GetDatum(rec->elapsed_ms);
+
+	if (insert_plan == NULL)
+		prepare_insert();
+	rc = SPI_execute_plan(insert_plan, values, nulls, false, 0);
+	if (rc != SPI_OK_INSERT)
+		elog(ERROR, "could not write audit row: %s", SPI_result_code_string(rc));
+}
 
 /* The owner of queryclaw.audit_log, as whom rows are inserted. */
 static Oid
@@ -61,80 +356,16 @@ audit_table_owner(void)
 	return owner;
 }
 
-/* detail: the request headers (secrets redacted) and the redirect count. */
-static char *
-audit_detail(const QcCall *call)
-{
-	StringInfoData buf;
-	ListCell   *lc;
-	bool		first = true;
-
-	initStringInfo(&buf);
-	appendStringInfo(&buf, "{\"redirects\": %d, \"request_headers\": {", call->redirects);
-	foreach(lc, call->headers)
-	{
-		QcHeader   *h = lfirst(lc);
-
-		if (!first)
-			appendStringInfoString(&buf, ", ");
-		first = false;
-		escape_json(&buf, h->name);
-		appendStringInfoString(&buf, ": ");
-		escape_json(&buf, qc_name_is_secret(h->name, true) ? "REDACTED" : h->value);
-	}
-	appendStringInfoString(&buf, "}}");
-	return buf.data;
-}
-
+/*
+ * The transactional path.  Ordinary roles have no privilege on the table,
+ * so the insert runs as its owner in a security-restricted context for the
+ * duration of one statement.
+ */
 static void
-prepare_insert(void)
+insert_in_caller_transaction(const QcAuditRecord *rec)
 {
-	Oid			types[AUDIT_NARGS] = {
-		TEXTOID, INT4OID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, INT4OID, TEXTOID,
-		TEXTOID, INT8OID, INT4OID, BOOLOID, FLOAT8OID, TEXTOID, JSONBOID
-	};
-
-	insert_plan = SPI_prepare(insert_sql, AUDIT_NARGS, types);
-	if (insert_plan == NULL)
-		elog(ERROR, "could not prepare audit insert: %s",
-			 SPI_result_code_string(SPI_result));
-	SPI_keepplan(insert_plan);
-}
-
-#define TEXT_OR_NULL(i, s) \
-	(values[i] = (s) ? CStringGetTextDatum(s) : (Datum) 0, nulls[i] = (s) ? ' ' : 'n')
-
-void
-qc_audit_call(const QcCall *call)
-{
-	Datum		values[AUDIT_NARGS];
-	char		nulls[AUDIT_NARGS];
 	Oid			save_userid;
 	int			save_sec_context;
-	const char *query = qc_audit_query ? debug_query_string : NULL;
-	int			rc;
-
-	if (!qc_audit)
-		return;
-
-	memset(nulls, ' ', sizeof(nulls));
-	values[0] = CStringGetTextDatum(GetUserNameFromId(GetUserId(), false));
-	values[1] = Int32GetDatum(MyProcPid);
-	values[2] = CStringGetTextDatum(call->func);
-	values[3] = CStringGetTextDatum(call->method);
-	values[4] = CStringGetTextDatum(qc_redact_url(call->url));
-	TEXT_OR_NULL(5, call->final_url ? qc_redact_url(call->final_url) : NULL);
-	values[6] = Int32GetDatum((int32) call->status);
-	nulls[6] = call->status ? ' ' : 'n';
-	values[7] = CStringGetTextDatum(call->outcome);
-	TEXT_OR_NULL(8, call->reason);
-	values[9] = Int64GetDatum((int64) call->data_len);
-	values[10] = Int32GetDatum(call->chars);
-	nulls[10] = call->chars >= 0 ? ' ' : 'n';
-	values[11] = BoolGetDatum(call->truncated || call->data_cut);
-	values[12] = Float8GetDatum(call->elapsed_ms);
-	TEXT_OR_NULL(13, query);
-	values[14] = DirectFunctionCall1(jsonb_in, CStringGetDatum(audit_detail(call)));
 
 	GetUserIdAndSecContext(&save_userid, &save_sec_context);
 	SetUserIdAndSecContext(audit_table_owner(),
@@ -142,11 +373,239 @@ qc_audit_call(const QcCall *call)
 						   SECURITY_RESTRICTED_OPERATION);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-	if (insert_plan == NULL)
-		prepare_insert();
-	rc = SPI_execute_plan(insert_plan, values, nulls, false, 0);
-	if (rc != SPI_OK_INSERT)
-		elog(ERROR, "could not write audit row: %s", SPI_result_code_string(rc));
+	qc_audit_insert(rec);
 	SPI_finish();
 	SetUserIdAndSecContext(save_userid, save_sec_context);
+}
+
+/* The failure of a call that found no room for its record in time. */
+static void
+set_queue_full(QcCall *call, int waited_ms, const char *setting)
+{
+	qc_call_set_failure(call, QC_OUTCOME_ERROR, ERRCODE_INSUFFICIENT_RESOURCES,
+						"audit queue is full",
+						psprintf("No room came free in the audit queue (queryclaw.audit_queue_size is %d kB) within %s (%d ms); the request was not sent.",
+								 qc_audit_queue_size, setting, waited_ms),
+						"Check that the audit worker is running (queryclaw.audit_status()), or raise queryclaw.audit_queue_size.");
+}
+
+static PendingCall *
+find_pending(const QcCall *call)
+{
+	dlist_iter	iter;
+
+	dlist_foreach(iter, &pending_calls)
+	{
+		PendingCall *p = dlist_container(PendingCall, node, iter.cur);
+
+		if (p->call == call)
+			return p;
+	}
+	return NULL;
+}
+
+/* Queue data as a pending call's record (NULL: give its room back); forget it. */
+static void
+finish_pending(PendingCall *p, const char *data, int len)
+{
+	if (data != NULL)
+		qc_auditq_push(data, len);
+	else
+		qc_auditq_release();
+	dlist_delete(&p->node);
+	if (p->fallback.data)
+		pfree(p->fallback.data);
+	pfree(p);
+}
+
+/* Queue the record of a pending call that ends now. */
+static void
+finish_pending_with(PendingCall *p, const QcAuditRecord *rec)
+{
+	StringInfoData buf;
+
+	initStringInfo(&buf);
+	qc_audit_record_encode(rec, &buf);
+	finish_pending(p, buf.data, buf.len);
+	pfree(buf.data);
+}
+
+/* Every pending call begun at nest_level or deeper ended without its row. */
+static void
+flush_pending(int nest_level)
+{
+	dlist_mutable_iter iter;
+
+	dlist_foreach_modify(iter, &pending_calls)
+	{
+		PendingCall *p = dlist_container(PendingCall, node, iter.cur);
+
+		if (p->nest_level >= nest_level)
+			finish_pending(p, p->fallback.data, p->fallback.len);
+	}
+}
+
+/*
+ * Any end of the transaction.  After an abort the call's memory may be gone,
+ * so the record prepared when the response arrived is used.  (At commit
+ * nothing should be pending: every function records its calls.)
+ */
+static void
+audit_xact_callback(XactEvent event, void *arg)
+{
+	if (event == XACT_EVENT_ABORT || event == XACT_EVENT_COMMIT ||
+		event == XACT_EVENT_PREPARE || event == XACT_EVENT_PARALLEL_ABORT ||
+		event == XACT_EVENT_PARALLEL_COMMIT)
+		flush_pending(0);
+}
+
+static void
+audit_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
+					   SubTransactionId parentSubid, void *arg)
+{
+	if (event == SUBXACT_EVENT_ABORT_SUB)
+		flush_pending(GetCurrentTransactionNestLevel());
+}
+
+/*
+ * The backend is exiting during a call: FATAL (pg_terminate_backend, a fast
+ * shutdown) calls proc_exit() without unwinding, so the call's memory is
+ * still there and its record is made from it.
+ */
+static void
+audit_exit_callback(int code, Datum arg)
+{
+	dlist_mutable_iter iter;
+
+	MemoryContextSwitchTo(TopMemoryContext);
+	dlist_foreach_modify(iter, &pending_calls)
+	{
+		PendingCall *p = dlist_container(PendingCall, node, iter.cur);
+		QcAuditRecord rec;
+
+		p->call->elapsed_ms = qc_call_elapsed_ms(p->call);
+		audit_record(p->call, p->role, QC_OUTCOME_CANCELLED,
+					 "the session was terminated during the call", &rec);
+		finish_pending_with(p, &rec);
+	}
+}
+
+bool
+qc_audit_begin(QcCall *call, bool may_defer)
+{
+	static bool callbacks_registered = false;
+	char	   *role;
+	PendingCall *p;
+
+	if (!qc_audit || !qc_audit_durable())
+		return true;
+	if (!callbacks_registered)
+	{
+		RegisterXactCallback(audit_xact_callback, NULL);
+		RegisterSubXactCallback(audit_subxact_callback, NULL);
+		before_shmem_exit(audit_exit_callback, (Datum) 0);
+		callbacks_registered = true;
+	}
+	role = GetUserNameFromId(GetUserId(), false);
+
+	/* nothing below may fail without giving the room back */
+	if (!qc_auditq_reserve(may_defer ? 0 : call->timeout_ms))
+	{
+		if (may_defer)
+			return false;
+		/* not audited: nothing was sent, and there is no room */
+		set_queue_full(call, call->timeout_ms, call->timeout_setting);
+		return true;
+	}
+	p = MemoryContextAllocExtended(TopMemoryContext, sizeof(PendingCall),
+								   MCXT_ALLOC_ZERO | MCXT_ALLOC_NO_OOM);
+	if (p == NULL)
+	{
+		qc_auditq_release();
+		ereport(ERROR, (errcode(ERRCODE_OUT_OF_MEMORY), errmsg("out of memory")));
+	}
+	p->call = call;
+	strlcpy(p->role, role, NAMEDATALEN);
+	p->nest_level = GetCurrentTransactionNestLevel();
+	dlist_push_tail(&pending_calls, &p->node);
+	return true;
+}
+
+void
+qc_audit_response(QcCall *call)
+{
+	PendingCall *p = find_pending(call);
+	QcAuditRecord rec;
+	MemoryContext old;
+
+	if (p == NULL)
+		return;
+	audit_record(call, p->role, QC_OUTCOME_ERROR,
+				 "the statement ended before the call's result was recorded", &rec);
+	old = MemoryContextSwitchTo(TopMemoryContext);
+	initStringInfo(&p->fallback);
+	MemoryContextSwitchTo(old);
+	qc_audit_record_encode(&rec, &p->fallback);
+}
+
+void
+qc_audit_interrupted(QcCall *call)
+{
+	PendingCall *p = find_pending(call);
+	MemoryContext old;
+	ErrorData  *edata;
+	QcAuditRecord rec;
+
+	if (p == NULL)
+		return;					/* recorded already, or not durable */
+	/* out of ErrorContext, into the call's own memory */
+	old = MemoryContextSwitchTo(GetMemoryChunkContext(call));
+	edata = CopyErrorData();
+	call->elapsed_ms = qc_call_elapsed_ms(call);
+	audit_record(call, p->role,
+				 edata->sqlerrcode == ERRCODE_QUERY_CANCELED ?
+				 QC_OUTCOME_CANCELLED : QC_OUTCOME_ERROR,
+				 edata->message, &rec);
+	finish_pending_with(p, &rec);
+	FreeErrorData(edata);
+	MemoryContextSwitchTo(old);
+}
+
+void
+qc_audit_call(const QcCall *call)
+{
+	PendingCall *p = find_pending(call);
+	QcAuditRecord rec;
+	StringInfoData buf;
+
+	if (!qc_audit || !qc_audit_durable())
+	{
+		if (p != NULL)
+			finish_pending(p, NULL, 0); /* audit switched off mid-call */
+		if (qc_audit)
+		{
+			audit_record(call, GetUserNameFromId(GetUserId(), false),
+						 call->outcome, call->reason, &rec);
+			insert_in_caller_transaction(&rec);
+		}
+		return;
+	}
+	audit_record(call, p ? p->role : GetUserNameFromId(GetUserId(), false),
+				 call->outcome, call->reason, &rec);
+	if (p != NULL)
+	{
+		finish_pending_with(p, &rec);
+		return;
+	}
+	/* a call that did not go through the transport */
+	initStringInfo(&buf);
+	qc_audit_record_encode(&rec, &buf);
+	if (!qc_auditq_reserve(call->timeout_ms))
+	{
+		QcCall		failed = {0};
+
+		set_queue_full(&failed, call->timeout_ms, call->timeout_setting);
+		qc_call_raise(&failed);
+	}
+	qc_auditq_push(buf.data, buf.len);
 }

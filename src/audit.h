@@ -1,20 +1,86 @@
 /*-------------------------------------------------------------------------
  *
  * audit.h
- *	  Writing one queryclaw.audit_log row per attempted call.
+ *	  One queryclaw.audit_log row per attempted call, written either by the
+ *	  audit worker (durable) or in the caller's transaction.
  *
  *-------------------------------------------------------------------------
  */
 #ifndef QC_AUDIT_H
 #define QC_AUDIT_H
 
+#include "lib/stringinfo.h"
+
 #include "http.h"
 
+/* The text columns of an audit row, in the order records carry them. */
+typedef enum QcAuditText
+{
+	QC_AT_ROLE,
+	QC_AT_FUNC,
+	QC_AT_METHOD,
+	QC_AT_URL,
+	QC_AT_FINAL_URL,
+	QC_AT_OUTCOME,
+	QC_AT_REASON,
+	QC_AT_QUERY,
+	QC_AT_DETAIL,				/* JSON text */
+	QC_AUDIT_NTEXT
+} QcAuditText;
+
 /*
- * Record the call (whatever its outcome) when queryclaw.audit is on.  The
- * row is written in the caller's transaction: if that transaction aborts,
- * the row goes with it.
+ * One audit row.  Every text is bounded (see audit.c) so that an encoded
+ * record never exceeds QC_AUDIT_MAX_RECORD bytes: that is the room a call
+ * reserves in the queue before it sends anything.
+ */
+typedef struct QcAuditRecord
+{
+	Oid			dboid;			/* the database whose audit_log gets it */
+	TimestampTz at;				/* when the call ended */
+	int32		pid;
+	int32		status;			/* 0 when no response arrived */
+	int32		chars;			/* -1 when nothing was returned */
+	bool		truncated;
+	int64		bytes;
+	double		elapsed_ms;
+	const char *text[QC_AUDIT_NTEXT];	/* NULL is SQL NULL */
+} QcAuditRecord;
+
+/* Room one encoded record may take, its length word included. */
+#define QC_AUDIT_MAX_RECORD (20 * 1024)
+
+/*
+ * The life of a call, as the transport (http.c) reports it.
+ *
+ * begin, before anything is sent, reserves room for the call's record in
+ * the queue.  With may_defer (other calls of the caller's are in flight),
+ * it does not wait: false means no room yet, try again once one of them
+ * has ended (waiting would hold up the calls whose end frees room).
+ * Otherwise it waits, at most queryclaw.timeout, and returns true: the call
+ * has its room, or has failed (53000, kept on the call, not audited).
+ *
+ * response, when the call's transfer ended.  interrupted, on the error path
+ * of the transfer (a query cancel): it never waits nor reads the catalogs.
+ */
+extern bool qc_audit_begin(QcCall *call, bool may_defer);
+extern void qc_audit_response(QcCall *call);
+extern void qc_audit_interrupted(QcCall *call);
+
+/*
+ * Record the call (whatever its outcome) when queryclaw.audit is on: through
+ * the audit worker when this database is the one it writes into, else in
+ * the caller's transaction (if that transaction aborts, the row goes too).
  */
 extern void qc_audit_call(const QcCall *call);
+
+/* Are this database's rows written by the audit worker? */
+extern bool qc_audit_durable(void);
+
+/* Records as the queue carries them. */
+extern void qc_audit_record_encode(const QcAuditRecord *rec, StringInfo buf);
+extern void qc_audit_record_decode(const char *data, QcAuditRecord *rec);
+
+/* Insert one row; the caller is connected to SPI and may write the table. */
+extern void qc_audit_insert(const QcAuditRecord *rec);
 
 #endif							/* QC_AUDIT_H */

@@ -32,6 +32,9 @@ qc_call_new(const char *func, const char *method, const char *url)
 	call->max_chars = qc_max_chars;
 	call->chars = -1;
 	call->started = GetCurrentTimestamp();
+	call->timeout_ms = qc_timeout;
+	call->timeout_setting = "queryclaw.timeout";
+	call->max_bytes = QC_MAX_BYTES();
 	return call;
 }
 
@@ -42,8 +45,8 @@ qc_call_elapsed_ms(const QcCall *call)
 }
 
 void
-qc_call_record(QcCall *call, const char *outcome, int sqlerrcode,
-			   const char *message, const char *detail, const char *hint)
+qc_call_set_failure(QcCall *call, const char *outcome, int sqlerrcode,
+					const char *message, const char *detail, const char *hint)
 {
 	call->outcome = outcome;
 	call->error_code = sqlerrcode;
@@ -51,6 +54,13 @@ qc_call_record(QcCall *call, const char *outcome, int sqlerrcode,
 	call->error_detail = detail ? pstrdup(detail) : NULL;
 	call->error_hint = hint ? pstrdup(hint) : NULL;
 	call->elapsed_ms = qc_call_elapsed_ms(call);
+}
+
+void
+qc_call_record(QcCall *call, const char *outcome, int sqlerrcode,
+			   const char *message, const char *detail, const char *hint)
+{
+	qc_call_set_failure(call, outcome, sqlerrcode, message, detail, hint);
 	qc_audit_call(call);
 }
 
@@ -152,4 +162,15 @@ qc_http_find_header(List *headers, const char *name)
 			return h->value;
 	}
 	return NULL;
+}
+
+List *
+qc_http_add_header(List *headers, const char *name, const char *value)
+{
+	QcHeader   *h = palloc(sizeof(QcHeader));
+
+	qc_http_validate_header(name, value);
+	h->name = pstrdup(name);
+	h->value = pstrdup(value);
+	return lappend(headers, h);
 }

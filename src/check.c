@@ -22,6 +22,7 @@
 #include "utils/jsonb.h"
 
 #include "queryclaw.h"
+#include "response.h"
 
 PG_FUNCTION_INFO_V1(check_url);
 
@@ -99,14 +100,9 @@ resolve_and_check(const QcUrl *url, StringInfo out, QcRefusal *refusal)
 	return any_allowed;
 }
 
-/*
- * check_url(url text) returns jsonb
- *	{allowed, reason, detail, hint, host, port, addresses}
- */
-Datum
-check_url(PG_FUNCTION_ARGS)
+char *
+qc_check_url_json(const char *given)
 {
-	char	   *given = text_to_cstring(PG_GETARG_TEXT_PP(0));
 	StringInfoData out;
 	QcUrl		url;
 	QcRefusal	refusal = {0};
@@ -132,8 +128,17 @@ check_url(PG_FUNCTION_ARGS)
 	append_json_text(&out, "detail", allowed ? NULL : refusal.detail);
 	append_json_text(&out, "hint", allowed ? NULL : refusal.hint);
 
-	PG_RETURN_DATUM(DirectFunctionCall1(jsonb_in,
-										CStringGetDatum(psprintf("{\"allowed\": %s%s}",
-																 allowed ? "true" : "false",
-																 out.data))));
+	return psprintf("{\"allowed\": %s%s}", allowed ? "true" : "false", out.data);
+}
+
+/*
+ * check_url(url text) returns jsonb
+ *	{allowed, reason, detail, hint, host, port, addresses}
+ */
+Datum
+check_url(PG_FUNCTION_ARGS)
+{
+	char	   *json = qc_check_url_json(text_to_cstring(PG_GETARG_TEXT_PP(0)));
+
+	PG_RETURN_DATUM(DirectFunctionCall1(jsonb_in, CStringGetDatum(json)));
 }

@@ -3,9 +3,12 @@
  * content.h
  *	  Turning response bodies into text that is valid in the database.
  *
- * charset.c decides a body's character set and converts it; html.c turns
- * HTML into readable text.  Neither needs a network or a fixture server:
- * html_to_text() exposes the same code to SQL for stored HTML.
+ * charset.c names character sets and converts bodies; html.c decides an
+ * HTML page's charset and turns the page into text, its main content as
+ * text or Markdown, or its metadata (with text.c, article.c, markdown.c
+ * and metadata.c, whose shared internals are in html.h).  None of it needs
+ * a network or a fixture server: html_to_text() exposes the same code to
+ * SQL for stored HTML.
  *
  * Every function here returns palloc'd text in the database encoding that
  * contains no NUL byte and no invalid sequence: bytes that cannot be
@@ -51,12 +54,36 @@ extern const char *qc_charset_lookup(const char *label);
 extern char *qc_to_utf8(const char *data, size_t len, const char *charset,
 						size_t *outlen);
 
+/* What HTML is turned into */
+typedef enum QcHtmlFormat
+{
+	QC_HTML_NONE,				/* nothing: only the metadata is wanted */
+	QC_HTML_TEXT,				/* all readable text */
+	QC_HTML_ARTICLE,			/* the main content, as text */
+	QC_HTML_MARKDOWN			/* the main content, as Markdown */
+} QcHtmlFormat;
+
 /*
- * HTML bytes to readable text in the database encoding.  charset is the
- * HTTP header's charset or NULL, in which case the document's own <meta>
- * declaration (or a default) decides.
+ * The charset label to decode an HTML body with, decided as browsers
+ * decide it: header_charset (the HTTP header's, or NULL) if known, else a
+ * <meta> declaration in the first 1024 bytes, else "utf-8" when the bytes
+ * look like UTF-8, else "windows-1252".  (A byte order mark, which
+ * overrides all of these, is seen to by qc_to_utf8().)
  */
-extern char *qc_html_to_text(const char *html, size_t len, const char *charset);
+extern const char *qc_html_charset(const char *html, size_t len,
+								   const char *header_charset);
+
+/*
+ * HTML bytes in the given format, in the database encoding (NULL for
+ * QC_HTML_NONE).  charset is the HTTP header's charset or NULL (see
+ * qc_html_charset); base_url, if not NULL, is what relative links are
+ * resolved against.  When metadata is not NULL, *metadata receives the
+ * page's metadata as a JSON object, in the database encoding, from the same
+ * parse.
+ */
+extern char *qc_html_convert(const char *html, size_t len, const char *charset,
+							 QcHtmlFormat format, const char *base_url,
+							 char **metadata);
 
 /*
  * Cut s (database encoding, NUL-terminated) in place to at most max_chars

@@ -17,9 +17,14 @@
  */
 #include "postgres.h"
 
+#include <ctype.h>
 #include <limits.h>
 
+#include "common/int.h"
+#include "miscadmin.h"
+#include "utils/datetime.h"
 #include "utils/guc.h"
+#include "utils/timestamp.h"
 
 #include "http.h"
 #include "queryclaw.h"
@@ -41,6 +46,26 @@ bool		qc_audit = true;
 bool		qc_audit_query = true;
 int			qc_max_concurrency = 16;
 int			qc_max_host_concurrency = 8;
+
+/* ---- the LLM tool loop and web search (llm.c, tools.c, search.c) ---- */
+char	   *qc_llm_url = NULL;
+char	   *qc_llm_model = NULL;
+char	   *qc_llm_api_key = NULL;
+int			qc_llm_timeout = 120000;
+int			qc_llm_max_rounds = 10;
+int			qc_llm_max_tokens = 0;
+int			qc_llm_tool_max_chars = 20000;
+char	   *qc_search_url = NULL;
+char	   *qc_search_api_key = NULL;
+/* ---- end of the LLM and search settings ---- */
+
+/* ---- the durable audit and rate limits ---- */
+int			qc_max_calls_per_hour = 0;
+char	   *qc_database = NULL;
+int			qc_audit_queue_size = 8192;
+char	   *qc_audit_retention = NULL;
+int64		qc_audit_retention_us = 0;
+/* ---- end of the durable audit and rate limit settings ---- */
 
 static const QcAddrList empty_addr_list = {0};
 static const QcHostList empty_host_list = {0};
@@ -110,16 +135,175 @@ assign_denied_hosts(const char *newval, void *extra)
 	qc_denied_hosts_parsed = extra ? extra : &empty_host_list;
 }
 
-/* Only http:// proxies with a host are accepted; the proxy is trusted. */
+/*
+ * The proxy and the LLM and search endpoints are URLs the DBA trusts: only
+ * http:// and https:// ones are accepted.
+ */
 static bool
-check_proxy(char **newval, void **extra, GucSource source)
+check_http_url(char **newval, void **extra, GucSource source)
 {
 	if (**newval == '\0' ||
 		strncmp(*newval, "http://", 7) == 0 || strncmp(*newval, "https://", 8) == 0)
 		return true;
-	GUC_check_errdetail("The proxy must be an http:// or https:// URL, or empty.");
+	GUC_check_errdetail("The value must be an http:// or https:// URL, or empty.");
 	return false;
 }
+
+/* ---- the LLM tool loop and web search (llm.c, tools.c, search.c) ---- */
+
+/* The API keys: superuser-only, and left out of SHOW ALL and pg_settings. */
+#define SECRET_FLAGS (GUC_SUPERUSER_ONLY | GUC_NO_SHOW_ALL)
+
+static void
+define_llm_settings(void)
+{
+	DefineCustomStringVariable("queryclaw.llm_url",
+							   "Sets the base URL of the OpenAI-compatible LLM endpoint.",
+							   "Requests go to this URL followed by /chat/completions.  The endpoint is trusted: queryclaw.block_local and the host lists do not apply to it.",
+							   &qc_llm_url, "", PGC_SUSET, GUC_SUPERUSER_ONLY,
+							   check_http_url, NULL, NULL);
+	DefineCustomStringVariable("queryclaw.llm_model",
+							   "Sets the model used when a call names none.",
+							   NULL,
+							   &qc_llm_model, "", PGC_SUSET, 0,
+							   NULL, NULL, NULL);
+	DefineCustomStringVariable("queryclaw.llm_api_key",
+							   "Sets the API key sent to the LLM endpoint as a bearer token.",
+							   "Empty means no Authorization header.",
+							   &qc_llm_api_key, "", PGC_SUSET, SECRET_FLAGS,
+							   NULL, NULL, NULL);
+	DefineCustomIntVariable("queryclaw.llm_timeout",
+							"Sets the time limit for one request to the LLM endpoint.",
+							NULL,
+							&qc_llm_timeout, 120000, 1, INT_MAX, PGC_SUSET, GUC_UNIT_MS,
+							NULL, NULL, NULL);
+	DefineCustomIntVariable("queryclaw.llm_max_rounds",
+							"Sets the maximum number of model requests in one llm_chat_tools call.",
+							"A call's max_rounds argument can only lower it.",
+							&qc_llm_max_rounds, 10, 1, 1000, PGC_SUSET, 0,
+							NULL, NULL, NULL);
+	DefineCustomIntVariable("queryclaw.llm_max_tokens",
+							"Sets max_tokens for each model request; 0 leaves it to the provider.",
+							NULL,
+							&qc_llm_max_tokens, 0, 0, INT_MAX, PGC_SUSET, 0,
+							NULL, NULL, NULL);
+	DefineCustomIntVariable("queryclaw.llm_tool_max_chars",
+							"Sets the maximum number of characters of one tool result, or one page to extract from, sent to the model.",
+							"Longer results are cut, with a note saying so.",
+							&qc_llm_tool_max_chars, 20000, 100, 100000000, PGC_SUSET, 0,
+							NULL, NULL, NULL);
+	DefineCustomStringVariable("queryclaw.search_url",
+							   "Sets the URL of the SearXNG-compatible search API used by web_search.",
+							   "Requests are GET {search_url}?q=...&format=json.  The endpoint is trusted, like queryclaw.llm_url.",
+							   &qc_search_url, "", PGC_SUSET, GUC_SUPERUSER_ONLY,
+							   check_http_url, NULL, NULL);
+	DefineCustomStringVariable("queryclaw.search_api_key",
+							   "Sets the API key sent to the search API as a bearer token.",
+							   "Empty means no Authorization header.",
+							   &qc_search_api_key, "", PGC_SUSET, SECRET_FLAGS,
+							   NULL, NULL, NULL);
+}
+
+/* ---- end of the LLM and search settings ---- */
+
+/* ---- the durable audit and rate limits (audit.c, auditq.c, worker.c, ratelimit.c) ---- */
+
+/*
+ * An interval in PostgreSQL's syntax ('30 days', '12 hours', 'P1W'), as
+ * microseconds (a month counts 30 days); empty or zero means forever.
+ * Parsed without raising errors, as interval_in would.
+ */
+static bool
+parse_retention(const char *text, int64 *usecs)
+{
+	char		workbuf[256];
+	char	   *field[MAXDATEFIELDS];
+	int			ftype[MAXDATEFIELDS];
+	int			nf;
+	int			dtype;
+	struct pg_itm_in itm;
+	Interval	span;
+	char	   *copy;
+	bool		ok;
+	int64		days;
+
+	while (isspace((unsigned char) *text))
+		text++;
+	if (*text == '\0')
+	{
+		*usecs = 0;
+		return true;
+	}
+	copy = pstrdup(text);
+	ok = (ParseDateTime(text, workbuf, sizeof(workbuf), field, ftype, MAXDATEFIELDS, &nf) == 0 &&
+		  DecodeInterval(field, ftype, nf, INTERVAL_FULL_RANGE, &dtype, &itm) == 0) ||
+		DecodeISO8601Interval(copy, &dtype, &itm) == 0;
+	pfree(copy);
+	if (!ok || dtype != DTK_DELTA || itmin2interval(&itm, &span) != 0)
+		return false;
+	days = (int64) span.month * DAYS_PER_MONTH + span.day;
+	return !pg_mul_s64_overflow(days, USECS_PER_DAY, usecs) &&
+		!pg_add_s64_overflow(*usecs, span.time, usecs) && *usecs >= 0;
+}
+
+static bool
+check_retention(char **newval, void **extra, GucSource source)
+{
+	int64		usecs;
+	int64	   *parsed;
+
+	if (!parse_retention(*newval, &usecs))
+	{
+		GUC_check_errdetail("Use a positive interval such as '30 days' or '12 hours', or 0 to keep rows forever.");
+		return false;
+	}
+	parsed = malloc(sizeof(int64));
+	if (parsed == NULL)
+		return false;
+	*parsed = usecs;
+	*extra = parsed;
+	return true;
+}
+
+static void
+assign_retention(const char *newval, void *extra)
+{
+	qc_audit_retention_us = extra ? *(int64 *) extra : 0;
+}
+
+/*
+ * The durable audit and the rate limits.  What sizes shared memory or
+ * names the worker's database is PGC_POSTMASTER, which PostgreSQL only
+ * allows while preloading: without preload those settings do not exist.
+ */
+static void
+define_audit_settings(void)
+{
+	DefineCustomIntVariable("queryclaw.max_calls_per_hour",
+							"Sets the maximum number of calls a role may make in any hour; 0 means no limit.",
+							"Counted per role in shared memory, in a sliding one-hour window; needs shared_preload_libraries.",
+							&qc_max_calls_per_hour, 0, 0, INT_MAX, PGC_SUSET, 0,
+							NULL, NULL, NULL);
+	DefineCustomStringVariable("queryclaw.audit_retention",
+							   "Sets how long audit rows are kept; 0 keeps them forever.",
+							   "The audit worker deletes older rows in batches, at most once a minute.",
+							   &qc_audit_retention, "0", PGC_SIGHUP, 0,
+							   check_retention, assign_retention, NULL);
+	if (!process_shared_preload_libraries_in_progress)
+		return;
+	DefineCustomStringVariable("queryclaw.database",
+							   "Sets the database the audit worker writes audit rows into.",
+							   "Calls from other databases are audited in the caller's transaction.",
+							   &qc_database, "postgres", PGC_POSTMASTER, 0,
+							   NULL, NULL, NULL);
+	DefineCustomIntVariable("queryclaw.audit_queue_size",
+							"Sets the size of the shared-memory queue of audit records.",
+							"Calls wait for room while it is full.",
+							&qc_audit_queue_size, 8192, 256, 1024 * 1024, PGC_POSTMASTER, GUC_UNIT_KB,
+							NULL, NULL, NULL);
+}
+
+/* ---- end of the durable audit and rate limit settings ---- */
 
 void
 qc_guc_init(void)
@@ -183,7 +367,7 @@ qc_guc_init(void)
 							   "Sets the HTTP proxy used for every request; empty means none.",
 							   "Proxy environment variables are always ignored.",
 							   &qc_proxy, "", PGC_SUSET, GUC_SUPERUSER_ONLY | GUC_NO_SHOW_ALL,
-							   check_proxy, NULL, NULL);
+							   check_http_url, NULL, NULL);
 	DefineCustomStringVariable("queryclaw.ca_file",
 							   "Sets a file of PEM certificates trusted for HTTPS instead of the system's.",
 							   "For servers whose certificates a private CA signed; empty means the system's trust store.",
@@ -210,6 +394,8 @@ qc_guc_init(void)
 							NULL,
 							&qc_max_host_concurrency, 8, 1, QC_MAX_CONCURRENCY_LIMIT, PGC_SUSET, 0,
 							NULL, NULL, NULL);
+	define_llm_settings();
+	define_audit_settings();
 
 	MarkGUCPrefixReserved("queryclaw");
 }

@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  *
  * html.c
- *	  Turn HTML into readable plain text.
+ *	  Parse HTML, and the parts of the HTML code that every format uses.
  *
  * The bytes are decoded into UTF-8 first, with the character set chosen the
  * way browsers choose it, and only then handed to libxml2's HTML parser:
@@ -9,12 +9,11 @@
  * fools it), and it stops or garbles on NUL bytes and invalid sequences,
  * which the decoder has already removed.
  *
- * The tree is then walked without recursion and written out as text: what
- * the reader never sees (scripts, styles, <head>, hidden elements) is
- * dropped, block elements go on lines of their own, paragraphs and headings
- * are set off by blank lines, list items start with "- ", the cells of a
- * table row are joined by " | ", <pre> is kept verbatim, and elsewhere runs
- * of whitespace become one space.
+ * The tree is then written out in the format asked for: text.c writes
+ * plain text, markdown.c Markdown, of the whole page or of the main content
+ * that article.c finds; metadata.c reads what the page says about itself.
+ * This file also holds what they share: the table of elements, the test for
+ * hidden elements and the walk over the tree.
  *
  *-------------------------------------------------------------------------
  */
@@ -23,6 +22,7 @@
 #include <libxml/HTMLparser.h>
 #include <libxml/parser.h>
 #include <libxml/tree.h>
+#include <libxml/uri.h>
 #include <libxml/xmlerror.h>
 
 #include "lib/stringinfo.h"
@@ -30,29 +30,18 @@
 #include "miscadmin.h"
 
 #include "content.h"
+#include "html.h"
 
 /* How far into the document to look for a <meta> charset (as browsers) */
 #define META_SCAN_LIMIT 1024
 
-/* What an element means for the text */
-typedef enum QcElemKind
-{
-	ELEM_INLINE = 0,			/* not in the table: its text flows on */
-	ELEM_SKIP,					/* dropped with all it contains */
-	ELEM_LINE,					/* on lines of its own */
-	ELEM_PARA,					/* set off by blank lines */
-	ELEM_BREAK,					/* <br> */
-	ELEM_LIST,					/* <ul>, <ol> */
-	ELEM_ITEM,					/* <li> */
-	ELEM_ROW,					/* <tr> */
-	ELEM_CELL,					/* <td>, <th> */
-	ELEM_PRE					/* kept verbatim */
-} QcElemKind;
+char		qc_dropped_mark;
 
 typedef struct QcElem
 {
 	const char *name;
-	QcElemKind	kind;
+	QcTag		tag;
+	QcLayout	layout;
 } QcElem;
 
 /*
@@ -65,93 +54,102 @@ typedef struct QcElem
  * content.
  */
 static const QcElem elements[] = {
-	{"address", ELEM_LINE},
-	{"article", ELEM_PARA},
-	{"aside", ELEM_PARA},
-	{"audio", ELEM_SKIP},
-	{"blockquote", ELEM_PARA},
-	{"body", ELEM_LINE},
-	{"br", ELEM_BREAK},
-	{"canvas", ELEM_SKIP},
-	{"caption", ELEM_LINE},
-	{"center", ELEM_LINE},
-	{"datalist", ELEM_SKIP},
-	{"dd", ELEM_LINE},
-	{"details", ELEM_LINE},
-	{"dialog", ELEM_LINE},
-	{"dir", ELEM_LIST},
-	{"div", ELEM_LINE},
-	{"dl", ELEM_PARA},
-	{"dt", ELEM_LINE},
-	{"fieldset", ELEM_LINE},
-	{"figcaption", ELEM_LINE},
-	{"figure", ELEM_PARA},
-	{"footer", ELEM_PARA},
-	{"form", ELEM_LINE},
-	{"h1", ELEM_PARA},
-	{"h2", ELEM_PARA},
-	{"h3", ELEM_PARA},
-	{"h4", ELEM_PARA},
-	{"h5", ELEM_PARA},
-	{"h6", ELEM_PARA},
-	{"head", ELEM_LINE},		/* see above */
-	{"header", ELEM_PARA},
-	{"hgroup", ELEM_LINE},
-	{"hr", ELEM_PARA},
-	{"html", ELEM_LINE},
-	{"iframe", ELEM_SKIP},
-	{"legend", ELEM_LINE},
-	{"li", ELEM_ITEM},
-	{"listing", ELEM_PRE},
-	{"main", ELEM_PARA},
-	{"menu", ELEM_LIST},
-	{"nav", ELEM_PARA},
-	{"noscript", ELEM_SKIP},
-	{"object", ELEM_SKIP},
-	{"ol", ELEM_LIST},
-	{"optgroup", ELEM_LINE},
-	{"option", ELEM_LINE},
-	{"p", ELEM_PARA},
-	{"plaintext", ELEM_PRE},
-	{"pre", ELEM_PRE},
-	{"script", ELEM_SKIP},
-	{"search", ELEM_LINE},
-	{"section", ELEM_PARA},
-	{"style", ELEM_SKIP},
-	{"summary", ELEM_LINE},
-	{"svg", ELEM_SKIP},
-	{"table", ELEM_PARA},
-	{"tbody", ELEM_LINE},
-	{"td", ELEM_CELL},
-	{"template", ELEM_SKIP},
-	{"tfoot", ELEM_LINE},
-	{"th", ELEM_CELL},
-	{"thead", ELEM_LINE},
-	{"title", ELEM_SKIP},
-	{"tr", ELEM_ROW},
-	{"ul", ELEM_LIST},
-	{"video", ELEM_SKIP},
-	{"xmp", ELEM_PRE},
+	{"a", TAG_A, LAYOUT_INLINE},
+	{"address", TAG_ADDRESS, LAYOUT_LINE},
+	{"article", TAG_ARTICLE, LAYOUT_PARA},
+	{"aside", TAG_ASIDE, LAYOUT_PARA},
+	{"audio", TAG_AUDIO, LAYOUT_SKIP},
+	{"b", TAG_B, LAYOUT_INLINE},
+	{"blockquote", TAG_BLOCKQUOTE, LAYOUT_PARA},
+	{"body", TAG_BODY, LAYOUT_LINE},
+	{"br", TAG_BR, LAYOUT_BREAK},
+	{"button", TAG_BUTTON, LAYOUT_INLINE},
+	{"canvas", TAG_CANVAS, LAYOUT_SKIP},
+	{"caption", TAG_CAPTION, LAYOUT_LINE},
+	{"center", TAG_CENTER, LAYOUT_LINE},
+	{"code", TAG_CODE, LAYOUT_INLINE},
+	{"datalist", TAG_DATALIST, LAYOUT_SKIP},
+	{"dd", TAG_DD, LAYOUT_LINE},
+	{"del", TAG_DEL, LAYOUT_INLINE},
+	{"details", TAG_DETAILS, LAYOUT_LINE},
+	{"dialog", TAG_DIALOG, LAYOUT_LINE},
+	{"dir", TAG_DIR, LAYOUT_LIST},
+	{"div", TAG_DIV, LAYOUT_LINE},
+	{"dl", TAG_DL, LAYOUT_PARA},
+	{"dt", TAG_DT, LAYOUT_LINE},
+	{"em", TAG_EM, LAYOUT_INLINE},
+	{"embed", TAG_EMBED, LAYOUT_SKIP},
+	{"fieldset", TAG_FIELDSET, LAYOUT_LINE},
+	{"figcaption", TAG_FIGCAPTION, LAYOUT_LINE},
+	{"figure", TAG_FIGURE, LAYOUT_PARA},
+	{"footer", TAG_FOOTER, LAYOUT_PARA},
+	{"form", TAG_FORM, LAYOUT_LINE},
+	{"h1", TAG_H1, LAYOUT_PARA},
+	{"h2", TAG_H2, LAYOUT_PARA},
+	{"h3", TAG_H3, LAYOUT_PARA},
+	{"h4", TAG_H4, LAYOUT_PARA},
+	{"h5", TAG_H5, LAYOUT_PARA},
+	{"h6", TAG_H6, LAYOUT_PARA},
+	{"head", TAG_HEAD, LAYOUT_LINE},	/* see above */
+	{"header", TAG_HEADER, LAYOUT_PARA},
+	{"hgroup", TAG_HGROUP, LAYOUT_LINE},
+	{"hr", TAG_HR, LAYOUT_PARA},
+	{"html", TAG_HTML, LAYOUT_LINE},
+	{"i", TAG_I, LAYOUT_INLINE},
+	{"iframe", TAG_IFRAME, LAYOUT_SKIP},
+	{"img", TAG_IMG, LAYOUT_INLINE},
+	{"input", TAG_INPUT, LAYOUT_INLINE},
+	{"kbd", TAG_KBD, LAYOUT_INLINE},
+	{"label", TAG_LABEL, LAYOUT_INLINE},
+	{"legend", TAG_LEGEND, LAYOUT_LINE},
+	{"li", TAG_LI, LAYOUT_ITEM},
+	{"link", TAG_LINK, LAYOUT_INLINE},
+	{"listing", TAG_LISTING, LAYOUT_PRE},
+	{"main", TAG_MAIN, LAYOUT_PARA},
+	{"map", TAG_MAP, LAYOUT_INLINE},
+	{"math", TAG_MATH, LAYOUT_INLINE},
+	{"menu", TAG_MENU, LAYOUT_LIST},
+	{"meta", TAG_META, LAYOUT_INLINE},
+	{"nav", TAG_NAV, LAYOUT_PARA},
+	{"noscript", TAG_NOSCRIPT, LAYOUT_SKIP},
+	{"object", TAG_OBJECT, LAYOUT_SKIP},
+	{"ol", TAG_OL, LAYOUT_LIST},
+	{"optgroup", TAG_OPTGROUP, LAYOUT_LINE},
+	{"option", TAG_OPTION, LAYOUT_LINE},
+	{"p", TAG_P, LAYOUT_PARA},
+	{"plaintext", TAG_PLAINTEXT, LAYOUT_PRE},
+	{"pre", TAG_PRE, LAYOUT_PRE},
+	{"s", TAG_S, LAYOUT_INLINE},
+	{"samp", TAG_SAMP, LAYOUT_INLINE},
+	{"script", TAG_SCRIPT, LAYOUT_SKIP},
+	{"search", TAG_SEARCH, LAYOUT_LINE},
+	{"section", TAG_SECTION, LAYOUT_PARA},
+	{"select", TAG_SELECT, LAYOUT_LINE},
+	{"strike", TAG_STRIKE, LAYOUT_INLINE},
+	{"strong", TAG_STRONG, LAYOUT_INLINE},
+	{"style", TAG_STYLE, LAYOUT_SKIP},
+	{"summary", TAG_SUMMARY, LAYOUT_LINE},
+	{"svg", TAG_SVG, LAYOUT_SKIP},
+	{"table", TAG_TABLE, LAYOUT_PARA},
+	{"tbody", TAG_TBODY, LAYOUT_LINE},
+	{"td", TAG_TD, LAYOUT_CELL},
+	{"template", TAG_TEMPLATE, LAYOUT_SKIP},
+	{"textarea", TAG_TEXTAREA, LAYOUT_LINE},
+	{"tfoot", TAG_TFOOT, LAYOUT_LINE},
+	{"th", TAG_TH, LAYOUT_CELL},
+	{"thead", TAG_THEAD, LAYOUT_LINE},
+	{"time", TAG_TIME, LAYOUT_INLINE},
+	{"title", TAG_TITLE, LAYOUT_SKIP},
+	{"tr", TAG_TR, LAYOUT_ROW},
+	{"tt", TAG_TT, LAYOUT_INLINE},
+	{"ul", TAG_UL, LAYOUT_LIST},
+	{"video", TAG_VIDEO, LAYOUT_SKIP},
+	{"xmp", TAG_XMP, LAYOUT_PRE},
 };
 
-/*
- * The text being written, in UTF-8.  Separators are owed rather than
- * written, and paid only when more text follows: that is what keeps blank
- * lines, spaces and " | " from piling up at the ends of lines and of the
- * document.
- */
-typedef struct QcTextOut
-{
-	StringInfoData buf;
-	int			breaks;			/* newlines owed (0, 1 or 2) */
-	bool		space;			/* a space is owed */
-	bool		cell;			/* " | " is owed: a cell follows a cell */
-	int			item;			/* "- " owed, at this list depth; 0: none */
-	int			lists;			/* enclosing lists */
-	int			cells;			/* enclosing table cells */
-	int			pre;			/* enclosing verbatim elements */
-	int			row_start;		/* buf.len where the current row began */
-} QcTextOut;
+/* The layout of each tag, filled from elements[] on first use */
+static QcLayout layouts[TAG_XMP + 1];
+static bool layouts_ready = false;
 
 static int
 elem_cmp(const void *key, const void *elem)
@@ -159,13 +157,30 @@ elem_cmp(const void *key, const void *elem)
 	return strcmp((const char *) key, ((const QcElem *) elem)->name);
 }
 
-static QcElemKind
-element_kind(const xmlChar *name)
+QcTag
+qc_tag(const xmlNode *node)
 {
-	const QcElem *elem = bsearch(name, elements, lengthof(elements),
-								 sizeof(QcElem), elem_cmp);
+	const QcElem *elem;
 
-	return elem ? elem->kind : ELEM_INLINE;
+	if (node->type != XML_ELEMENT_NODE)
+		return TAG_OTHER;
+	elem = bsearch(node->name, elements, lengthof(elements),
+				   sizeof(QcElem), elem_cmp);
+	return elem ? elem->tag : TAG_OTHER;
+}
+
+QcLayout
+qc_layout(QcTag tag)
+{
+	if (!layouts_ready)
+	{
+		int			i;
+
+		for (i = 0; i < lengthof(elements); i++)
+			layouts[elements[i].tag] = elements[i].layout;
+		layouts_ready = true;
+	}
+	return layouts[tag];
 }
 
 static inline bool
@@ -291,6 +306,60 @@ skip_comment(const char *p, const char *end)
 }
 
 /*
+ * A charset label found in the document, if we know it, else NULL: a page
+ * we could read as ASCII is not UTF-16, whatever it says.
+ */
+static const char *
+usable_label(const char *label)
+{
+	const char *encoding = qc_charset_lookup(label);
+
+	if (encoding == NULL)
+		return NULL;
+	return strncmp(encoding, "UTF-16", 6) == 0 ? "utf-8" : label;
+}
+
+/*
+ * The usable charset label an XML declaration at *p names, or NULL; *p
+ * moves past the declaration.
+ */
+static const char *
+xml_declaration_charset(const char **pp, const char *end)
+{
+	const char *p = *pp + 5;
+	const char *close = p;
+	const char *label = NULL;
+
+	while (close + 1 < end && !(close[0] == '?' && close[1] == '>'))
+		close++;
+	*pp = close + 1 < end ? close + 2 : end;
+	for (; p + 8 <= close; p++)
+	{
+		const char *v;
+		char		quote;
+		const char *stop;
+
+		if (strncmp(p, "encoding", 8) != 0)
+			continue;
+		for (v = p + 8; v < close && is_ascii_space(*v); v++)
+			;
+		if (v >= close || *v++ != '=')
+			continue;
+		while (v < close && is_ascii_space(*v))
+			v++;
+		if (v >= close || (*v != '"' && *v != '\''))
+			continue;
+		quote = *v++;
+		stop = memchr(v, quote, close - v);
+		if (stop == NULL)
+			break;
+		label = pnstrdup(v, stop - v);
+		break;
+	}
+	return usable_label(label);
+}
+
+/*
  * The first <meta> charset declaration with a label we know, in the first
  * len bytes, following the WHATWG prescan in outline: comments are skipped,
  * and so are other tags' attributes, whose values may contain "<meta".
@@ -312,15 +381,12 @@ meta_charset(const char *html, size_t len)
 		else if (end - p >= 6 && pg_strncasecmp(p, "<meta", 5) == 0 &&
 				 (is_ascii_space(p[5]) || p[5] == '/'))
 		{
-			char	   *label;
-			const char *encoding;
+			const char *label;
 
 			p += 5;
-			label = meta_element_charset(&p, end);
-			encoding = qc_charset_lookup(label);
-			/* a page we could read as ASCII is not UTF-16, whatever it says */
-			if (encoding != NULL)
-				return strncmp(encoding, "UTF-16", 6) == 0 ? "utf-8" : label;
+			label = usable_label(meta_element_charset(&p, end));
+			if (label != NULL)
+				return label;
 		}
 		else if (end - p >= 2 && (isalpha((unsigned char) p[1]) || p[1] == '/'))
 		{
@@ -330,6 +396,14 @@ meta_charset(const char *html, size_t len)
 				p++;
 			while (next_attribute(&p, end, &name, &namelen, &value, &valuelen))
 				;
+		}
+		else if (end - p >= 5 && strncmp(p, "<?xml", 5) == 0)
+		{
+			/* an XML declaration: <?xml version="1.0" encoding="x"?> */
+			const char *label = xml_declaration_charset(&p, end);
+
+			if (label != NULL)
+				return label;
 		}
 		else if (end - p >= 2 && (p[1] == '!' || p[1] == '?'))
 		{
@@ -392,8 +466,8 @@ looks_like_utf8(const char *html, size_t len)
  * bytes, else UTF-8 if the bytes look like UTF-8, else windows-1252.  A byte
  * order mark overrides all of these; qc_to_utf8() sees to that.
  */
-static const char *
-decide_charset(const char *html, size_t len, const char *header_charset)
+const char *
+qc_html_charset(const char *html, size_t len, const char *header_charset)
 {
 	const char *meta;
 
@@ -406,163 +480,29 @@ decide_charset(const char *html, size_t len, const char *header_charset)
 }
 
 
-/*
- * Writing the text
- */
-
-/* Remove trailing blanks, and trailing newlines too if asked. */
-static void
-trim_end(QcTextOut *out, bool newlines)
-{
-	StringInfo	buf = &out->buf;
-
-	while (buf->len > 0 &&
-		   (buf->data[buf->len - 1] == ' ' || buf->data[buf->len - 1] == '\t' ||
-			(newlines && buf->data[buf->len - 1] == '\n')))
-		buf->len--;
-	buf->data[buf->len] = '\0';
-}
-
-/* Pay the separators owed, before more text. */
-static void
-pay_separators(QcTextOut *out)
-{
-	StringInfo	buf = &out->buf;
-
-	if (buf->len > 0)
-	{
-		if (out->breaks > 0)
-		{
-			/* verbatim text may have left blanks or newlines */
-			trim_end(out, true);
-			appendStringInfoString(buf, out->breaks > 1 ? "\n\n" : "\n");
-		}
-		else if (out->cell)
-			appendStringInfoString(buf, " | ");
-		else if (out->space)
-			appendStringInfoChar(buf, ' ');
-	}
-	if (out->item > 0)
-	{
-		appendStringInfoSpaces(buf, 2 * (out->item - 1));
-		appendStringInfoString(buf, "- ");
-	}
-	out->breaks = 0;
-	out->space = false;
-	out->cell = false;
-	out->item = 0;
-}
-
-/* The length of the whitespace character at p, 0 if it is none. */
-static inline int
-space_length(const char *p)
-{
-	if (is_ascii_space(*p))
-		return 1;
-	/* U+00A0 NO-BREAK SPACE, often used for layout */
-	if ((unsigned char) p[0] == 0xC2 && (unsigned char) p[1] == 0xA0)
-		return 2;
-	return 0;
-}
-
-/* Write text with each run of whitespace folded into one space. */
-static void
-write_folded(QcTextOut *out, const char *text)
-{
-	const char *p = text;
-
-	while (*p != '\0')
-	{
-		const char *word = p;
-		int			n = space_length(p);
-
-		if (n > 0)
-		{
-			out->space = true;
-			p += n;
-			continue;
-		}
-		while (*p != '\0' && space_length(p) == 0)
-			p++;
-		pay_separators(out);
-		appendBinaryStringInfo(&out->buf, word, p - word);
-	}
-}
-
-/* Write the text of a <pre> as it is, apart from trailing blanks. */
-static void
-write_verbatim(QcTextOut *out, const char *text)
-{
-	const char *p = text;
-
-	/* a newline right after <pre> is not content (HTML says so) */
-	if (out->breaks > 0 && p[0] == '\r')
-		p++;
-	if (out->breaks > 0 && p[0] == '\n')
-		p++;
-	if (*p == '\0')
-		return;
-	pay_separators(out);
-	while (*p != '\0')
-	{
-		size_t		run = strcspn(p, "\r\n");
-
-		appendBinaryStringInfo(&out->buf, p, run);
-		p += run;
-		if (*p == '\0')
-			break;
-		if (p[0] == '\r' && p[1] == '\n')
-			p++;
-		p++;
-		trim_end(out, false);
-		appendStringInfoChar(&out->buf, '\n');
-	}
-}
-
-/* Write a text node's content. */
-static void
-write_text(QcTextOut *out, const char *text)
-{
-	if (text == NULL)
-		return;
-	if (out->pre > 0)
-		write_verbatim(out, text);
-	else
-		write_folded(out, text);
-}
-
-/* A block element starts: owe n line breaks (2: a blank line). */
-static void
-block_start(QcTextOut *out, int n)
-{
-	/* a block that opens a table cell stays on the row's line */
-	if (!out->cell)
-		out->breaks = Max(out->breaks, n);
-}
-
-/* A block element ends: owe n line breaks. */
-static void
-block_end(QcTextOut *out, int n)
-{
-	out->cell = false;
-	out->breaks = Max(out->breaks, n);
-}
-
 
 /*
- * Walking the tree
+ * What is shown
  */
 
-/* An attribute's value as the HTML parser stores it; "" if it has none. */
-static const char *
-attr_value(const xmlAttr *attr)
+const char *
+qc_attr(const xmlNode *node, const char *name)
 {
-	if (attr->children != NULL && attr->children->content != NULL)
-		return (const char *) attr->children->content;
-	return "";
+	const xmlAttr *attr;
+
+	for (attr = node->properties; attr != NULL; attr = attr->next)
+	{
+		if (strcmp((const char *) attr->name, name) == 0)
+		{
+			if (attr->children != NULL && attr->children->content != NULL)
+				return (const char *) attr->children->content;
+			return "";
+		}
+	}
+	return NULL;
 }
 
-/* Does an inline style say display: none? */
+/* Does an inline style hide the element (display: none, visibility: hidden)? */
 static bool
 style_hides(const char *style)
 {
@@ -571,33 +511,60 @@ style_hides(const char *style)
 	for (p = style; *p != '\0'; p++)
 	{
 		const char *v;
+		const char *hiding;
 
-		if (pg_strncasecmp(p, "display", 7) != 0)
+		if (pg_strncasecmp(p, "display", 7) == 0)
+		{
+			v = p + 7;
+			hiding = "none";
+		}
+		else if (pg_strncasecmp(p, "visibility", 10) == 0)
+		{
+			v = p + 10;
+			hiding = "hidden";
+		}
+		else
 			continue;
-		for (v = p + 7; is_ascii_space(*v); v++)
-			;
+		while (is_ascii_space(*v))
+			v++;
 		if (*v++ != ':')
 			continue;
 		while (is_ascii_space(*v))
 			v++;
-		if (pg_strncasecmp(v, "none", 4) == 0 &&
-			!isalnum((unsigned char) v[4]) && v[4] != '-')
+		if (pg_strncasecmp(v, hiding, strlen(hiding)) == 0 &&
+			!isalnum((unsigned char) v[strlen(hiding)]) &&
+			v[strlen(hiding)] != '-')
 			return true;
 	}
 	return false;
 }
 
 /*
- * Is the element hidden from the reader by its attributes: the hidden
- * attribute, or an inline style with display: none?
- *
- * aria-hidden="true" is not among them: it hides from screen readers only,
- * and what it marks is on the screen (duplicate links around teasers, open
- * accordions).  Dropping it cost 0.017 of mean recall on the development
- * pages, up to 0.6 on one page.
+ * Is the element a tab panel?  The panels a page does not show at first are
+ * hidden with display: none or the hidden attribute, but they are content
+ * the reader opens with a click (a product's specifications, a recipe's
+ * steps).
  */
 static bool
-is_hidden(const xmlNode *node)
+is_tab_panel(const xmlNode *node)
+{
+	const char *role = qc_attr(node, "role");
+	const char *cls = qc_attr(node, "class");
+
+	return (role != NULL && pg_strcasecmp(role, "tabpanel") == 0) ||
+		(cls != NULL && (strstr(cls, "tab-pane") != NULL ||
+						 strstr(cls, "tabpanel") != NULL ||
+						 strstr(cls, "tabs-panel") != NULL));
+}
+
+/*
+ * aria-hidden="true" does not hide: it hides from screen readers only, and
+ * what it marks is on the screen (the duplicate link around a teaser, a
+ * collapsed accordion's text, the other tab of a price table).  Dropping it
+ * cost 0.017 of mean recall on the development pages, up to 0.6 on one.
+ */
+bool
+qc_hidden(const xmlNode *node)
 {
 	const xmlAttr *attr;
 	bool		hidden = false;
@@ -606,14 +573,19 @@ is_hidden(const xmlNode *node)
 	for (attr = node->properties; attr != NULL; attr = attr->next)
 	{
 		const char *name = (const char *) attr->name;
-		const char *value = attr_value(attr);
+		const char *value = "";
 
+		if (attr->children != NULL && attr->children->content != NULL)
+			value = (const char *) attr->children->content;
 		if (strcmp(name, "hidden") == 0)
-			hidden = true;
+		{
+			/* hidden="until-found" content is found by a search: it is text */
+			hidden = hidden || pg_strcasecmp(value, "until-found") != 0;
+		}
 		else if (strcmp(name, "id") == 0)
 			streamed = strncmp(value, "S:", 2) == 0;
 		else if (strcmp(name, "style") == 0 && style_hides(value))
-			return true;
+			hidden = true;
 	}
 
 	/*
@@ -621,124 +593,24 @@ is_hidden(const xmlNode *node)
 	 * late in <div hidden id="S:0">, and a script moves it into place at
 	 * once: it is the page's content, often all of it.
 	 */
-	return hidden && !streamed;
+	return hidden && !streamed && !is_tab_panel(node);
 }
 
-/* Does a table cell have a cell before it in its row? */
-static bool
-follows_cell(const xmlNode *node)
+bool
+qc_shown(const xmlNode *node, QcTag tag)
 {
-	const xmlNode *prev;
-
-	for (prev = node->prev; prev != NULL; prev = prev->prev)
-	{
-		if (prev->type == XML_ELEMENT_NODE)
-			return element_kind(prev->name) == ELEM_CELL;
-	}
-	return false;
+	return qc_layout(tag) != LAYOUT_SKIP && !qc_dropped(node) &&
+		!qc_hidden(node);
 }
+
 
 /*
- * The breaks around a paragraph: a blank line, except inside a list item or
- * a table cell, where a blank line would pull the item or row apart.
+ * Walking the tree
  */
-static int
-para_breaks(QcTextOut *out)
-{
-	return out->lists > 0 || out->cells > 0 ? 1 : 2;
-}
 
-/* An element starts; false when it is dropped with all it contains. */
-static bool
-open_element(QcTextOut *out, const xmlNode *node)
-{
-	QcElemKind	kind = element_kind(node->name);
-
-	if (kind == ELEM_SKIP || is_hidden(node))
-		return false;
-	switch (kind)
-	{
-		case ELEM_INLINE:
-		case ELEM_SKIP:
-			break;
-		case ELEM_LINE:
-			block_start(out, 1);
-			break;
-		case ELEM_PARA:
-			block_start(out, para_breaks(out));
-			break;
-		case ELEM_BREAK:
-			if (!out->cell)
-				out->breaks = Min(out->breaks + 1, 2);
-			break;
-		case ELEM_LIST:
-			block_start(out, para_breaks(out));
-			out->lists++;
-			break;
-		case ELEM_ITEM:
-			block_start(out, 1);
-			out->item = Max(out->lists, 1);
-			break;
-		case ELEM_ROW:
-			block_start(out, 1);
-			out->row_start = out->buf.len;
-			break;
-		case ELEM_CELL:
-			/* after a cell that wrote text, stay on the row's line */
-			if (follows_cell(node) && out->buf.len > out->row_start)
-			{
-				out->breaks = 0;
-				out->cell = true;
-			}
-			out->cells++;
-			break;
-		case ELEM_PRE:
-			block_start(out, 2);
-			out->pre++;
-			break;
-	}
-	return true;
-}
-
-/* An element that open_element() let in ends. */
+/* The walk of qc_walk() over the nodes below root. */
 static void
-close_element(QcTextOut *out, const xmlNode *node)
-{
-	switch (element_kind(node->name))
-	{
-		case ELEM_LINE:
-		case ELEM_ROW:
-			block_end(out, 1);
-			break;
-		case ELEM_PARA:
-			block_end(out, para_breaks(out));
-			break;
-		case ELEM_LIST:
-			out->lists--;
-			block_end(out, para_breaks(out));
-			break;
-		case ELEM_CELL:
-			out->cells--;
-			break;
-		case ELEM_ITEM:
-			out->item = 0;
-			block_end(out, 1);
-			break;
-		case ELEM_PRE:
-			out->pre--;
-			block_end(out, 2);
-			break;
-		default:
-			break;
-	}
-}
-
-/*
- * Write the text under root.  The walk follows the tree's own links instead
- * of recursing, so a page of 100,000 nested <div>s needs no stack.
- */
-static void
-write_tree(QcTextOut *out, xmlNode *root)
+walk_below(xmlNode *root, const QcWalker *walker, void *state)
 {
 	xmlNode    *node = root->children;
 
@@ -748,10 +620,11 @@ write_tree(QcTextOut *out, xmlNode *root)
 
 		CHECK_FOR_INTERRUPTS();
 		if (node->type == XML_ELEMENT_NODE)
-			entered = open_element(out, node);
-		else if (node->type == XML_TEXT_NODE ||
-				 node->type == XML_CDATA_SECTION_NODE)
-			write_text(out, (const char *) node->content);
+			entered = walker->open(state, node);
+		else if ((node->type == XML_TEXT_NODE ||
+				  node->type == XML_CDATA_SECTION_NODE) &&
+				 node->content != NULL)
+			walker->text(state, (const char *) node->content);
 
 		if (entered && node->children != NULL)
 		{
@@ -759,7 +632,7 @@ write_tree(QcTextOut *out, xmlNode *root)
 			continue;
 		}
 		if (entered)
-			close_element(out, node);
+			walker->close(state, node);
 
 		/* on to the next node, closing the elements that end here */
 		while (node->next == NULL)
@@ -767,10 +640,158 @@ write_tree(QcTextOut *out, xmlNode *root)
 			node = node->parent;
 			if (node == NULL || node == root)
 				return;
-			close_element(out, node);
+			walker->close(state, node);
 		}
 		node = node->next;
 	}
+}
+
+void
+qc_walk(xmlNode *root, bool include_root, const QcWalker *walker, void *state)
+{
+	if (include_root && root->type == XML_ELEMENT_NODE)
+	{
+		if (!walker->open(state, root))
+			return;
+		walk_below(root, walker, state);
+		walker->close(state, root);
+	}
+	else
+		walk_below(root, walker, state);
+}
+
+xmlNode *
+qc_next_node(xmlNode *node, xmlNode *root, bool skip_children)
+{
+	if (!skip_children && node->children != NULL &&
+		node->type == XML_ELEMENT_NODE)
+		return node->children;
+	while (node != root && node->next == NULL)
+		node = node->parent;
+	return node == root ? NULL : node->next;
+}
+
+xmlNode *
+qc_root_element(xmlDoc *doc)
+{
+	return xmlDocGetRootElement(doc);
+}
+
+/* The first element child of parent with the given tag, or NULL. */
+static xmlNode *
+child_with_tag(xmlNode *parent, QcTag tag)
+{
+	xmlNode    *node;
+
+	for (node = parent ? parent->children : NULL; node != NULL; node = node->next)
+	{
+		if (node->type == XML_ELEMENT_NODE && qc_tag(node) == tag)
+			return node;
+	}
+	return NULL;
+}
+
+xmlNode *
+qc_find_body(xmlDoc *doc)
+{
+	xmlNode    *html = qc_root_element(doc);
+	xmlNode    *body = child_with_tag(html, TAG_BODY);
+
+	return body ? body : html;
+}
+
+/* Collect folded text: the state of qc_node_text()'s walk. */
+typedef struct QcFolded
+{
+	StringInfoData buf;
+	bool		space;
+} QcFolded;
+
+static bool
+folded_open(void *state, xmlNode *node)
+{
+	QcTag		tag = qc_tag(node);
+
+	if (qc_layout(tag) != LAYOUT_INLINE)
+		((QcFolded *) state)->space = true;
+	return qc_layout(tag) != LAYOUT_SKIP && !qc_hidden(node);
+}
+
+static void
+folded_close(void *state, xmlNode *node)
+{
+	if (qc_layout(qc_tag(node)) != LAYOUT_INLINE)
+		((QcFolded *) state)->space = true;
+}
+
+static void
+folded_text(void *state, const char *text)
+{
+	QcFolded   *f = state;
+	const char *word;
+	int			len;
+
+	while ((word = qc_next_word(&text, &len, &f->space)) != NULL)
+	{
+		if (f->space && f->buf.len > 0)
+			appendStringInfoChar(&f->buf, ' ');
+		f->space = false;
+		appendBinaryStringInfo(&f->buf, word, len);
+	}
+}
+
+char *
+qc_node_text(xmlNode *node)
+{
+	static const QcWalker walker = {folded_open, folded_close, folded_text};
+	QcFolded	f;
+
+	initStringInfo(&f.buf);
+	f.space = false;
+	if (node->type == XML_TEXT_NODE)
+		folded_text(&f, (const char *) node->content);
+	else
+		qc_walk(node, false, &walker, &f);
+	return f.buf.data;
+}
+
+char *
+qc_document_title(xmlDoc *doc)
+{
+	xmlNode    *html = qc_root_element(doc);
+	xmlNode    *title = child_with_tag(child_with_tag(html, TAG_HEAD), TAG_TITLE);
+	char	   *text;
+
+	/* without a <head>, libxml2 may put the <title> straight into <html> */
+	if (title == NULL)
+		title = child_with_tag(html, TAG_TITLE);
+	if (title == NULL)
+		return NULL;
+	text = qc_node_text(title);
+	if (text[0] == '\0')
+	{
+		pfree(text);
+		return NULL;
+	}
+	return text;
+}
+
+char *
+qc_resolve_url(const char *base, const char *url)
+{
+	xmlChar    *built;
+	char	   *result;
+
+	while (qc_space_length(url) > 0)
+		url += qc_space_length(url);
+	if (base == NULL || base[0] == '\0')
+		return pstrdup(url);
+	built = xmlBuildURI((const xmlChar *) url, (const xmlChar *) base);
+	if (built == NULL)
+		return pstrdup(url);
+	result = pstrdup((const char *) built);
+	xmlFree(built);
+	return result;
 }
 
 
@@ -815,49 +836,113 @@ parse_html(const char *utf8, size_t len)
 	return doc;
 }
 
-/*
- * Write the text of doc and free doc, on every path: the walk allocates and
- * checks for interrupts, either of which may raise an error.  (PG_CATCH
- * rather than PG_FINALLY: gcc's -Wclobbered misfires on the latter here.)
- */
+/* Forget what article.c marked as dropped, in every element. */
 static void
-write_document(QcTextOut *out, xmlDocPtr doc)
+forget_marks(xmlNode *root)
 {
-	PG_TRY();
+	xmlNode    *node;
+
+	for (node = root; node != NULL; node = qc_next_node(node, root, false))
 	{
-		write_tree(out, (xmlNode *) doc);
+		if (node->type == XML_ELEMENT_NODE)
+			node->_private = NULL;
 	}
-	PG_CATCH();
+}
+
+/*
+ * The main content as text or Markdown.  Should nothing be left of it (a
+ * page of nothing but the same link, say), the whole page is written: the
+ * format never answers nothing where there is text.
+ */
+static char *
+write_article(xmlDocPtr doc, QcHtmlFormat format, const char *base_url)
+{
+	List	   *roots = qc_article_select(doc);
+	char	   *text;
+
+	for (;;)
 	{
-		xmlFreeDoc(doc);
-		PG_RE_THROW();
+		text = format == QC_HTML_MARKDOWN ? qc_write_markdown(roots, base_url) :
+			qc_write_text(roots, NULL);
+		if (text[0] != '\0' || roots == NIL || qc_root_element(doc) == NULL ||
+			linitial(roots) == (void *) qc_root_element(doc))
+			return text;
+		forget_marks(qc_root_element(doc));
+		roots = list_make1(qc_root_element(doc));
 	}
-	PG_END_TRY();
-	xmlFreeDoc(doc);
+}
+
+/* Write doc in the format asked for, and its metadata if asked; UTF-8. */
+static char *
+write_document(xmlDocPtr doc, QcHtmlFormat format, const char *base_url,
+			   char **metadata)
+{
+	char	   *text = NULL;
+
+	switch (format)
+	{
+		case QC_HTML_NONE:
+			break;
+		case QC_HTML_TEXT:
+			text = qc_write_text(list_make1(doc), qc_document_title(doc));
+			break;
+		case QC_HTML_ARTICLE:
+		case QC_HTML_MARKDOWN:
+			text = write_article(doc, format, base_url);
+			break;
+	}
+	if (metadata != NULL)
+		*metadata = qc_metadata_json(doc, base_url);
+	return text;
 }
 
 char *
-qc_html_to_text(const char *html, size_t len, const char *charset)
+qc_html_convert(const char *html, size_t len, const char *charset,
+				QcHtmlFormat format, const char *base_url, char **metadata)
 {
-	const char *encoding = decide_charset(html, len, charset);
+	const char *encoding = qc_html_charset(html, len, charset);
 	size_t		utf8len;
 	char	   *utf8 = qc_to_utf8(html, len, encoding, &utf8len);
-	xmlDocPtr	doc = NULL;
-	QcTextOut	out;
-	char	   *result;
+	volatile xmlDocPtr doc = NULL;
+	char	   *volatile text = NULL;
+	char	   *meta = NULL;
+	char	   *result = NULL;
 
 	CHECK_FOR_INTERRUPTS();
 	if (utf8len > 0)
 		doc = parse_html(utf8, utf8len);
 	pfree(utf8);
 
-	memset(&out, 0, sizeof(out));
-	initStringInfo(&out.buf);
+	/*
+	 * The writers allocate and check for interrupts, either of which may
+	 * raise an error: the document is freed on every path.  (PG_CATCH rather
+	 * than PG_FINALLY: gcc's -Wclobbered misfires on the latter here.)
+	 */
 	if (doc != NULL)
-		write_document(&out, doc);
-	trim_end(&out, true);
+	{
+		PG_TRY();
+		{
+			text = write_document(doc, format, base_url,
+								  metadata ? &meta : NULL);
+		}
+		PG_CATCH();
+		{
+			xmlFreeDoc(doc);
+			PG_RE_THROW();
+		}
+		PG_END_TRY();
+		xmlFreeDoc(doc);
+	}
+	else if (metadata != NULL)
+		meta = qc_metadata_json(NULL, base_url);
 
-	result = qc_to_server_text(out.buf.data, out.buf.len, NULL);
-	pfree(out.buf.data);
+	if (metadata != NULL)
+		*metadata = qc_to_server_text(meta, strlen(meta), NULL);
+	if (format != QC_HTML_NONE)
+	{
+		if (text == NULL)
+			text = pstrdup("");
+		result = qc_to_server_text(text, strlen(text), NULL);
+	}
 	return result;
 }

@@ -35,6 +35,7 @@
 #include "audit.h"
 #include "http.h"
 #include "queryclaw.h"
+#include "ratelimit.h"
 #include "redact.h"
 
 /* Most bytes of response headers kept for one response. */
@@ -358,6 +359,17 @@ is_connect_error(CURLcode rc)
 	}
 }
 
+/* The call ran out of time (queryclaw.timeout, or the call's own limit). */
+static void
+record_timeout(QcCall *call, const char *url)
+{
+	qc_call_record(call, QC_OUTCOME_TIMEOUT, ERRCODE_CONNECTION_FAILURE,
+				   psprintf("request to %s timed out", qc_redact_url(url)),
+				   psprintf("%s is %d ms, redirects included.",
+							call->timeout_setting, call->timeout_ms),
+				   NULL);
+}
+
 /*
  * Record what went wrong in a finished hop; returns false if nothing did.
  * A pending cancel is raised here: it ends the whole batch.
@@ -394,10 +406,7 @@ record_transfer_error(QcCall *call, Transfer *t, CURLcode rc, const char *url)
 					   NULL);
 	}
 	else if (rc == CURLE_OPERATION_TIMEDOUT)
-		qc_call_record(call, QC_OUTCOME_TIMEOUT, ERRCODE_CONNECTION_FAILURE,
-					   psprintf("request to %s timed out", shown),
-					   psprintf("queryclaw.timeout is %d ms, redirects included.", qc_timeout),
-					   NULL);
+		record_timeout(call, url);
 	else
 		qc_call_record(call, QC_OUTCOME_ERROR,
 					   is_connect_error(rc) ? ERRCODE_SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION :
@@ -471,7 +480,9 @@ start_hop(Slot *slot, const char *target)
 	QcCall	   *call = slot->call;
 	QcRefusal	refusal;
 	char	   *error;
-	long		remaining = qc_timeout - (long) qc_call_elapsed_ms(call);
+	long		remaining = call->timeout_ms - (long) qc_call_elapsed_ms(call);
+	/* see QcCall.trusted: the DBA's own endpoint, first hop only */
+	bool		trusted = call->trusted && call->redirects == 0;
 	CURLMcode	mc;
 
 	if (!qc_url_parse(target, &slot->hop, &error))
@@ -481,7 +492,8 @@ start_hop(Slot *slot, const char *target)
 					   error, NULL);
 		return false;
 	}
-	if (!qc_policy_check_url(&slot->hop, slot->method, &refusal))
+	if (trusted ? !qc_policy_check_trusted_url(&slot->hop, &refusal) :
+		!qc_policy_check_url(&slot->hop, slot->method, &refusal))
 	{
 		qc_call_record(call, QC_OUTCOME_REFUSED, refusal.sqlerrcode,
 					   refusal.message, refusal.detail, refusal.hint);
@@ -494,16 +506,13 @@ start_hop(Slot *slot, const char *target)
 	call->final_url = slot->hop.url;
 	if (remaining <= 0)
 	{
-		qc_call_record(call, QC_OUTCOME_TIMEOUT, ERRCODE_CONNECTION_FAILURE,
-					   psprintf("request to %s timed out", qc_redact_url(slot->hop.url)),
-					   psprintf("queryclaw.timeout is %d ms, redirects included.", qc_timeout),
-					   NULL);
+		record_timeout(call, slot->hop.url);
 		return false;
 	}
 
 	memset(&slot->t, 0, sizeof(slot->t));
-	slot->t.body_limit = QC_MAX_BYTES();
-	slot->t.check_addresses = (qc_proxy[0] == '\0');
+	slot->t.body_limit = call->max_bytes;
+	slot->t.check_addresses = (qc_proxy[0] == '\0') && !trusted;
 	slot->header_list = append_headers(NULL, slot->headers);
 	configure(slot->easy, &slot->t, slot->hop.url, slot->method, slot->body,
 			  slot->body_len, slot->header_list, remaining);
@@ -581,7 +590,9 @@ start_call(Slot *slot, QcCall *call)
 	slot->body_len = call->body_len;
 	slot->headers = call->headers;
 	call->started = GetCurrentTimestamp();
-	if (start_hop(slot, call->url))
+	/* no room for its audit record (audit.c), or over the rate limit */
+	if (call->error_code == 0 && qc_ratelimit_check(call) &&
+		start_hop(slot, call->url))
 		return true;
 	slot->call = NULL;
 	return false;
@@ -595,25 +606,47 @@ end_call(Slot *slot, QcCallDone on_done, void *arg)
 
 	slot->call = NULL;
 	call->elapsed_ms = qc_call_elapsed_ms(call);
+	qc_audit_response(call);
 	if (on_done)
 		on_done(call, arg);
+}
+
+/* The host a call's first hop goes to ("" when its URL does not parse). */
+static const char *
+call_host(QcCall *call)
+{
+	QcUrl		url;
+	char	   *error;
+
+	if (call->host == NULL)
+		call->host = qc_url_parse(call->url, &url, &error) ? url.host : "";
+	return call->host;
 }
 
 /* Is another transfer to this call's host allowed now? */
 static bool
 host_has_room(Slot *slots, int nslots, QcCall *call)
 {
-	QcUrl		url;
-	char	   *error;
+	const char *host = call_host(call);
 	int			busy = 0;
 
 	/* an unparsable URL ends at once in start_hop, without a connection */
-	if (!qc_url_parse(call->url, &url, &error))
+	if (host[0] == '\0')
 		return true;
 	for (int i = 0; i < nslots; i++)
-		if (slots[i].call != NULL && strcmp(slots[i].origin.host, url.host) == 0)
+		if (slots[i].call != NULL && strcmp(slots[i].call->host, host) == 0)
 			busy++;
 	return busy < qc_max_host_concurrency;
+}
+
+/* Is a call in flight in any slot? */
+static bool
+any_running(Slot *slots, int nslots)
+{
+	for (int s = 0; s < nslots; s++)
+		if (slots[s].call != NULL)
+			return true;
+	return false;
 }
 
 /* How far ahead of the first waiting call to look for one whose host has room. */
@@ -638,6 +671,9 @@ fill_slots(Slot *slots, int nslots, QcCall **calls, bool *started, int ncalls,
 		{
 			if (started[i] || !host_has_room(slots, nslots, calls[i]))
 				continue;
+			/* room for its audit record, or later, once one of ours ended */
+			if (!qc_audit_begin(calls[i], any_running(slots, nslots)))
+				return;
 			started[i] = true;
 			if (start_call(&slots[s], calls[i]))
 				break;
@@ -724,12 +760,9 @@ qc_http_execute_many(QcCall **calls, int ncalls, int concurrency,
 		{
 			int			running;
 			CURLMcode	mc;
-			int			active = 0;
 
 			fill_slots(slots, nslots, calls, started, ncalls, &first_waiting, on_done, arg);
-			for (int s = 0; s < nslots; s++)
-				active += (slots[s].call != NULL);
-			if (active == 0 && first_waiting >= ncalls)
+			if (!any_running(slots, nslots) && first_waiting >= ncalls)
 				break;
 
 			mc = curl_multi_perform(qc_multi, &running);
@@ -744,6 +777,9 @@ qc_http_execute_many(QcCall **calls, int ncalls, int concurrency,
 	{
 		for (int s = 0; s < nslots; s++)
 		{
+			/* only an error (a cancel) leaves a call in a slot: audit it */
+			if (slots[s].call != NULL)
+				qc_audit_interrupted(slots[s].call);
 			release_hop(&slots[s]);
 			slots[s].call = NULL;
 		}

@@ -38,7 +38,29 @@ typedef struct QcCall
 	size_t		body_len;
 	int			max_chars;		/* effective limit on returned characters */
 	int			ord;			/* position in a batch (0-based) */
+	const char *host;			/* first hop's host, once known (http.c) */
 	TimestampTz started;
+
+	/*
+	 * Per-call limits and audit additions.  qc_call_new() sets the defaults
+	 * (queryclaw.timeout, queryclaw.max_bytes, nothing extra); the LLM and
+	 * search endpoints change them.
+	 */
+	int			timeout_ms;		/* whole request, redirects included */
+	const char *timeout_setting;	/* the setting named in a timeout error */
+	size_t		max_bytes;		/* body bytes kept; the transfer is cut there */
+	char	   *audit_extra;	/* more "key": value members for the audit
+								 * row's detail object, or NULL */
+
+	/*
+	 * A trusted endpoint: the DBA's own queryclaw.llm_url or
+	 * queryclaw.search_url, never a URL a caller or a model chose.  For the
+	 * first hop only, the host lists, the literal-address check, read_only
+	 * and the connect-time address check (block_local) are skipped;
+	 * queryclaw.enabled and the http/https rule still apply.  A redirect
+	 * leaves the trusted URL, so every later hop gets the whole policy.
+	 */
+	bool		trusted;
 
 	/* the response, filled by qc_http_execute() */
 	char	   *final_url;		/* after redirects */
@@ -79,6 +101,14 @@ extern void qc_call_record(QcCall *call, const char *outcome, int sqlerrcode,
 						   const char *message, const char *detail,
 						   const char *hint);
 
+/*
+ * qc_call_record without the audit: for a call that never started because
+ * there was no room for its audit record.
+ */
+extern void qc_call_set_failure(QcCall *call, const char *outcome, int sqlerrcode,
+								const char *message, const char *detail,
+								const char *hint);
+
 /* Raise the failure recorded on the call. */
 extern void qc_call_raise(const QcCall *call) pg_attribute_noreturn();
 
@@ -114,6 +144,10 @@ extern const char *qc_http_validate_method(const char *method);
 
 /* Validate one header; raises 22023 for names or values that are unsafe. */
 extern void qc_http_validate_header(const char *name, const char *value);
+
+/* Append a header, validated as qc_http_validate_header() does. */
+extern List *qc_http_add_header(List *headers, const char *name,
+								const char *value);
 
 /* Return the value of a request header (case-insensitive), or NULL. */
 extern const char *qc_http_find_header(List *headers, const char *name);

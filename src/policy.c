@@ -92,11 +92,8 @@ refuse(QcRefusal *refusal, char *message, char *detail, char *hint)
 }
 
 bool
-qc_policy_check_url(const QcUrl *url, const char *method, QcRefusal *refusal)
+qc_policy_check_trusted_url(const QcUrl *url, QcRefusal *refusal)
 {
-	const QcHostRule *rule;
-	QcAddrClass cls;
-
 	if (!qc_enabled)
 	{
 		refuse(refusal, pstrdup("queryclaw is disabled"),
@@ -112,6 +109,17 @@ qc_policy_check_url(const QcUrl *url, const char *method, QcRefusal *refusal)
 			   pstrdup("Only http and https URLs can be requested."), NULL);
 		return false;
 	}
+	return true;
+}
+
+bool
+qc_policy_check_url(const QcUrl *url, const char *method, QcRefusal *refusal)
+{
+	const QcHostRule *rule;
+	QcAddrClass cls;
+
+	if (!qc_policy_check_trusted_url(url, refusal))
+		return false;
 	if ((rule = qc_host_list_match(qc_denied_hosts_parsed, url->host, url->port)) != NULL)
 	{
 		refuse(refusal,

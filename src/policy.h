@@ -46,6 +46,13 @@ extern bool qc_policy_check_url(const QcUrl *url, const char *method,
 								QcRefusal *refusal);
 
 /*
+ * The part of qc_policy_check_url() that applies even to a trusted endpoint
+ * (the DBA's queryclaw.llm_url or search_url): the master switch and the
+ * http/https rule.
+ */
+extern bool qc_policy_check_trusted_url(const QcUrl *url, QcRefusal *refusal);
+
+/*
  * The connect-time rule for one address: may the extension open a
  * connection to addr:port?  Allocates nothing and never raises an error, so
  * libcurl callbacks can call it; *cls says why not.

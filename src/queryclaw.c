@@ -3,8 +3,8 @@
  * queryclaw.c
  *	  Module entry point of queryclaw_ext.
  *
- * queryclaw_ext lets SQL reach the web (web_fetch, api_call, check_url)
- * under a policy the DBA sets with queryclaw.* settings, and records every
+ * queryclaw_ext lets SQL reach the web (web_fetch, api_call, check_url,
+ * web_search, and llm_chat_tools, a model that browses with them) under a policy the DBA sets with queryclaw.* settings, and records every
  * attempt in queryclaw.audit_log.  The parts, one concern per file:
  *
  *	guc.c		the settings
@@ -14,19 +14,34 @@
  *	redact.c	secrets kept out of logs and audit rows
  *	http.c		the libcurl transport and redirects
  *	charset.c	character sets and conversion to the database encoding
- *	html.c		HTML to readable text (libxml2)
+ *	html.c		HTML: the charset decision, parsing (libxml2), the tree walk
+ *	text.c		HTML as text (formats text and article)
+ *	article.c	the main content of a page (formats article and markdown)
+ *	markdown.c	HTML as Markdown
+ *	metadata.c	what a page says about itself (format metadata)
  *	json.c		JSON validation (cJSON)
  *	response.c	what the SQL functions return
- *	audit.c		the audit rows
+ *	audit.c		the audit rows, durable or in the caller's transaction
+ *	auditq.c	the shared-memory queue of audit records
+ *	worker.c	the audit worker that commits them
+ *	ratelimit.c	queryclaw.max_calls_per_hour
  *	fetch.c, api.c, check.c		the SQL-callable functions
+ *	chat.c		the OpenAI chat-completions wire format
+ *	tools.c		the tools a model may call, each in a subtransaction
+ *	search.c	web_search(), a SearXNG-compatible search API
+ *	llm.c		llm_chat_tools(): the tool loop; web_fetch's extract
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
 #include "fmgr.h"
+#include "miscadmin.h"
 
+#include "auditq.h"
 #include "queryclaw.h"
+#include "ratelimit.h"
+#include "worker.h"
 
 PG_MODULE_MAGIC;
 
@@ -36,4 +51,15 @@ void
 _PG_init(void)
 {
 	qc_guc_init();
+
+	/*
+	 * The durable audit and the rate limits live in shared memory, which
+	 * only a preloaded library can have; without it calls are audited in
+	 * the caller's transaction and a rate limit refuses every call.
+	 */
+	if (!process_shared_preload_libraries_in_progress)
+		return;
+	qc_auditq_init();
+	qc_worker_init();
+	qc_ratelimit_init();
 }

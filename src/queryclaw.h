@@ -34,6 +34,23 @@ extern bool qc_audit;
 extern bool qc_audit_query;
 extern int	qc_max_concurrency;
 extern int	qc_max_host_concurrency;
+/* the LLM tool loop and web search */
+extern char *qc_llm_url;
+extern char *qc_llm_model;
+extern char *qc_llm_api_key;
+extern int	qc_llm_timeout;		/* milliseconds */
+extern int	qc_llm_max_rounds;
+extern int	qc_llm_max_tokens;	/* 0: not sent */
+extern int	qc_llm_tool_max_chars;
+extern char *qc_search_url;
+extern char *qc_search_api_key;
+
+/* the durable audit and rate limits; the PGC_POSTMASTER ones need preload */
+extern int	qc_max_calls_per_hour;
+extern char *qc_database;
+extern int	qc_audit_queue_size;	/* kilobytes */
+extern char *qc_audit_retention;
+extern int64 qc_audit_retention_us; /* parsed; 0 keeps rows forever */
 
 /* parsed forms of the list settings; never NULL once the GUCs exist */
 extern const QcAddrList *qc_local_allowlist_parsed;

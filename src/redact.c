@@ -6,7 +6,8 @@
  * The audit log and error messages are read by people other than the
  * caller (the DBA, log shippers), so nothing that looks like a credential
  * may reach them: URL userinfo, Authorization/Cookie headers and anything
- * named like a key, token, secret, password or signature.  The same
+ * named like a key, token, secret, password or signature; and the LLM and
+ * search API keys the DBA configured, wherever they occur in text.  The same
  * predicate decides which request headers are dropped when a redirect
  * leaves the origin the caller addressed.
  *
@@ -18,7 +19,11 @@
 #include "utils/builtins.h"
 #include "utils/formatting.h"
 
+#include "queryclaw.h"
 #include "redact.h"
+
+/* API keys shorter than this are not searched for: too many false hits. */
+#define MIN_KEY_LENGTH 8
 
 /* Does s end with suffix? */
 static bool
@@ -124,4 +129,32 @@ qc_redact_url(const char *url)
 		}
 	}
 	return out.data;
+}
+
+/* Replace every occurrence of key in text; text itself when there is none. */
+static const char *
+replace_key(const char *text, const char *key)
+{
+	StringInfoData out;
+	const char *p = text;
+	const char *hit;
+	size_t		keylen = strlen(key);
+
+	if (keylen < MIN_KEY_LENGTH || strstr(text, key) == NULL)
+		return text;
+	initStringInfo(&out);
+	while ((hit = strstr(p, key)) != NULL)
+	{
+		appendBinaryStringInfo(&out, p, hit - p);
+		appendStringInfoString(&out, "REDACTED");
+		p = hit + keylen;
+	}
+	appendStringInfoString(&out, p);
+	return out.data;
+}
+
+const char *
+qc_redact_keys(const char *text)
+{
+	return replace_key(replace_key(text, qc_llm_api_key), qc_search_api_key);
 }

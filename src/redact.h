@@ -18,4 +18,13 @@ extern bool qc_name_is_secret(const char *name, bool is_header);
  */
 extern char *qc_redact_url(const char *url);
 
+/*
+ * text with every occurrence of the configured API keys
+ * (queryclaw.llm_api_key, queryclaw.search_api_key; 8 characters or more)
+ * replaced by REDACTED, in a palloc'd copy (text itself when no key
+ * occurs): for what an endpoint sends back, and for statement text stored
+ * in audit rows.
+ */
+extern const char *qc_redact_keys(const char *text);
+
 #endif							/* QC_REDACT_H */

@@ -27,20 +27,50 @@
 #include "redact.h"
 #include "response.h"
 
+/* The formats, in the order of QcFormat */
+static const struct
+{
+	const char *name;
+	QcHtmlFormat html;			/* what HTML is turned into */
+}			formats[] = {
+	{"text", QC_HTML_TEXT},
+	{"article", QC_HTML_ARTICLE},
+	{"markdown", QC_HTML_MARKDOWN},
+	{"raw", QC_HTML_NONE},
+	{"json", QC_HTML_NONE},
+	{"metadata", QC_HTML_NONE},
+};
+
+StaticAssertDecl(lengthof(formats) == QC_FORMAT_METADATA + 1,
+				 "formats[] must list every QcFormat");
+
 QcFormat
 qc_format_parse(const char *name)
 {
-	if (strcmp(name, "text") == 0)
-		return QC_FORMAT_TEXT;
-	if (strcmp(name, "raw") == 0)
-		return QC_FORMAT_RAW;
-	if (strcmp(name, "json") == 0)
-		return QC_FORMAT_JSON;
+	int			i;
+
+	for (i = 0; i < lengthof(formats); i++)
+	{
+		if (strcmp(name, formats[i].name) == 0)
+			return (QcFormat) i;
+	}
 	ereport(ERROR,
 			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 			 errmsg("unsupported format \"%s\"", name),
-			 errhint("Use 'text', 'raw' or 'json'.")));
+			 errhint("Use 'text', 'article', 'markdown', 'raw', 'json' or 'metadata'.")));
 	pg_unreachable();
+}
+
+const char *
+qc_format_name(QcFormat format)
+{
+	return formats[format].name;
+}
+
+QcHtmlFormat
+qc_format_html(QcFormat format)
+{
+	return formats[format].html;
 }
 
 int
@@ -76,8 +106,29 @@ looks_like_html(const char *data, size_t len)
 		 pg_strncasecmp(data + i, "<html", 5) == 0);
 }
 
-/* How much of an error page to quote in errdetail. */
-#define ERROR_BODY_QUOTE 200
+/* Is the body HTML: by its Content-Type, or without one, by its start? */
+static bool
+body_is_html(const QcCall *call)
+{
+	if (call->content_type != NULL)
+		return qc_content_type_is_html(call->content_type);
+	return looks_like_html(call->data, call->data_len);
+}
+
+/*
+ * The charset to decode the body with: the header's, and for HTML, decided
+ * as browsers decide it (<meta>, then a guess), so that 'raw' and api_call
+ * read a page the way 'text' does.
+ */
+static const char *
+body_charset(const QcCall *call)
+{
+	char	   *header = qc_content_type_charset(call->content_type);
+
+	if (body_is_html(call))
+		return qc_html_charset(call->data, call->data_len, header);
+	return header;
+}
 
 /* Record a failure to shape the response; always returns NULL. */
 static char *
@@ -97,19 +148,45 @@ finish_text(QcCall *call, char *text)
 	return text;
 }
 
+/*
+ * A JSON document to return whole (what names it in the error): it cannot
+ * be cut at max_chars without becoming invalid, so a longer one is an
+ * error.
+ */
+static char *
+finish_json(QcCall *call, char *text, const char *what, const char *hint)
+{
+	if (qc_count_chars(text) > call->max_chars)
+		return fail(call, ERRCODE_PROGRAM_LIMIT_EXCEEDED,
+					psprintf("%s from %s is longer than %d characters", what,
+							 qc_redact_url(call->final_url), call->max_chars),
+					"A JSON document cannot be cut without making it invalid.",
+					hint);
+	return finish_text(call, text);
+}
+
+/* Is the body text of some kind: HTML, JSON, text/, or of no stated type? */
+static bool
+body_is_readable(const QcCall *call)
+{
+	return body_is_html(call) || call->content_type == NULL ||
+		qc_content_type_is_text(call->content_type);
+}
+
 char *
 qc_response_text(QcCall *call, QcFormat format)
 {
 	const char *ctype = call->content_type;
-	char	   *charset = qc_content_type_charset(ctype);
+	char	   *header_charset = qc_content_type_charset(ctype);
 	char	   *text;
 
 	if (format == QC_FORMAT_RAW)
-		return finish_text(call, qc_to_server_text(call->data, call->data_len, charset));
+		return finish_text(call, qc_to_server_text(call->data, call->data_len,
+												   body_charset(call)));
 
 	if (format == QC_FORMAT_JSON)
 	{
-		text = qc_to_server_text(call->data, call->data_len, charset);
+		text = qc_to_server_text(call->data, call->data_len, header_charset);
 		if (!qc_json_is_valid(text, strlen(text)))
 			return fail(call, ERRCODE_INVALID_TEXT_REPRESENTATION,
 						psprintf("response from %s is not valid JSON",
@@ -118,43 +195,61 @@ qc_response_text(QcCall *call, QcFormat format)
 						psprintf("The response was cut at queryclaw.max_bytes (%d kB).", qc_max_bytes) :
 						NULL,
 						NULL);
-		if (qc_count_chars(text) > call->max_chars)
-			return fail(call, ERRCODE_PROGRAM_LIMIT_EXCEEDED,
-						psprintf("JSON response from %s is longer than %d characters",
-								 qc_redact_url(call->final_url), call->max_chars),
-						"A JSON document cannot be cut without making it invalid.",
-						"Raise max_chars (up to queryclaw.max_chars), or use format 'raw'.");
-		return finish_text(call, text);
+		return finish_json(call, text, "JSON response",
+						   "Raise max_chars (up to queryclaw.max_chars), or use format 'raw'.");
 	}
 
-	if (qc_content_type_is_html(ctype) ||
-		(ctype == NULL && looks_like_html(call->data, call->data_len)))
-		return finish_text(call, qc_html_to_text(call->data, call->data_len, charset));
-	if (ctype == NULL || qc_content_type_is_text(ctype) || qc_content_type_is_json(ctype))
-		return finish_text(call, qc_to_server_text(call->data, call->data_len, charset));
+	if (!body_is_readable(call))
+		return fail(call, ERRCODE_INVALID_PARAMETER_VALUE,
+					psprintf("cannot convert content type \"%s\" to %s", ctype,
+							 qc_format_name(format)),
+					psprintf("The response from %s is not text, HTML or JSON.",
+							 qc_redact_url(call->final_url)),
+					"queryclaw.api_call() returns such bodies base64-encoded.");
 
-	return fail(call, ERRCODE_INVALID_PARAMETER_VALUE,
-				psprintf("cannot convert content type \"%s\" to text", ctype),
-				psprintf("The response from %s is not text, HTML or JSON.",
-						 qc_redact_url(call->final_url)),
-				"queryclaw.api_call() returns such bodies base64-encoded.");
+	/* metadata: what an HTML page says about itself; other text says nothing */
+	if (format == QC_FORMAT_METADATA)
+	{
+		bool		html = body_is_html(call);
+
+		(void) qc_html_convert(html ? call->data : "", html ? call->data_len : 0,
+							   header_charset, QC_HTML_NONE, call->final_url,
+							   &text);
+		return finish_json(call, text, "metadata",
+						   "Raise max_chars (up to queryclaw.max_chars).");
+	}
+
+	/* text, article, markdown: HTML is converted, other text kept as it is */
+	if (body_is_html(call))
+		return finish_text(call, qc_html_convert(call->data, call->data_len,
+												 header_charset,
+												 qc_format_html(format),
+												 call->final_url, NULL));
+	return finish_text(call, qc_to_server_text(call->data, call->data_len,
+											   header_charset));
+}
+
+char *
+qc_text_quote(const char *text)
+{
+	char	   *quote = pstrdup(text);
+	size_t		len;
+
+	qc_clip_chars(quote, QC_QUOTE_CHARS);
+	len = strlen(quote);
+	while (len > 0 && isspace((unsigned char) quote[len - 1]))
+		quote[--len] = '\0';
+	return quote[0] ? psprintf("The response began: %s", quote) : NULL;
 }
 
 /* A status other than 2xx: the error quotes the start of the body. */
 static char *
 fail_status(QcCall *call)
 {
-	char	   *quote = qc_to_server_text(call->data, call->data_len, NULL);
-	size_t		len;
-
-	qc_clip_chars(quote, ERROR_BODY_QUOTE);
-	len = strlen(quote);
-	while (len > 0 && isspace((unsigned char) quote[len - 1]))
-		quote[--len] = '\0';
 	qc_call_record(call, QC_OUTCOME_HTTP_ERROR, ERRCODE_EXTERNAL_ROUTINE_EXCEPTION,
 				   psprintf("HTTP status %ld from %s", call->status,
 							qc_redact_url(call->final_url)),
-				   quote[0] ? psprintf("The response began: %s", quote) : NULL,
+				   qc_text_quote(qc_to_server_text(call->data, call->data_len, NULL)),
 				   "Use queryclaw.api_call() to read responses of any status.");
 	return NULL;
 }
@@ -256,8 +351,7 @@ append_body(StringInfo out, QcCall *call)
 	}
 	if (body_is_text(call))
 	{
-		text = qc_to_server_text(call->data, call->data_len,
-								 qc_content_type_charset(call->content_type));
+		text = qc_to_server_text(call->data, call->data_len, body_charset(call));
 		if (qc_content_type_is_json(call->content_type) && !call->data_cut &&
 			qc_count_chars(text) <= call->max_chars &&
 			qc_json_is_valid(text, strlen(text)))
@@ -306,6 +400,16 @@ qc_response_jsonb(QcCall *call)
 	append_headers_object(&out, call->response_headers);
 	appendStringInfoString(&out, ", \"body\": ");
 	append_body(&out, call);
+	if (call->data_len > 0 && body_is_html(call))
+	{
+		char	   *metadata;
+
+		/* what the page says about itself, from the whole body */
+		(void) qc_html_convert(call->data, call->data_len,
+							   qc_content_type_charset(call->content_type),
+							   QC_HTML_NONE, call->final_url, &metadata);
+		appendStringInfo(&out, ", \"metadata\": %s", metadata);
+	}
 	appendStringInfo(&out, ", \"truncated\": %s, \"elapsed_ms\": %.3f}",
 					 call->truncated ? "true" : "false", call->elapsed_ms);
 

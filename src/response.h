@@ -12,17 +12,26 @@
 #include "fmgr.h"
 #include "utils/jsonb.h"
 
+#include "content.h"
 #include "http.h"
 
+/* The formats of web_fetch, in the order of formats[] in response.c */
 typedef enum QcFormat
 {
 	QC_FORMAT_TEXT,
+	QC_FORMAT_ARTICLE,
+	QC_FORMAT_MARKDOWN,
 	QC_FORMAT_RAW,
-	QC_FORMAT_JSON
+	QC_FORMAT_JSON,
+	QC_FORMAT_METADATA
 } QcFormat;
 
 /* Parse a format name; raises 22023 for an unknown one. */
 extern QcFormat qc_format_parse(const char *name);
+
+/* The HTML conversion a format asks for (QC_HTML_NONE for raw and json). */
+extern QcHtmlFormat qc_format_html(QcFormat format);
+extern const char *qc_format_name(QcFormat format);
 
 /*
  * The effective character limit: the argument when given (it can only
@@ -46,6 +55,14 @@ extern char *qc_response_text(QcCall *call, QcFormat format);
  */
 extern char *qc_fetch_result(QcCall *call, QcFormat format);
 
+/*
+ * For an error detail: "The response began: ..." with the first
+ * QC_QUOTE_CHARS characters of text (in the database encoding), or NULL
+ * when it is empty.
+ */
+#define QC_QUOTE_CHARS 200
+extern char *qc_text_quote(const char *text);
+
 /* api_call's result object; sets call->chars and call->truncated. */
 extern Jsonb *qc_response_jsonb(QcCall *call);
 
@@ -58,5 +75,8 @@ extern QcCall *qc_api_prepare(const char *func, char *url, const char *method,
 
 /* api_call's result for a call that has run (audited), or NULL if it failed. */
 extern Jsonb *qc_api_result(QcCall *call);
+
+/* check.c: check_url's result as JSON text. */
+extern char *qc_check_url_json(const char *url);
 
 #endif							/* QC_RESPONSE_H */

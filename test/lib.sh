@@ -15,9 +15,11 @@ QC_BINDIR=$($QC_PG_CONFIG --bindir 2>/dev/null)
 # Debian's interpreter, which has the Debian python3-* modules the servers use
 QC_PYTHON=/usr/bin/python3
 [ -x "$QC_PYTHON" ] || QC_PYTHON=python3
-QC_PIDS=()
 QC_WORK=""
 QC_PGDATA=""
+# What qc_start_nginx needs; the benchmarks add it to QC_PACKAGES.
+QC_NGINX_PACKAGES="nginx-light libnginx-mod-http-echo"
+QC_NGINX_PORT=""
 
 qc_log() { printf '== %s\n' "$*"; }
 
@@ -78,8 +80,9 @@ qc_make_workdir() {
 }
 
 # Start a loopback server script; prints its port.  $1 = script, $2 = name,
-# further arguments go to the script.  Callers run it in a command
-# substitution, a subshell, so the pid goes to a file for qc_cleanup.
+# further arguments go to the script.  Callers run it in $(...), a
+# subshell, so the pid goes to a file that qc_cleanup reads: a shell
+# variable would not outlive the subshell.
 qc_start_server() {
 	local portfile="$QC_WORK/$2.port"
 	"$QC_PYTHON" "$1" --port-file "$portfile" "${@:3}" >"$QC_WORK/$2.log" 2>&1 &
@@ -106,14 +109,53 @@ qc_make_tls() {
 		chmod 644 "$dir"/*.pem
 }
 
-# initdb and start a cluster on a Unix socket in QC_WORK (no TCP port).
-# Extra postgresql.conf lines come on stdin, then from QC_EXTRA_CONF.
-# QC_PG_WRAPPER, when set, is a command the postmaster runs under (make
-# valgrind sets it to valgrind and its options).
+# Start Debian's nginx on a free loopback port (QC_NGINX_PORT), as root or
+# not, writing only under QC_WORK; qc_cleanup stops it (QC_WORK/nginx.pid).  It serves
+# /small.json, /page.html (60 KB of HTML) and /delay (answers after 20 ms
+# through the echo module).
+qc_start_nginx() {
+	local web="$QC_WORK/nginx"
+	mkdir -p "$web/html" "$web/tmp"
+	QC_NGINX_PORT=$("$QC_PYTHON" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+	printf '{"ok": true, "n": 42}' >"$web/html/small.json"
+	"$QC_PYTHON" - "$web/html/page.html" <<'PY'
+import sys
+paras = "".join(f"<p>Paragraph {i}: " + "lorem ipsum dolor sit amet " * 20 + "</p>\n" for i in range(100))
+page = f"<!DOCTYPE html><html><head><title>Bench page</title><style>p {{margin:0}}</style></head><body><nav><a href='/'>Home</a></nav><main><h1>Bench</h1>{paras}</main></body></html>"
+open(sys.argv[1], "w").write(page[:61440] if len(page) > 61440 else page)
+PY
+	cat >"$web/nginx.conf" <<CONF
+load_module /usr/lib/nginx/modules/ngx_http_echo_module.so;
+worker_processes 1;
+pid $QC_WORK/nginx.pid;
+error_log $web/error.log;
+events { worker_connections 4096; }
+http {
+    access_log off;
+    client_body_temp_path $web/tmp; proxy_temp_path $web/tmp; fastcgi_temp_path $web/tmp;
+    uwsgi_temp_path $web/tmp; scgi_temp_path $web/tmp;
+    keepalive_requests 1000000;
+    server {
+        listen 127.0.0.1:$QC_NGINX_PORT;
+        root $web/html;
+        location = /small.json { default_type application/json; }
+        location = /delay { default_type text/plain; echo_sleep 0.02; echo "done"; }
+    }
+}
+CONF
+	nginx -c "$web/nginx.conf" -e "$web/error.log" || { cat "$web/error.log" >&2; return 1; }
+}
+
+# initdb and start a cluster on a Unix socket in QC_WORK (no TCP port), in
+# QC_WORK/$1 (default "data").  Extra postgresql.conf lines come on stdin;
+# they come last, so they override the defaults set here.  One cluster runs
+# at a time: stop it with qc_stop_cluster before starting another.
+# QC_EXTRA_CONF, when set, adds lines after those of stdin; QC_PG_WRAPPER is
+# a command the postmaster then runs under (make valgrind sets both).
 qc_start_cluster() {
 	local bindir="$QC_BINDIR"
 	local postgres=()
-	QC_PGDATA="$QC_WORK/data"
+	QC_PGDATA="$QC_WORK/${1:-data}"
 	if [ -n "${QC_PG_WRAPPER:-}" ]; then
 		printf '#!/bin/sh\nexec %s "%s" "$@"\n' "$QC_PG_WRAPPER" "$bindir/postgres" >"$QC_WORK/postgres-wrapper"
 		chmod 755 "$QC_WORK/postgres-wrapper"
@@ -131,9 +173,19 @@ qc_start_cluster() {
 		cat
 		[ -z "${QC_EXTRA_CONF:-}" ] || printf '%s\n' "$QC_EXTRA_CONF"
 	} | qc_as_pg tee -a "$QC_PGDATA/postgresql.conf" >/dev/null
-	qc_as_pg "$bindir/pg_ctl" -D "$QC_PGDATA" -l "$QC_WORK/postgres.log" -w "${postgres[@]}" start >/dev/null ||
+	# Proxy variables naming a dead loopback port: the extension must ignore
+	# them (only queryclaw.proxy counts), or every request would fail.
+	qc_as_pg env http_proxy=http://127.0.0.1:9 https_proxy=http://127.0.0.1:9 \
+		HTTP_PROXY=http://127.0.0.1:9 HTTPS_PROXY=http://127.0.0.1:9 ALL_PROXY=http://127.0.0.1:9 \
+		"$bindir/pg_ctl" -D "$QC_PGDATA" -l "$QC_WORK/postgres.log" -w "${postgres[@]}" start >/dev/null ||
 		{ cat "$QC_WORK/postgres.log" >&2; return 1; }
 	export PGHOST="$QC_WORK" PGPORT=5432
+}
+
+qc_stop_cluster() {
+	if [ -n "$QC_PGDATA" ] && [ -f "$QC_PGDATA/postmaster.pid" ]; then
+		qc_as_pg "$QC_BINDIR/pg_ctl" -D "$QC_PGDATA" -m fast -w stop >/dev/null 2>&1
+	fi
 }
 
 qc_psql() {
@@ -142,13 +194,12 @@ qc_psql() {
 
 qc_cleanup() {
 	local rc=$?
-	if [ -n "$QC_PGDATA" ] && [ -f "$QC_PGDATA/postmaster.pid" ]; then
-		qc_as_pg "$QC_BINDIR/pg_ctl" -D "$QC_PGDATA" -m fast -w stop >/dev/null 2>&1
+	qc_stop_cluster
+	if [ -n "$QC_WORK" ]; then
+		for pidfile in "$QC_WORK"/*.pid; do
+			[ -f "$pidfile" ] && kill "$(cat "$pidfile")" 2>/dev/null
+		done
 	fi
-	for pid in "${QC_PIDS[@]}"; do kill "$pid" 2>/dev/null; done
-	[ -n "$QC_WORK" ] && for pidfile in "$QC_WORK"/*.pid; do
-		[ -f "$pidfile" ] && kill "$(cat "$pidfile")" 2>/dev/null
-	done
 	wait 2>/dev/null
 	if [ -n "$QC_WORK" ]; then
 		if [ "$rc" -eq 0 ] || [ -n "${CI:-}" ]; then rm -rf "$QC_WORK"; else echo "kept $QC_WORK for inspection"; fi

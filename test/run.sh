@@ -2,9 +2,11 @@
 # test/run.sh: `make test` — every test, on a fresh machine, in one command.
 #
 # Installs what is missing, builds the extension and installs it into a
-# private copy of PostgreSQL (nothing system-wide), runs the unit tests, starts the fixture server on a free loopback port and
-# a scratch cluster with the extension preloaded, runs pg_regress over
-# sql/*.sql against expected/, shows the diffs of any failure, stops
+# private copy of PostgreSQL (nothing system-wide), runs the unit tests,
+# starts the fixture server and the scripted model (test/fixture/) on free
+# loopback ports and a scratch cluster with the extension preloaded, runs
+# pg_regress over sql/*.sql against expected/, then over test/nopreload/
+# on a cluster without preload, shows the diffs of any failure, stops
 # everything, and ends with "N passed, N failed".
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
@@ -34,36 +36,81 @@ port=$(qc_start_server "$QC_ROOT/test/fixture/server.py" fixture \
 	--blackhole-port-file "$QC_WORK/fixture-blackhole.port") || exit 1
 tls_port=$(cat "$QC_WORK/fixture-tls.port")
 blackhole_port=$(cat "$QC_WORK/fixture-blackhole.port")
-qc_start_cluster <<CONF || exit 1
-queryclaw.enabled = on
+# The scripted model and search API.  Its port is deliberately not in
+# local_allowlist: the LLM and search endpoints are trusted, tool calls not.
+llm_port=$(qc_start_server "$QC_ROOT/test/fixture/llm_server.py" llm) || exit 1
+llm_key=sk-test-0123456789		# the tests look for it where it must not be
+policy="queryclaw.enabled = on
 queryclaw.local_allowlist = '127.0.0.1:$port'
 queryclaw.timeout = '5s'
+queryclaw.llm_url = 'http://127.0.0.1:$llm_port/v1'
+queryclaw.llm_model = 'fake-model'
+queryclaw.llm_api_key = '$llm_key'
+queryclaw.search_url = 'http://127.0.0.1:$llm_port/search'
 qc_test.base = 'http://127.0.0.1:$port'
 qc_test.port = '$port'
 qc_test.tls_port = '$tls_port'
 qc_test.blackhole_port = '$blackhole_port'
 qc_test.ca_file = '$QC_WORK/tls/ca.pem'
-CONF
+qc_test.llm_base = 'http://127.0.0.1:$llm_port'"
 
-# pg_regress runs as the cluster's user, so it works on a copy it can write.
+# Run pg_regress over the tests $3... of suite directory $1 (sql/ and
+# expected/) in database $2, and add up the results.
+run_suite() {
+	local suite=$1 db=$2
+	shift 2
+	# pg_regress runs as the cluster's user, so it works on a copy it can write.
+	[ "$(id -u)" -eq 0 ] && chown -R postgres: "$suite"
+	qc_as_pg "$($QC_PG_CONFIG --pkglibdir)/pgxs/src/test/regress/pg_regress" \
+		--host="$QC_WORK" --port=5432 --inputdir="$suite" --outputdir="$suite" \
+		--bindir="$QC_BINDIR" --dbname="$db" "$@" 2>&1 | tee "$suite/regress.log"
+	passed=$((passed + $(grep -cE '^(ok|test) .* ok( |$)|\.\.\. ok' "$suite/regress.log")))
+	# a test without an expected file makes pg_regress say "diff command failed"
+	failed=$((failed + $(grep -cE 'FAILED|failed \(ignored\)|diff command failed' "$suite/regress.log")))
+	if [ -s "$suite/regression.diffs" ]; then
+		qc_log "differences"
+		cat "$suite/regression.diffs"
+	fi
+}
+
+# The main suite, with the library preloaded: the audit worker writes into
+# the regression database (it connects once pg_regress has created it), and
+# the queue is small enough for a test to fill it.
+qc_start_cluster <<CONF || exit 1
+$policy
+queryclaw.database = 'queryclaw_regression'
+queryclaw.audit_queue_size = '1MB'
+CONF
 suite="$QC_WORK/suite"
 mkdir -p "$suite"
 cp -r "$QC_ROOT/sql" "$QC_ROOT/expected" "$suite/"
-[ "$(id -u)" -eq 0 ] && chown -R postgres: "$suite"
 # QC_TESTS="001_setup 012_batch" runs a subset while developing
 tests=${QC_TESTS:-$(cd "$QC_ROOT/sql" && ls [0-9]*.sql | sed 's/\.sql$//')}
-
 qc_log "regression tests"
-qc_as_pg "$($QC_PG_CONFIG --pkglibdir)/pgxs/src/test/regress/pg_regress" \
-	--host="$QC_WORK" --port=5432 --inputdir="$suite" --outputdir="$suite" \
-	--bindir="$QC_BINDIR" --dbname=queryclaw_regression \
-	$tests 2>&1 | tee "$QC_WORK/regress.log"
+run_suite "$suite" queryclaw_regression $tests
+qc_stop_cluster
 
-passed=$((passed + $(grep -cE '^(ok|test) .* ok( |$)|\.\.\. ok' "$QC_WORK/regress.log")))
-failed=$((failed + $(grep -cE 'FAILED|failed \(ignored\)|diff command failed' "$QC_WORK/regress.log")))
-if [ -s "$suite/regression.diffs" ]; then
-	qc_log "differences"
-	cat "$suite/regression.diffs"
+# The same setup without preload: what works, and how the audit then
+# behaves (test/nopreload/).
+qc_start_cluster nopreload <<CONF || exit 1
+$policy
+shared_preload_libraries = ''
+CONF
+suite="$QC_WORK/suite-nopreload"
+mkdir -p "$suite/sql" "$suite/expected"
+cp "$QC_ROOT/sql/001_setup.sql" "$QC_ROOT/test/nopreload/sql/"*.sql "$suite/sql/"
+cp "$QC_ROOT/expected/001_setup.out" "$QC_ROOT/test/nopreload/expected/"*.out "$suite/expected/"
+qc_log "regression tests without shared_preload_libraries"
+run_suite "$suite" queryclaw_nopreload $(cd "$suite/sql" && ls [0-9]*.sql | sed 's/\.sql$//')
+
+# The tests check results, errors and audit rows for the API key; the
+# server log (every error with its statement) must not hold it either.
+if grep -q -- "$llm_key" "$QC_WORK/postgres.log"; then
+	echo "not ok - the LLM API key is in the server log"
+	failed=$((failed + 1))
+else
+	echo "ok - the LLM API key is not in the server log"
+	passed=$((passed + 1))
 fi
 
 echo "$passed passed, $failed failed"

@@ -15,40 +15,44 @@
 # audit rows against the number expected, and exits non-zero unless there
 # are no errors, no crashes and exactly the expected rows.
 #
-# Audit rows are written in the caller's transaction, so the row of a
-# refusal caught by an exception block is rolled back with the block's
-# subtransaction; a batch records its refusal without raising, so that row
-# stays.  Once rows are committed independently of the caller, set
-# REFUSED_ROWS_SURVIVE to 1 (or QC_REFUSED_ROWS_SURVIVE=1).
+# Audit rows: in the database the audit worker writes into
+# (queryclaw.database, default postgres) every call leaves its row, the
+# caught refusals included.  QC_LOAD_DATABASE=other runs the load in
+# another database, where rows are written in the caller's transaction: the
+# row of a refusal caught by an exception block is rolled back with the
+# block's subtransaction, while a batch records its refusal without raising,
+# so that row stays.  The expected count follows audit_status().durable.
 set -uo pipefail
 . "$(dirname "$0")/../lib.sh"
-. "$(dirname "$0")/nginx.sh"
 
+QC_PACKAGES="$QC_PACKAGES $QC_NGINX_PACKAGES"
 CLIENTS=${QC_LOAD_CLIENTS:-16}
 SECONDS_=${QC_LOAD_SECONDS:-60}
-REFUSED_ROWS_SURVIVE=${QC_REFUSED_ROWS_SURVIVE:-0}
+DATABASE=${QC_LOAD_DATABASE:-postgres}
 
 # The transaction mix: script name, weight, calls it makes, and how many
-# of them leave an audit row that survives.
+# of them leave an audit row when rows are written in the caller's
+# transaction (with the durable audit, every call leaves one).
 MIX=(
 	"fetch 4 1 1"
 	"api 4 1 1"
 	"batch 1 4 4"
-	"refused 1 1 $REFUSED_ROWS_SURVIVE"
+	"refused 1 1 0"
 )
 
 qc_install_deps || exit 1
 qc_make_workdir
 qc_build_private || exit 1
 qc_start_nginx || exit 1
-base=$QC_NGINX_BASE
+base="http://127.0.0.1:$QC_NGINX_PORT"
 qc_start_cluster <<CONF || exit 1
 queryclaw.enabled = on
-queryclaw.local_allowlist = '127.0.0.1:${base##*:}'
+queryclaw.local_allowlist = '127.0.0.1:$QC_NGINX_PORT'
 max_connections = $((CLIENTS + 10))
 CONF
+[ "$DATABASE" = postgres ] || qc_psql -q -d postgres -c "CREATE DATABASE $DATABASE" || exit 1
 
-qc_psql -q -d postgres <<SQL || exit 1
+qc_psql -q -d "$DATABASE" <<SQL || exit 1
 CREATE EXTENSION queryclaw_ext;
 -- a refusal caught the way an application would catch it
 CREATE FUNCTION refused_call(url text) RETURNS text LANGUAGE plpgsql AS \$\$
@@ -74,7 +78,7 @@ SQL
 cat >"$scripts/refused.sql" <<SQL
 SELECT refused_call('http://10.0.0.1/');
 SQL
-chmod -R a+rX "$scripts"
+[ "$(id -u)" -eq 0 ] && chown -R postgres: "$scripts"
 
 args=()
 for entry in "${MIX[@]}"; do
@@ -82,31 +86,44 @@ for entry in "${MIX[@]}"; do
 	args+=(-f "$scripts/$name.sql@$weight")
 done
 
-echo "machine: $(nproc) cores; nginx $(nginx -v 2>&1 | sed 's/.*\///'); $CLIENTS clients for ${SECONDS_}s"
+durable=$(qc_psql -At -d "$DATABASE" -c "SELECT durable FROM queryclaw.audit_status()")
+echo "machine: $(nproc) cores; nginx $(nginx -v 2>&1 | sed 's/.*\///'); $CLIENTS clients for ${SECONDS_}s;" \
+	"database $DATABASE, audit $([ "$durable" = t ] && echo durable || echo "in the caller's transaction")"
 qc_as_pg "$QC_BINDIR/pgbench" -h "$QC_WORK" -p 5432 -n -c "$CLIENTS" -j "$(nproc)" \
-	-T "$SECONDS_" "${args[@]}" postgres >"$QC_WORK/pgbench.log" 2>&1
+	-T "$SECONDS_" -l --log-prefix="$scripts/tx" "${args[@]}" "$DATABASE" >"$QC_WORK/pgbench.log" 2>&1
 pgbench_rc=$?
 
-# Per script: "SQL script N: PATH" is followed by its transaction count.
+# The transactions of each script, from pgbench's per-transaction logs
+# (script number in the 4th field): exact, where its summary can miss one.
 calls=0
 expected=0
 transactions=0
+script=0
 for entry in "${MIX[@]}"; do
 	read -r name _ ncalls nrows <<<"$entry"
-	n=$(sed -n "/^SQL script [0-9]*: .*\/$name.sql/,/transactions/s/^ - \([0-9]*\) transactions.*/\1/p" "$QC_WORK/pgbench.log")
-	n=${n:-0}
+	n=$(cat "$scripts"/tx.* | awk -v s="$script" '$4 == s && $3 != "failed" { c++ } END { print c + 0 }')
 	printf '  %-8s %8d transactions\n' "$name" "$n"
+	[ "$durable" = t ] && nrows=$ncalls
 	transactions=$((transactions + n))
 	calls=$((calls + n * ncalls))
 	expected=$((expected + n * nrows))
+	script=$((script + 1))
 done
+
+# The audit worker writes a moment after each call: wait (at most 30 s)
+# until it has written everything queued.
+if [ "$durable" = t ]; then
+	qc_psql -d "$DATABASE" -At -c "DO \$\$ BEGIN FOR i IN 1..1500 LOOP
+		EXIT WHEN (SELECT queued + in_flight FROM queryclaw.audit_status()) = 0;
+		PERFORM pg_sleep(0.02); END LOOP; END \$\$" >/dev/null
+fi
 tps=$(sed -n 's/^tps = \([0-9.]*\).*/\1/p' "$QC_WORK/pgbench.log" | head -1)
 latency=$(sed -n 's/^latency average = //p' "$QC_WORK/pgbench.log")
 failed=$(sed -n 's/^number of failed transactions: \([0-9]*\).*/\1/p' "$QC_WORK/pgbench.log")
 aborted=$(grep -c 'aborted in command' "$QC_WORK/pgbench.log")
 log_errors=$(grep -c ' ERROR: ' "$QC_WORK/postgres.log")
 crashes=$(grep -c 'terminated by signal' "$QC_WORK/postgres.log")
-rows=$(qc_psql -At -d postgres -c "SELECT count(*) FROM queryclaw.audit_log")
+rows=$(qc_psql -At -d "$DATABASE" -c "SELECT count(*) FROM queryclaw.audit_log")
 errors=$((${failed:-0} + aborted + log_errors))
 
 echo "transactions: $transactions; calls: $calls; tps: ${tps:-?}; latency average: ${latency:-?}"

@@ -2,9 +2,10 @@
 # test/bench/memory.sh: backend memory under hostile bodies and long runs
 # (`make bench-memory`).
 #
-# Starts the fixture server and a scratch cluster with a private install of
-# the extension, then prints, from the backend's own /proc/self/status, its
-# private memory (RssAnon) before and after, and how far it peaked:
+# Starts the fixture server, the scripted model and search API
+# (test/fixture/llm_server.py) and a scratch cluster with a private install
+# of the extension, then prints, from the backend's own /proc/self/status,
+# its private memory (RssAnon) before and after, and how far it peaked:
 #   1. for each hostile body (1 GB plain, 1 GB gzip and brotli bombs, all
 #      three in one batch), one call in a fresh session.  Target: < 20 MB.
 #   2. for each SQL function, 10,000 calls in one statement (a PL/pgSQL
@@ -27,13 +28,20 @@ BODIES=(
 CALLS=(
 	"web_fetch|queryclaw.web_fetch('BASE/hello')"
 	"web_fetch, HTML to text|queryclaw.web_fetch('BASE/html')"
+	"web_fetch, article|queryclaw.web_fetch('BASE/html', 'article')"
+	"web_fetch, markdown|queryclaw.web_fetch('BASE/html', 'markdown')"
+	"web_fetch, metadata|queryclaw.web_fetch('BASE/html', 'metadata')"
 	"api_call|queryclaw.api_call('BASE/json')"
 	"api_call POST|queryclaw.api_call('BASE/echo', 'POST', '{\"X-Token\": \"t\"}', '{\"a\": 1}')"
 	"check_url|queryclaw.check_url('BASE/hello')"
 	"html_to_text|queryclaw.html_to_text(repeat('<p>Hello <b>world</b> &amp; <a href=\"/x\">more</a></p>', 50))"
+	"html_to_text, markdown|queryclaw.html_to_text(repeat('<p>Hello <b>world</b> &amp; <a href=\"/x\">more</a></p>', 50), 'markdown', 'https://example.com/')"
 	"web_fetch_many (2 URLs)|(SELECT count(*) FROM queryclaw.web_fetch_many(ARRAY['BASE/hello', 'BASE/json']))"
 	"api_call_many (2 requests)|(SELECT count(*) FROM queryclaw.api_call_many('[{\"url\": \"BASE/hello\"}, {\"url\": \"BASE/echo\", \"method\": \"POST\", \"body\": \"{}\"}]'))"
 	"refused (private address)|(SELECT count(*) FROM queryclaw.web_fetch_many(ARRAY['http://10.0.0.1/']))"
+	"llm_chat_tools, one answer|queryclaw.llm_chat_tools('SCENARIO:plain')"
+	"llm_chat_tools, one tool call|queryclaw.llm_chat_tools('SCENARIO:tool_call URL:BASE/hello')"
+	"web_search|(SELECT count(*) FROM queryclaw.web_search('queryclaw', 2))"
 )
 N=${QC_MEMORY_CALLS:-10000}
 BODY_LIMIT_KB=$((20 * 1024))
@@ -43,10 +51,14 @@ qc_install_deps || exit 1
 qc_make_workdir
 qc_build_private || exit 1
 port=$(qc_start_server "$QC_ROOT/test/fixture/server.py" fixture) || exit 1
+llm_port=$(qc_start_server "$QC_ROOT/test/fixture/llm_server.py" llm) || exit 1
 qc_start_cluster <<CONF || exit 1
 queryclaw.enabled = on
 queryclaw.local_allowlist = '127.0.0.1:$port'
 queryclaw.timeout = '60s'
+queryclaw.llm_url = 'http://127.0.0.1:$llm_port/v1'
+queryclaw.llm_model = 'fake-model'
+queryclaw.search_url = 'http://127.0.0.1:$llm_port/search'
 CONF
 base="http://127.0.0.1:$port"
 qc_psql -q -d postgres <<'SQL' || exit 1

@@ -15,15 +15,15 @@
 set -uo pipefail
 . "$(dirname "$0")/../lib.sh"
 
-. "$(dirname "$0")/nginx.sh"
+QC_PACKAGES="$QC_PACKAGES $QC_NGINX_PACKAGES"
 RUNS=${QC_RUNS:-5}
 
 qc_install_deps || exit 1
 qc_make_workdir
 qc_build_private || exit 1
+
 qc_start_nginx || exit 1
-base=$QC_NGINX_BASE
-nginx_port=${base##*:}
+nginx_port=$QC_NGINX_PORT
 
 qc_start_cluster <<CONF || exit 1
 queryclaw.enabled = on
@@ -33,6 +33,7 @@ queryclaw.max_host_concurrency = 64
 queryclaw.max_chars = 100000
 CONF
 qc_psql -q -d postgres -c "CREATE EXTENSION queryclaw_ext"
+base="http://127.0.0.1:$nginx_port"
 
 # Run SQL that prints one number; repeated RUNS times, print the median.
 median() {

@@ -4,7 +4,9 @@
 --     python3 test/demo/site.py --port-file /tmp/site.port &
 --     psql -v base=http://127.0.0.1:$(cat /tmp/site.port) -f test/demo/demo.sql
 -- against a database where `CREATE EXTENSION queryclaw_ext` has been run and
--- the queryclaw policy settings allow that address.
+-- the queryclaw policy settings allow that address.  Step 6 needs
+-- queryclaw.llm_url and queryclaw.llm_model (see README, "Pointing it at a
+-- model"); pass -v llm_which='...' to say which model it is.
 --
 -- The site (test/demo/site.py) has 24 fictional companies, each with an HTML
 -- homepage at /companies/<slug> and a JSON record at /api/companies/<slug>.
@@ -114,3 +116,43 @@ WHERE  id > :audit_mark
   AND  starts_with(url, :'base')
   AND  outcome <> 'ok'
 ORDER  BY id;
+
+\echo
+\echo '== 6. Ask a model that browses (llm_chat_tools), for the first three companies'
+\if :{?llm_which}
+\echo 'The model is' :llm_which
+\endif
+
+-- The model gets the prompt and the web_fetch tool; each page it asks for is
+-- fetched under the same policy as above, and audited.  output_schema makes
+-- its answer a JSON object, so ->'answer'->>'city' reads it.
+ALTER TABLE demo_companies ADD COLUMN hq_by_model text;
+UPDATE demo_companies
+SET    hq_by_model = (queryclaw.llm_chat_tools(
+           format('Where is the company %s headquartered? Its web site is %s', slug, url),
+           tools => '{web_fetch}', max_rounds => 4,
+           output_schema => '{"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}'
+       ))->'answer'->>'city'
+WHERE  id <= 3;
+
+SELECT slug, city AS city_from_api, hq_by_model
+FROM   demo_companies WHERE id <= 3 ORDER BY id;
+
+-- web_fetch can hand the page to the model with an instruction instead.
+SELECT slug,
+       left(regexp_replace(queryclaw.web_fetch(url, extract_prompt => 'List the products, comma-separated.'),
+                           '\s+', ' ', 'g'), 100) AS extracted
+FROM   demo_companies WHERE id = 1;
+
+\echo
+\echo '== 7. What the audit log recorded for the model: one row per request, one per tool call'
+
+SELECT func,
+       count(*)                                  AS rows,
+       coalesce(sum((detail->>'total_tokens')::int), 0) AS tokens,
+       string_agg(DISTINCT outcome, ', ')        AS outcomes
+FROM   queryclaw.audit_log
+WHERE  id > :audit_mark
+  AND  (func = 'llm' OR detail ? 'llm_run')
+GROUP  BY func
+ORDER  BY func;

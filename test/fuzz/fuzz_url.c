@@ -2,7 +2,7 @@
  *
  * fuzz_url.c
  *	  Fuzz target: URL parsing and the policy decided from a URL
- *	  (src/policy.c), and URL redaction (src/redact.c).
+ *	  (src/policy.c), and redaction (src/redact.c).
  *
  * Input: one flags byte, then optionally a list setting and a newline,
  * then the URL.  The flags choose which list the first line sets
@@ -14,7 +14,8 @@
  *   public or in the allowlist;
  * - what qc_redact_url() makes of a URL, as given or as normalised, keeps
  *   no fragment, no value of a query parameter named like a secret, and,
- *   if libcurl takes it for a URL, no password libcurl would find in it.
+ *   if libcurl takes it for a URL, no password libcurl would find in it;
+ * - no configured API key survives qc_redact_keys().
  *
  *-------------------------------------------------------------------------
  */
@@ -31,6 +32,8 @@
 bool		qc_enabled = true;
 bool		qc_block_local = true;
 bool		qc_read_only = false;
+char	   *qc_llm_api_key = "sk-fuzz-0123456789";
+char	   *qc_search_api_key = "search-key-fuzz";
 static const QcAddrList empty_addr_list = {0};
 static const QcHostList empty_host_list = {0};
 const QcAddrList *qc_local_allowlist_parsed = &empty_addr_list;
@@ -120,6 +123,17 @@ check_redaction(const char *text)
 	}
 }
 
+/* The configured API keys never survive qc_redact_keys(). */
+static void
+check_keys(const char *text)
+{
+	const char *shown = qc_redact_keys(text);
+
+	FUZZ_CHECK(strstr(shown, qc_llm_api_key) == NULL &&
+			   strstr(shown, qc_search_api_key) == NULL,
+			   "an API key survived qc_redact_keys");
+}
+
 static void
 check_policy(const QcUrl *url, const char *method)
 {
@@ -167,6 +181,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 
 	check_redaction(text);
+	check_keys(text);
 	if (qc_url_parse(text, &url, &error))
 	{
 		FUZZ_CHECK(url.url != NULL && url.scheme != NULL && url.host != NULL,

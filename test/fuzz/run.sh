@@ -23,7 +23,7 @@ mkdir -p "$build/logs" "$build/artifacts"
 # Largest input tried: HTML and bodies need room for structure.
 max_len() {
 	case $1 in
-		html | charset) echo 16384 ;;
+		html | article | charset) echo 16384 ;;
 		*) echo 4096 ;;
 	esac
 }

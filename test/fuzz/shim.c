@@ -30,14 +30,18 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "lib/stringinfo.h"
 #include "mb/pg_wchar.h"
 #include "miscadmin.h"
+#include "nodes/pg_list.h"
 #include "utils/formatting.h"
+#include "utils/json.h"
 #include "utils/memutils.h"
 
 #include "shim.h"
 
 /* Backend globals the headers' macros refer to */
+MemoryContext CurrentMemoryContext = NULL;
 sigjmp_buf *PG_exception_stack = NULL;
 ErrorContextCallback *error_context_stack = NULL;
 volatile sig_atomic_t InterruptPending = false;
@@ -131,6 +135,14 @@ repalloc(void *pointer, Size size)
 	return link_chunk(realloc(c, CHUNK_HEADER + size), size);
 }
 
+
+void *
+MemoryContextAllocHuge(MemoryContext context, Size size)
+{
+	if (!AllocHugeSizeIsValid(size))
+		shim_error("invalid memory alloc request size", size);
+	return link_chunk(malloc(CHUNK_HEADER + size), size);
+}
 
 char *
 pstrdup(const char *in)
@@ -256,6 +268,23 @@ pg_mbcharcliplen(const char *mbstr, int len, int limit)
 }
 
 
+/* The byte length of the longest prefix of mbstr within limit bytes. */
+int
+pg_encoding_mbcliplen(int encoding, const char *mbstr, int len, int limit)
+{
+	int			clen = 0;
+
+	while (clen < len && mbstr[clen] != '\0')
+	{
+		int			l = pg_utf_mblen((const unsigned char *) mbstr + clen);
+
+		if (clen + l > limit)
+			break;
+		clen += l;
+	}
+	return clen;
+}
+
 Oid
 FindDefaultConversionProc(int32 for_encoding, int32 to_encoding)
 {
@@ -283,3 +312,56 @@ asc_tolower(const char *buff, size_t nbytes)
 	return result;
 }
 
+
+
+/*
+ * Lists: the two functions the sources call, on PostgreSQL 15's layout (a
+ * header and an array of cells, read by the macros of nodes/pg_list.h).
+ */
+List *
+list_make1_impl(NodeTag t, ListCell datum1)
+{
+	List	   *list = palloc(offsetof(List, initial_elements));
+
+	list->type = t;
+	list->length = 1;
+	list->max_length = 4;
+	list->elements = palloc(list->max_length * sizeof(ListCell));
+	list->elements[0] = datum1;
+	return list;
+}
+
+List *
+lappend(List *list, void *datum)
+{
+	if (list == NIL)
+		return list_make1_impl(T_List, list_make_ptr_cell(datum));
+	if (list->length == list->max_length)
+	{
+		list->max_length *= 2;
+		list->elements = repalloc(list->elements, list->max_length * sizeof(ListCell));
+	}
+	list->elements[list->length++].ptr_value = datum;
+	return list;
+}
+
+/* A JSON string literal, as utils/adt/json.c writes it. */
+void
+escape_json(StringInfo buf, const char *str)
+{
+	appendStringInfoChar(buf, '"');
+	for (const char *p = str; *p != '\0'; p++)
+	{
+		unsigned char c = (unsigned char) *p;
+
+		if (c == '"' || c == '\\')
+			appendStringInfo(buf, "\\%c", c);
+		else if (c == '\n')
+			appendStringInfoString(buf, "\\n");
+		else if (c < 0x20)
+			appendStringInfo(buf, "\\u%04x", c);
+		else
+			appendStringInfoChar(buf, c);
+	}
+	appendStringInfoChar(buf, '"');
+}

@@ -1,12 +1,13 @@
 /*-------------------------------------------------------------------------
  *
- * fuzz_charsets.h
- *	  Helpers of the content fuzz targets (fuzz_html.c, fuzz_charset.c).
+ * fuzz_content.h
+ *	  Helpers of the content fuzz targets (fuzz_html.c, fuzz_article.c,
+ *	  fuzz_charset.c).
  *
  *-------------------------------------------------------------------------
  */
-#ifndef QC_FUZZ_CHARSETS_H
-#define QC_FUZZ_CHARSETS_H
+#ifndef QC_FUZZ_CONTENT_H
+#define QC_FUZZ_CONTENT_H
 
 #include "mb/pg_wchar.h"
 
@@ -45,4 +46,19 @@ qc_fuzz_check_clip(const char *text, int n)
 	pfree(copy);
 }
 
-#endif							/* QC_FUZZ_CHARSETS_H */
+/*
+ * What every text returned must be: valid UTF-8 (the database encoding)
+ * without NUL bytes; and cutting it at n characters gives valid text of at
+ * most n characters.
+ */
+static inline void
+qc_fuzz_check_text(const char *text, int n)
+{
+	size_t		len = strlen(text);
+
+	FUZZ_CHECK(pg_encoding_verifymbstr(PG_UTF8, text, len) == len,
+			   "the text is not valid UTF-8");
+	qc_fuzz_check_clip(text, n);
+}
+
+#endif							/* QC_FUZZ_CONTENT_H */

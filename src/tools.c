@@ -1,0 +1,369 @@
+/*-------------------------------------------------------------------------
+ *
+ * tools.c
+ *	  The tools a model may call: their JSON schemas, and running a call.
+ *
+ * A tool runs exactly the code of the SQL function it is named after, as
+ * the calling role, so the policy, the limits and the
+ * audit row are those of a direct call; its audit row's detail also names
+ * the llm_chat_tools run, the round and the tool call id.  The role needs
+ * EXECUTE on that function too: offering a tool never grants more than the
+ * role could do by itself.
+ *
+ * Each call runs in an internal subtransaction, as a PL/pgSQL exception
+ * block does, so that its failure (a refusal, a timeout, an HTTP error, bad
+ * arguments, a tool that was not offered) is rolled back and handed to the
+ * model as the tool's content: the model can recover, and the statement
+ * goes on.  A query cancel or a termination is raised again at once.
+ *
+ * The audit row of a failed call is written inside that subtransaction, by
+ * qc_call_fail(), like that of a direct call.  While audit rows share the
+ * caller's transaction, the rollback takes the row with it; once they are
+ * written independently of it, the row stays, with no change here.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "catalog/pg_type.h"
+#include "miscadmin.h"
+#include "utils/acl.h"
+#include "utils/builtins.h"
+#include "utils/json.h"
+#include "utils/memutils.h"
+#include "utils/resowner.h"
+
+#include "content.h"
+#include "http.h"
+#include "json.h"
+#include "llm.h"
+#include "queryclaw.h"
+#include "response.h"
+#include "search.h"
+
+/* What a tool's code gets besides its arguments. */
+typedef struct ToolContext
+{
+	char	   *audit_extra;	/* the run, round and call id */
+	int			max_chars;		/* the effective max_chars for the call */
+	bool		truncated;		/* set by the tool when it cut its result */
+} ToolContext;
+
+typedef char *(*ToolFunc) (JsonbContainer *args, ToolContext *ctx);
+
+typedef struct QcTool
+{
+	const char *name;
+	const char *function;		/* the SQL function; EXECUTE is required */
+	ToolFunc	run;
+	const char *schema;			/* the OpenAI function definition */
+} QcTool;
+
+/* A string argument the tool cannot do without. */
+static char *
+required_arg(JsonbContainer *args, const char *name)
+{
+	char	   *value = qc_jsonb_get_string(args, name);
+
+	if (value == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("argument \"%s\" is missing or not a string", name)));
+	return value;
+}
+
+static char *
+run_web_fetch(JsonbContainer *args, ToolContext *ctx)
+{
+	char	   *format = qc_jsonb_get_string(args, "format");
+	QcCall	   *call = qc_call_new("web_fetch", "GET", required_arg(args, "url"));
+	char	   *text;
+
+	call->max_chars = ctx->max_chars;
+	call->audit_extra = ctx->audit_extra;
+	qc_http_run(call);
+	text = qc_fetch_result(call, qc_format_parse(format ? format : "text"));
+	if (text == NULL)
+		qc_call_raise(call);
+	ctx->truncated = call->truncated;
+	return text;
+}
+
+static char *
+run_api_call(JsonbContainer *args, ToolContext *ctx)
+{
+	char	   *method = qc_jsonb_get_string(args, "method");
+	JsonbValue *headers = qc_jsonb_get(args, "headers");
+	JsonbValue *body = qc_jsonb_get(args, "body");
+	char	   *body_text = NULL;
+	QcCall	   *call;
+	Jsonb	   *result;
+
+	if (headers != NULL &&
+		(headers->type != jbvBinary || !qc_jsonb_is_object(headers->val.binary.data)))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("argument \"headers\" must be a JSON object")));
+	/* a body given as JSON rather than as a string is sent as JSON */
+	if (body != NULL)
+		body_text = body->type == jbvString ?
+			pnstrdup(body->val.string.val, body->val.string.len) :
+			qc_jsonb_value_text(body);
+
+	call = qc_api_prepare("api_call", required_arg(args, "url"), method ? method : "GET",
+						  headers ? JsonbValueToJsonb(headers) : NULL, body_text,
+						  ctx->max_chars);
+	call->audit_extra = ctx->audit_extra;
+	qc_http_execute(call);
+	result = qc_api_result(call);
+	ctx->truncated = call->truncated;
+	/* the model has no use for the timing */
+	result = DatumGetJsonbP(DirectFunctionCall2(jsonb_delete, JsonbPGetDatum(result),
+												CStringGetTextDatum("elapsed_ms")));
+	return JsonbToCString(NULL, &result->root, VARSIZE(result));
+}
+
+static char *
+run_web_search(JsonbContainer *args, ToolContext *ctx)
+{
+	int64		n = 5;
+
+	qc_jsonb_get_int64(args, "num_results", &n);
+	n = Max(1, Min(n, 20));
+	return qc_search_results_json(qc_search(required_arg(args, "query"), (int) n,
+											ctx->audit_extra));
+}
+
+static char *
+run_check_url(JsonbContainer *args, ToolContext *ctx)
+{
+	return qc_check_url_json(required_arg(args, "url"));
+}
+
+static const QcTool all_tools[] = {
+	{"web_fetch", "queryclaw.web_fetch(text,text,integer,text)", run_web_fetch,
+		"{\"type\": \"function\", \"function\": {\"name\": \"web_fetch\","
+		" \"description\": \"Fetch a web page with HTTP GET and return its content as readable text."
+		" The database's network policy applies: a refused URL returns an error.\","
+		" \"parameters\": {\"type\": \"object\", \"properties\": {"
+		"\"url\": {\"type\": \"string\", \"description\": \"The http:// or https:// URL.\"},"
+		" \"format\": {\"type\": \"string\", \"enum\": [\"text\", \"article\", \"markdown\", \"metadata\", \"raw\", \"json\"],"
+		" \"description\": \"text (default): the whole page as readable text; article: only the main content (fewest tokens);"
+		" markdown: the main content with links; metadata: title, author, dates as JSON; raw: the body as is; json: the body, which must be JSON.\"}},"
+		" \"required\": [\"url\"]}}}"},
+	{"api_call", "queryclaw.api_call(text,text,jsonb,text,integer)", run_api_call,
+		"{\"type\": \"function\", \"function\": {\"name\": \"api_call\","
+		" \"description\": \"Make an HTTP request to a REST API and return"
+		" {status, ok, url, content_type, headers, body, truncated}; a 4xx or 5xx status is returned, not an error."
+		" The database's network policy applies.\","
+		" \"parameters\": {\"type\": \"object\", \"properties\": {"
+		"\"url\": {\"type\": \"string\"},"
+		" \"method\": {\"type\": \"string\", \"enum\": [\"GET\", \"POST\", \"PUT\", \"PATCH\", \"DELETE\", \"HEAD\"]},"
+		" \"headers\": {\"type\": \"object\", \"additionalProperties\": {\"type\": \"string\"}},"
+		" \"body\": {\"type\": \"string\", \"description\": \"The request body; JSON is sent as application/json.\"}},"
+		" \"required\": [\"url\"]}}}"},
+	{"web_search", "queryclaw.web_search(text,integer)", run_web_search,
+		"{\"type\": \"function\", \"function\": {\"name\": \"web_search\","
+		" \"description\": \"Search the web and return a JSON array of results {rank, title, url, snippet}.\","
+		" \"parameters\": {\"type\": \"object\", \"properties\": {"
+		"\"query\": {\"type\": \"string\"},"
+		" \"num_results\": {\"type\": \"integer\", \"minimum\": 1, \"maximum\": 20,"
+		" \"description\": \"How many results (default 5).\"}},"
+		" \"required\": [\"query\"]}}}"},
+	{"check_url", "queryclaw.check_url(text)", run_check_url,
+		"{\"type\": \"function\", \"function\": {\"name\": \"check_url\","
+		" \"description\": \"Check, without sending a request, whether the database's network policy allows a URL;"
+		" returns {allowed, reason, detail, hint, host, port, addresses}.\","
+		" \"parameters\": {\"type\": \"object\", \"properties\": {"
+		"\"url\": {\"type\": \"string\"}},"
+		" \"required\": [\"url\"]}}}"},
+};
+
+void
+qc_require_execute(const char *signature, const char *detail)
+{
+	Oid			fn = DatumGetObjectId(DirectFunctionCall1(regprocedurein,
+														  CStringGetDatum(signature)));
+
+	if (pg_proc_aclcheck(fn, GetUserId(), ACL_EXECUTE) != ACLCHECK_OK)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied for function %s", signature),
+				 errdetail("%s", detail),
+				 errhint("A superuser can grant EXECUTE on it.")));
+}
+
+static const QcTool *
+find_tool(const char *name)
+{
+	for (int i = 0; i < lengthof(all_tools); i++)
+		if (strcmp(all_tools[i].name, name) == 0)
+			return &all_tools[i];
+	return NULL;
+}
+
+List *
+qc_tools_parse(ArrayType *names)
+{
+	Datum	   *elems;
+	bool	   *nulls;
+	int			n;
+	List	   *tools = NIL;
+
+	deconstruct_array(names, TEXTOID, -1, false, TYPALIGN_INT, &elems, &nulls, &n);
+	for (int i = 0; i < n; i++)
+	{
+		char	   *name = nulls[i] ? NULL : TextDatumGetCString(elems[i]);
+		const QcTool *tool = name ? find_tool(name) : NULL;
+
+		if (tool == NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 name ? errmsg("unknown tool \"%s\"", name) : errmsg("tools cannot contain NULL"),
+					 errhint("The tools are web_fetch, api_call, web_search and check_url.")));
+		if (strcmp(tool->name, "web_search") == 0 && qc_search_url[0] == '\0')
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("tool \"web_search\" needs a search API"),
+					 errdetail("queryclaw.search_url is empty."),
+					 errhint("A superuser can set queryclaw.search_url to a SearXNG-compatible search API.")));
+		qc_require_execute(tool->function,
+						   psprintf("The tool \"%s\" runs this function, so using it needs EXECUTE on it.",
+									tool->name));
+		tools = list_append_unique_ptr(tools, (void *) tool);
+	}
+	return tools;
+}
+
+char *
+qc_tools_json(List *tools)
+{
+	StringInfoData s;
+	ListCell   *lc;
+
+	if (tools == NIL)
+		return NULL;
+	initStringInfo(&s);
+	appendStringInfoChar(&s, '[');
+	foreach(lc, tools)
+	{
+		if (foreach_current_index(lc) > 0)
+			appendStringInfoString(&s, ", ");
+		appendStringInfoString(&s, ((const QcTool *) lfirst(lc))->schema);
+	}
+	appendStringInfoChar(&s, ']');
+	return s.data;
+}
+
+/* Run the call; raises whatever the tool raises. */
+static char *
+dispatch(const QcChat *chat, List *tools, int round, const QcToolCall *tc,
+		 ToolContext *ctx)
+{
+	const QcTool *tool = find_tool(tc->name);
+	const char *text = tc->arguments[0] ? tc->arguments : "{}";
+	Jsonb	   *args = qc_jsonb_parse(text);
+	StringInfoData extra;
+
+	if (tool == NULL || !list_member_ptr(tools, tool))
+	{
+		StringInfoData offered;
+		ListCell   *lc;
+
+		initStringInfo(&offered);
+		foreach(lc, tools)
+			appendStringInfo(&offered, "%s%s", foreach_current_index(lc) ? ", " : "",
+							 ((const QcTool *) lfirst(lc))->name);
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("tool \"%s\" is not available", tc->name),
+				 errdetail("The tools offered are: %s.", offered.data)));
+	}
+	if (args == NULL || !JB_ROOT_IS_OBJECT(args))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("arguments of tool \"%s\" are not a JSON object", tc->name),
+				 errdetail("The arguments were: %s", text)));
+
+	initStringInfo(&extra);
+	appendStringInfo(&extra, "\"llm_run\": \"%s\", \"round\": %d, \"tool_call_id\": ",
+					 chat->run_id, round);
+	escape_json(&extra, tc->id);
+	ctx->audit_extra = extra.data;
+	ctx->max_chars = Min(qc_max_chars, qc_llm_tool_max_chars);
+	return tool->run(&args->root, ctx);
+}
+
+/* Cap the result at queryclaw.llm_tool_max_chars, saying so when cut. */
+static void
+set_content(QcToolResult *r, char *text, bool truncated)
+{
+	r->truncated = qc_clip_chars(text, qc_llm_tool_max_chars) || truncated;
+	r->chars = qc_count_chars(text);
+	r->content = r->truncated ?
+		psprintf("%s\n[truncated: only the first %d characters are shown]", text, r->chars) :
+		text;
+}
+
+/* What the model is told about a failure: the error, as psql shows it. */
+static char *
+error_content(const ErrorData *e)
+{
+	StringInfoData s;
+
+	initStringInfo(&s);
+	appendStringInfo(&s, "ERROR: %s", e->message);
+	if (e->detail)
+		appendStringInfo(&s, "\nDETAIL: %s", e->detail);
+	if (e->hint)
+		appendStringInfo(&s, "\nHINT: %s", e->hint);
+	return s.data;
+}
+
+QcToolResult *
+qc_tool_run(const QcChat *chat, List *tools, int round, const QcToolCall *tc)
+{
+	MemoryContext callercxt = CurrentMemoryContext;
+	ResourceOwner owner = CurrentResourceOwner;
+	/* the call's own memory, freed whatever happens: only the result stays */
+	MemoryContext toolcxt = AllocSetContextCreate(callercxt, "queryclaw tool call",
+												  ALLOCSET_DEFAULT_SIZES);
+	QcToolResult *r = palloc0(sizeof(QcToolResult));
+
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(toolcxt);
+	PG_TRY();
+	{
+		ToolContext ctx = {0};
+		char	   *text = dispatch(chat, tools, round, tc, &ctx);
+
+		MemoryContextSwitchTo(callercxt);
+		set_content(r, pstrdup(text), ctx.truncated);
+		r->ok = true;
+		ReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(callercxt);
+		CurrentResourceOwner = owner;
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(callercxt);
+		edata = CopyErrorData();
+		FlushErrorState();
+		RollbackAndReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(callercxt);
+		CurrentResourceOwner = owner;
+
+		/* the user asked to stop: that is not the model's to handle */
+		if (edata->sqlerrcode == ERRCODE_QUERY_CANCELED || ProcDiePending)
+			ReThrowError(edata);
+		r->ok = false;
+		r->error = edata->message;
+		set_content(r, error_content(edata), false);
+	}
+	PG_END_TRY();
+	MemoryContextDelete(toolcxt);
+	return r;
+}
