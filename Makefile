@@ -76,6 +76,22 @@ bench:
 bench-content:
 	bash test/bench/content.sh "$(CORPUS)"
 
+# Proof under fire, too slow for make test: libFuzzer targets (built with
+# clang; `make fuzz-run FUZZ_SECONDS=600` runs each for that long), the
+# regression suite under valgrind, and the memory and load benchmarks.
+FUZZ_SECONDS ?= 60
+.PHONY: fuzz fuzz-run valgrind bench-memory bench-load
+fuzz:
+	bash test/fuzz/build.sh
+fuzz-run: fuzz
+	bash test/fuzz/run.sh $(FUZZ_SECONDS)
+valgrind:
+	bash test/valgrind/run.sh
+bench-memory:
+	bash test/bench/memory.sh
+bench-load:
+	bash test/bench/load.sh
+
 # The pure C policy code, tested without a server.
 UNIT_SRCS = test/unit/test_rules.c src/netaddr.c src/rules.c
 test/unit/test_rules: $(UNIT_SRCS) src/netaddr.h src/rules.h

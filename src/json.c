@@ -8,6 +8,13 @@
  * raise an error, so no allocation outlives a call.  Its nesting limit
  * (CJSON_NESTING_LIMIT) bounds the recursion on hostile input.
  *
+ * What passes is handed to jsonb_in(), so cJSON's word is not the last:
+ * cJSON reads a malformed \u escape as U+0000 and takes numbers no numeric
+ * can hold.  PostgreSQL's own JSON parser, which jsonb_in() runs, then
+ * checks the document, and each number is checked against numeric's
+ * limits, so that what jsonb_in() would refuse is reported as not JSON
+ * here instead of as an error there.
+ *
  * Documents the code must look into (LLM replies, search results, tool
  * arguments) are validated that way and then parsed into jsonb, so that
  * everything read from them is palloc'd and goes away with its memory
@@ -18,19 +25,93 @@
 #include "postgres.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <cJSON.h>
 
+#include "common/jsonapi.h"
+#include "mb/pg_wchar.h"
 #include "utils/builtins.h"
 #include "utils/numeric.h"
 
 #include "json.h"
+
+/* numeric's limits (utils/adt/numeric.c): the largest display scale, */
+#define NUMERIC_DSCALE_LIMIT 16383
+/* the power of ten of the largest leading digit (base-10000 weight 32767), */
+#define NUMERIC_DECIMAL_WEIGHT_LIMIT 131071
+/* and the exponent numeric_in() accepts at all */
+#define NUMERIC_EXPONENT_LIMIT (INT_MAX / 2)
+
+/*
+ * Can numeric hold this JSON number (valid JSON syntax)?  numeric_in()
+ * refuses, as "value overflows numeric format", more than 16383 digits
+ * after the decimal point, a first significant digit at 10^131072 or
+ * beyond, and an exponent of INT_MAX/2 or more.
+ */
+static bool
+number_fits_numeric(const char *num)
+{
+	const char *p = num + (*num == '-');
+	long long	intdigits = strspn(p, "0123456789");
+	long long	fracdigits = 0;
+	long long	exponent = 0;
+	long long	first = LLONG_MIN;	/* power of ten of the first non-zero digit */
+	const char *frac;
+
+	for (long long i = 0; i < intdigits && first == LLONG_MIN; i++)
+		if (p[i] != '0')
+			first = intdigits - 1 - i;
+	frac = p + intdigits + (p[intdigits] == '.');
+	if (p[intdigits] == '.')
+		fracdigits = strspn(frac, "0123456789");
+	for (long long i = 0; i < fracdigits && first == LLONG_MIN; i++)
+		if (frac[i] != '0')
+			first = -(i + 1);
+	if (frac[fracdigits] == 'e' || frac[fracdigits] == 'E')
+	{
+		errno = 0;
+		exponent = strtoll(frac + fracdigits + 1, NULL, 10);
+		if (errno != 0 || exponent >= NUMERIC_EXPONENT_LIMIT ||
+			exponent <= -NUMERIC_EXPONENT_LIMIT)
+			return false;
+	}
+	if (fracdigits - exponent > NUMERIC_DSCALE_LIMIT)
+		return false;
+	return first == LLONG_MIN || first + exponent <= NUMERIC_DECIMAL_WEIGHT_LIMIT;
+}
+
+/* Scalar callback: note a number that numeric cannot hold. */
+static void
+check_scalar(void *state, char *token, JsonTokenType tokentype)
+{
+	if (tokentype == JSON_TOKEN_NUMBER && !number_fits_numeric(token))
+		*(bool *) state = false;
+}
+
+/*
+ * Would jsonb_in() accept the document?  Its parser, with escapes
+ * processed (which refuses \u0000), and its numbers.
+ */
+static bool
+jsonb_accepts(const char *text, size_t len)
+{
+	bool		numbers_fit = true;
+	JsonSemAction sem = {0};
+	JsonLexContext *lex;
+
+	sem.semstate = &numbers_fit;
+	sem.scalar = check_scalar;
+	lex = makeJsonLexContextCstringLen(unconstify(char *, text), len,
+									   GetDatabaseEncoding(), true);
+	return pg_parse_json(lex, &sem) == JSON_SUCCESS && numbers_fit;
+}
 
 bool
 qc_json_is_valid(const char *text, size_t len)
 {
 	cJSON	   *tree;
 
-	if (len == 0 || memchr(text, '\0', len) != NULL)
+	if (len == 0 || len > INT_MAX || memchr(text, '\0', len) != NULL)
 		return false;
 	tree = cJSON_ParseWithLengthOpts(text, len, NULL, false);
 	if (tree == NULL)
@@ -46,7 +127,7 @@ qc_json_is_valid(const char *text, size_t len)
 			return false;
 		cJSON_Delete(tree);
 	}
-	return strstr(text, "\\u0000") == NULL;
+	return jsonb_accepts(text, len);
 }
 
 Jsonb *

@@ -71,18 +71,37 @@ append_param(StringInfo out, const char *param, size_t len)
 	pfree(name);
 }
 
+/*
+ * Where the authority of a URL starts: after "scheme:" and the slashes that
+ * follow, however many (libcurl reads "http:/u:p@h/" and "http:///u:p@h/"
+ * as "http://u:p@h/"), or at the start of text that has no scheme.  A
+ * scheme is what libcurl takes for one, which may start with a digit.
+ */
+static const char *
+authority_start(const char *url)
+{
+	const char *p = url;
+
+	while (isalnum((unsigned char) *p) || *p == '+' || *p == '-' || *p == '.')
+		p++;
+	if (p == url || *p != ':')
+		return url;
+	while (*++p == '/')
+		;
+	return p;
+}
+
 char *
 qc_redact_url(const char *url)
 {
 	StringInfoData out;
-	const char *authority = strstr(url, "://");
+	const char *authority = authority_start(url);
 	const char *path;
 	const char *at;
 	const char *query;
 	const char *end = url + strcspn(url, "#");
 
 	initStringInfo(&out);
-	authority = authority ? authority + 3 : url;
 	path = authority + strcspn(authority, "/?#");
 	/* drop userinfo: the last '@' before the path ends it */
 	for (at = path; at > authority && at[-1] != '@'; at--)

@@ -211,7 +211,8 @@ valid_host_name(const char *name)
 			  (unsigned char) *c >= 0x80))
 			return 0;
 	}
-	return strstr(name, "..") == NULL;
+	/* a final dot left after normalising means the entry ended in ".." */
+	return strstr(name, "..") == NULL && name[strlen(name) - 1] != '.';
 }
 
 static int

@@ -147,12 +147,20 @@ CONF
 }
 
 # initdb and start a cluster on a Unix socket in QC_WORK (no TCP port), in
-# QC_WORK/$1 (default "data").  Extra postgresql.conf lines come on stdin;
-# they come last, so they override the defaults set here.  One cluster runs
-# at a time: stop it with qc_stop_cluster before starting another.
+# QC_WORK/$1 (default "data").  Extra postgresql.conf lines come on stdin,
+# then from QC_EXTRA_CONF; they come last, so they override the defaults set
+# here.  QC_PG_WRAPPER, when set, is a command the postmaster runs under
+# (make valgrind sets it to valgrind and its options).  One cluster runs at
+# a time: stop it with qc_stop_cluster before starting another.
 qc_start_cluster() {
 	local bindir="$QC_BINDIR"
+	local postgres=()
 	QC_PGDATA="$QC_WORK/${1:-data}"
+	if [ -n "${QC_PG_WRAPPER:-}" ]; then
+		printf '#!/bin/sh\nexec %s "%s" "$@"\n' "$QC_PG_WRAPPER" "$bindir/postgres" >"$QC_WORK/postgres-wrapper"
+		chmod 755 "$QC_WORK/postgres-wrapper"
+		postgres=(-p "$QC_WORK/postgres-wrapper")
+	fi
 	qc_as_pg "$bindir/initdb" -D "$QC_PGDATA" -A trust --no-sync -E UTF8 --locale=C.UTF-8 >"$QC_WORK/initdb.log" 2>&1 ||
 		{ cat "$QC_WORK/initdb.log" >&2; return 1; }
 	{
@@ -163,12 +171,13 @@ qc_start_cluster() {
 		echo "lc_messages = 'C'"
 		echo "shared_preload_libraries = 'queryclaw_ext'"
 		cat
+		[ -z "${QC_EXTRA_CONF:-}" ] || printf '%s\n' "$QC_EXTRA_CONF"
 	} | qc_as_pg tee -a "$QC_PGDATA/postgresql.conf" >/dev/null
 	# Proxy variables naming a dead loopback port: the extension must ignore
 	# them (only queryclaw.proxy counts), or every request would fail.
 	qc_as_pg env http_proxy=http://127.0.0.1:9 https_proxy=http://127.0.0.1:9 \
 		HTTP_PROXY=http://127.0.0.1:9 HTTPS_PROXY=http://127.0.0.1:9 ALL_PROXY=http://127.0.0.1:9 \
-		"$bindir/pg_ctl" -D "$QC_PGDATA" -l "$QC_WORK/postgres.log" -w start >/dev/null ||
+		"$bindir/pg_ctl" -D "$QC_PGDATA" -l "$QC_WORK/postgres.log" -w "${postgres[@]}" start >/dev/null ||
 		{ cat "$QC_WORK/postgres.log" >&2; return 1; }
 	export PGHOST="$QC_WORK" PGPORT=5432
 }

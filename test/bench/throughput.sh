@@ -33,7 +33,6 @@ queryclaw.max_host_concurrency = 64
 queryclaw.max_chars = 100000
 CONF
 qc_psql -q -d postgres -c "CREATE EXTENSION queryclaw_ext"
-base="http://127.0.0.1:$nginx_port"
 
 # Run SQL that prints one number; repeated RUNS times, print the median.
 median() {

@@ -138,6 +138,8 @@ test_host_lists(void)
 	check(qc_host_list_parse("exa mple", err, sizeof(err)) != NULL, "space separates entries", "exa mple");
 	check(qc_host_list_parse("bad/host", err, sizeof(err)) == NULL, "refuse slash", err);
 	check(qc_host_list_parse("a..b", err, sizeof(err)) == NULL, "refuse empty label", err);
+	/* found by test/fuzz: a name left with a final dot could never match */
+	check(qc_host_list_parse("example.com..", err, sizeof(err)) == NULL, "refuse two final dots", err);
 	check(qc_host_list_parse("host:0", err, sizeof(err)) == NULL, "refuse port 0", err);
 }
 

@@ -1,0 +1,29 @@
+--
+-- What the fuzzers (test/fuzz) found, kept here where SQL can reach it.
+-- Each case also stays in the fuzzers' corpus.
+--
+-- JSON that cJSON accepts but jsonb cannot hold: a malformed \u escape
+-- (which cJSON reads as U+0000), \u0000 itself, numbers beyond numeric's
+-- range.  api_call returns such a body as a string instead of failing in
+-- jsonb_in, and web_fetch's json format says it is not JSON.
+SELECT name, jsonb_typeof(r->'body') AS body, r->'ok' AS ok
+  FROM unnest(ARRAY['bad-escape', 'nul-escape', 'huge-exponent', 'long-scale',
+                    'huge-weight', 'fits']) AS name,
+       queryclaw.api_call(qc_test.url('/json-trap/' || name)) AS r;
+SELECT qc_test.try($$SELECT queryclaw.web_fetch(qc_test.url('/json-trap/bad-escape'), 'json')$$) AS bad_escape;
+SELECT queryclaw.web_fetch(qc_test.url('/json-trap/fits'), 'json')::jsonb -> 'n' -> 2 AS fits;
+
+-- a host list entry ending in two dots could never match anything: refused
+SELECT qc_test.try($$SET queryclaw.denied_hosts = 'example.com..'$$) AS two_final_dots;
+
+-- a URL without a scheme but with "://" in its query: the audit row still
+-- hides the secret parameter's value
+SELECT error FROM queryclaw.web_fetch_many(ARRAY['example.com/?token=SECRET&next=http://x/']);
+SELECT url FROM queryclaw.audit_log ORDER BY id DESC LIMIT 1;
+
+-- libcurl reads "http:/u:p@h/" and "http:///u:p@h/" as "http://u:p@h/":
+-- the audit row shows neither the user nor the password
+SELECT queryclaw.web_fetch(replace(qc_test.url('/hello'), 'http://', 'http:/user:secret@')) AS one_slash;
+SELECT queryclaw.web_fetch(replace(qc_test.url('/hello'), 'http://', 'http:///user:secret@')) AS three_slashes;
+SELECT qc_test.scrub(url) AS url, qc_test.scrub(final_url) AS final_url
+  FROM queryclaw.audit_log ORDER BY id DESC LIMIT 2;

@@ -1,0 +1,285 @@
+/*-------------------------------------------------------------------------
+ *
+ * shim.c
+ *	  The few parts of a PostgreSQL backend that the fuzzed sources need,
+ *	  so that they run in a plain process under libFuzzer.
+ *
+ * The sources are compiled against the server headers, as in the
+ * extension, and linked with Debian's frontend libpgcommon.a and
+ * libpgport.a (StringInfo, psprintf, the UTF-8 verifier, string helpers).
+ * What those libraries do not have, or have only in a frontend form that
+ * would hide bugs, is here:
+ *
+ * - Memory: palloc() & co. malloc each chunk on its own, so AddressSanitizer
+ *   sees every overrun of a palloc'd buffer, and keep a list of the chunks,
+ *   which qc_fuzz_reset() frees after each input as a memory context reset
+ *   would.  A request above MaxAllocSize is an ERROR, as in the backend.
+ * - Errors: ereport(ERROR) and elog(ERROR) print the message and abort().
+ *   The fuzzed functions must not raise an error on any input, however
+ *   bad, so an ERROR is a finding.  Lower levels are ignored.
+ * - Interrupts: never pending.
+ * - Encoding: the database encoding is UTF8, the encoding of every
+ *   database the tests create, so the conversion lookups are never reached.
+ *
+ * Only what the link asks for is here; a new target that needs more adds it.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "mb/pg_wchar.h"
+#include "miscadmin.h"
+#include "utils/formatting.h"
+#include "utils/memutils.h"
+
+#include "shim.h"
+
+/* Backend globals the headers' macros refer to */
+sigjmp_buf *PG_exception_stack = NULL;
+ErrorContextCallback *error_context_stack = NULL;
+volatile sig_atomic_t InterruptPending = false;
+
+
+/*
+ * Memory: every chunk is a malloc'd block behind a header that links it
+ * into the list of live chunks.
+ */
+typedef struct Chunk
+{
+	struct Chunk *prev;
+	struct Chunk *next;
+	size_t		size;
+	/* keep the user's pointer MAXALIGNed */
+	char		pad[MAXIMUM_ALIGNOF];
+} Chunk;
+
+#define CHUNK_HEADER offsetof(Chunk, pad)
+StaticAssertDecl(CHUNK_HEADER % MAXIMUM_ALIGNOF == 0, "chunk header alignment");
+
+static Chunk *live = NULL;
+
+static void
+shim_error(const char *what, size_t size)
+{
+	fprintf(stderr, "shim: ERROR: %s (%zu bytes)\n", what, size);
+	abort();
+}
+
+static void *
+link_chunk(Chunk *c, size_t size)
+{
+	if (c == NULL)
+		shim_error("out of memory", size);
+	c->size = size;
+	c->prev = NULL;
+	c->next = live;
+	if (live != NULL)
+		live->prev = c;
+	live = c;
+	return (char *) c + CHUNK_HEADER;
+}
+
+static void
+unlink_chunk(Chunk *c)
+{
+	if (c->prev != NULL)
+		c->prev->next = c->next;
+	else
+		live = c->next;
+	if (c->next != NULL)
+		c->next->prev = c->prev;
+}
+
+void *
+palloc(Size size)
+{
+	if (!AllocSizeIsValid(size))
+		shim_error("invalid memory alloc request size", size);
+	return link_chunk(malloc(CHUNK_HEADER + size), size);
+}
+
+void *
+palloc0(Size size)
+{
+	void	   *p = palloc(size);
+
+	memset(p, 0, size);
+	return p;
+}
+
+
+void
+pfree(void *pointer)
+{
+	Chunk	   *c = (Chunk *) ((char *) pointer - CHUNK_HEADER);
+
+	unlink_chunk(c);
+	free(c);
+}
+
+void *
+repalloc(void *pointer, Size size)
+{
+	Chunk	   *c = (Chunk *) ((char *) pointer - CHUNK_HEADER);
+
+	if (!AllocSizeIsValid(size))
+		shim_error("invalid memory alloc request size", size);
+	unlink_chunk(c);
+	return link_chunk(realloc(c, CHUNK_HEADER + size), size);
+}
+
+
+char *
+pstrdup(const char *in)
+{
+	return pnstrdup(in, strlen(in));
+}
+
+char *
+pnstrdup(const char *in, Size len)
+{
+	char	   *out;
+
+	len = strnlen(in, len);
+	out = palloc(len + 1);
+	memcpy(out, in, len);
+	out[len] = '\0';
+	return out;
+}
+
+void
+qc_fuzz_reset(void)
+{
+	while (live != NULL)
+	{
+		Chunk	   *c = live;
+
+		live = c->next;
+		free(c);
+	}
+}
+
+char *
+qc_fuzz_cstring(const uint8_t *data, size_t size)
+{
+	char	   *s = palloc(size + 1);
+
+	memcpy(s, data, size);
+	s[size] = '\0';
+	return s;
+}
+
+
+/*
+ * Errors: collect the message of the report being built, and abort at
+ * errfinish().  Only reports of level ERROR and above are ever built here:
+ * the sources raise nothing else.
+ */
+static char report_message[1024];
+
+bool
+errstart_cold(int elevel, const char *domain)
+{
+	report_message[0] = '\0';
+	return elevel >= ERROR;
+}
+
+int
+errmsg_internal(const char *fmt,...)
+{
+	va_list		args;
+
+	va_start(args, fmt);
+	vsnprintf(report_message, sizeof(report_message), fmt, args);
+	va_end(args);
+	return 0;
+}
+
+void
+errfinish(const char *filename, int lineno, const char *funcname)
+{
+	fprintf(stderr, "shim: ERROR raised at %s:%d (%s): %s\n",
+			filename, lineno, funcname ? funcname : "?", report_message);
+	abort();
+}
+
+void
+pg_re_throw(void)
+{
+	fprintf(stderr, "shim: an ERROR was re-thrown\n");
+	abort();
+}
+
+void
+ProcessInterrupts(void)
+{
+	InterruptPending = false;
+}
+
+
+/*
+ * Encoding: the database is UTF8.  The server-side conversion machinery
+ * (pg_conversion lookups) is never reached in a UTF8 database.
+ */
+int
+GetDatabaseEncoding(void)
+{
+	return PG_UTF8;
+}
+
+
+int
+pg_mbstrlen(const char *mbstr)
+{
+	int			len = 0;
+
+	while (*mbstr != '\0')
+	{
+		mbstr += pg_utf_mblen((const unsigned char *) mbstr);
+		len++;
+	}
+	return len;
+}
+
+/* The byte length of the first limit characters of mbstr (len bytes). */
+int
+pg_mbcharcliplen(const char *mbstr, int len, int limit)
+{
+	int			clen = 0;
+
+	for (int nch = 0; nch < limit && clen < len && mbstr[clen] != '\0'; nch++)
+		clen += pg_utf_mblen((const unsigned char *) mbstr + clen);
+	return clen;
+}
+
+
+Oid
+FindDefaultConversionProc(int32 for_encoding, int32 to_encoding)
+{
+	shim_error("conversion lookup in a UTF8 database", 0);
+	return InvalidOid;
+}
+
+int
+pg_do_encoding_conversion_buf(Oid proc, int src_encoding, int dest_encoding,
+							  unsigned char *src, int srclen,
+							  unsigned char *dest, int destlen, bool noError)
+{
+	shim_error("conversion in a UTF8 database", srclen);
+	return 0;
+}
+
+/* As the backend's, for the ASCII letters: a palloc'd lower-case copy. */
+char *
+asc_tolower(const char *buff, size_t nbytes)
+{
+	char	   *result = pnstrdup(buff, nbytes);
+
+	for (char *p = result; *p != '\0'; p++)
+		*p = pg_ascii_tolower((unsigned char) *p);
+	return result;
+}
+
