@@ -147,11 +147,11 @@ CONF
 }
 
 # initdb and start a cluster on a Unix socket in QC_WORK (no TCP port), in
-# QC_WORK/$1 (default "data").  Extra postgresql.conf lines come on stdin;
-# they come last, so they override the defaults set here.  One cluster runs
-# at a time: stop it with qc_stop_cluster before starting another.
-# QC_EXTRA_CONF, when set, adds lines after those of stdin; QC_PG_WRAPPER is
-# a command the postmaster then runs under (make valgrind sets both).
+# QC_WORK/$1 (default "data").  Extra postgresql.conf lines come on stdin,
+# then from QC_EXTRA_CONF; they come last, so they override the defaults set
+# here.  QC_PG_WRAPPER, when set, is a command the postmaster runs under
+# (make valgrind sets it to valgrind and its options).  One cluster runs at
+# a time: stop it with qc_stop_cluster before starting another.
 qc_start_cluster() {
 	local bindir="$QC_BINDIR"
 	local postgres=()
