@@ -47,6 +47,12 @@ qc_install_deps() {
 	fi
 }
 
+# The start of every test and benchmark script: the packages, a scratch
+# directory, and a private install of the extension.
+qc_setup_private() {
+	qc_install_deps && qc_make_workdir && qc_build_private
+}
+
 # Build, and install into the system's PostgreSQL 15.
 qc_build_install() {
 	qc_log "building and installing queryclaw_ext"

@@ -11,9 +11,7 @@
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 
-qc_install_deps || exit 1
-qc_make_workdir
-qc_build_private || exit 1
+qc_setup_private || exit 1
 
 passed=0
 failed=0

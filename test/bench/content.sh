@@ -37,9 +37,7 @@ pages_flag=${2:-}
 RUNS=${QC_RUNS:-3}
 FORMATS=${QC_FORMATS:-text article markdown}
 
-qc_install_deps || exit 1
-qc_make_workdir
-qc_build_private || exit 1
+qc_setup_private || exit 1
 
 port=$(qc_start_server "$QC_ROOT/test/bench/corpus_server.py" corpus --corpus "$corpus") || exit 1
 qc_start_cluster <<CONF || exit 1

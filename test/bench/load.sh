@@ -40,9 +40,7 @@ MIX=(
 	"refused 1 1 0"
 )
 
-qc_install_deps || exit 1
-qc_make_workdir
-qc_build_private || exit 1
+qc_setup_private || exit 1
 qc_start_nginx || exit 1
 base="http://127.0.0.1:$QC_NGINX_PORT"
 qc_start_cluster <<CONF || exit 1

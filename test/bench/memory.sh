@@ -48,9 +48,7 @@ N=${QC_MEMORY_CALLS:-10000}
 BODY_LIMIT_KB=$((20 * 1024))
 CALLS_LIMIT_KB=$((5 * 1024))
 
-qc_install_deps || exit 1
-qc_make_workdir
-qc_build_private || exit 1
+qc_setup_private || exit 1
 port=$(qc_start_server "$QC_ROOT/test/fixture/server.py" fixture) || exit 1
 llm_port=$(qc_start_server "$QC_ROOT/test/fixture/llm_server.py" llm) || exit 1
 qc_start_cluster <<CONF || exit 1

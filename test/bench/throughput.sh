@@ -18,9 +18,7 @@ set -uo pipefail
 QC_PACKAGES="$QC_PACKAGES $QC_NGINX_PACKAGES"
 RUNS=${QC_RUNS:-5}
 
-qc_install_deps || exit 1
-qc_make_workdir
-qc_build_private || exit 1
+qc_setup_private || exit 1
 
 qc_start_nginx || exit 1
 nginx_port=$QC_NGINX_PORT
