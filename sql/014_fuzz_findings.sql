@@ -29,3 +29,10 @@ SELECT queryclaw.web_fetch(replace(qc_test.url('/hello'), 'http://', 'http:///us
 SELECT qc_test.audit_flush();
 SELECT qc_test.scrub(url) AS url, qc_test.scrub(final_url) AS final_url
   FROM queryclaw.audit_log WHERE url ~ '^http:/(//)?[^/]' ORDER BY id;
+
+-- markdown: a table inside a pipe table (here in a blockquote that libxml2
+-- keeps directly in the <table>) ended the outer table early, and the
+-- blockquote then closed a box it had not opened, writing before the start
+-- of an array
+SELECT queryclaw.html_to_text('<table><th>b</th><blockquote><table></table></table><blockquote>3', 'markdown') AS minimal;
+SELECT queryclaw.html_to_text('<table><tr><td>a</td><td>b</td></tr><blockquote><table><tr><td>x</td></tr></table></blockquote><tr><td>c</td><td>d</td></tr></table><blockquote>after</blockquote>', 'markdown') AS nested;

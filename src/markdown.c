@@ -647,7 +647,8 @@ md_open(void *state, xmlNode *node)
 	if (!qc_shown(node, tag))
 		return false;
 	if (out->table != NULL && qc_layout(tag) != LAYOUT_INLINE &&
-		tag != TAG_TD && tag != TAG_TH && tag != TAG_TR && tag != TAG_BR)
+		tag != TAG_TD && tag != TAG_TH && tag != TAG_TR && tag != TAG_BR &&
+		tag != TAG_TABLE)
 	{
 		/* block content inside a pipe table cell flows on */
 		out->space = true;
@@ -745,7 +746,13 @@ md_open(void *state, xmlNode *node)
 			owe_breaks(out, 2);
 			return false;
 		case TAG_TABLE:
+			/* counted even inside a pipe table, as md_close counts it */
 			out->tables++;
+			if (out->table != NULL)
+			{
+				out->space = true;
+				return true;
+			}
 			if (out->tables == 1 && is_data_table(node))
 			{
 				out->table = palloc0(sizeof(MdTable));
@@ -871,6 +878,12 @@ md_close(void *state, xmlNode *node)
 
 				out->table = NULL;
 				write_table(out, table);
+				return;
+			}
+			if (out->table != NULL)
+			{
+				/* a table inside a pipe table's cell flows on */
+				out->space = true;
 				return;
 			}
 			owe_breaks(out, 2);
