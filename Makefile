@@ -31,6 +31,7 @@ OBJS = \
 	src/api.o \
 	src/batch.o \
 	src/check.o \
+	src/resolve.o \
 	src/chat.o \
 	src/tools.o \
 	src/search.o \

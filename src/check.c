@@ -11,10 +11,6 @@
  */
 #include "postgres.h"
 
-#include <netdb.h>
-#include <sys/socket.h>
-#include <netinet/in.h>
-
 #include "fmgr.h"
 #include "lib/stringinfo.h"
 #include "utils/builtins.h"
@@ -22,6 +18,7 @@
 #include "utils/jsonb.h"
 
 #include "queryclaw.h"
+#include "resolve.h"
 #include "response.h"
 
 PG_FUNCTION_INFO_V1(check_url);
@@ -44,41 +41,24 @@ append_json_text(StringInfo out, const char *key, const char *value)
 static bool
 resolve_and_check(const QcUrl *url, StringInfo out, QcRefusal *refusal)
 {
-	struct addrinfo hints = {0};
-	struct addrinfo *res = NULL;
 	QcInetAddr	addrs[32];
 	int			naddrs = 0;
 	bool		any_allowed = false;
-	int			rc;
 
 	if (url->host_is_ip)
 		addrs[naddrs++] = url->addr;
 	else
 	{
-		hints.ai_socktype = SOCK_STREAM;
-		rc = getaddrinfo(url->host, NULL, &hints, &res);
-		if (rc != 0)
+		const char *error;
+
+		naddrs = qc_resolve_host(url->host, addrs, lengthof(addrs), &error);
+		if (naddrs < 0)
 		{
 			refusal->message = psprintf("could not resolve host \"%s\"", url->host);
-			refusal->detail = pstrdup(gai_strerror(rc));
+			refusal->detail = pstrdup(error);
 			refusal->hint = NULL;
 			return false;
 		}
-		for (struct addrinfo *ai = res; ai && naddrs < (int) lengthof(addrs); ai = ai->ai_next)
-		{
-			QcInetAddr *a = &addrs[naddrs];
-
-			memset(a, 0, sizeof(*a));
-			a->family = ai->ai_family;
-			if (ai->ai_family == AF_INET)
-				memcpy(a->bytes, &((struct sockaddr_in *) ai->ai_addr)->sin_addr, 4);
-			else if (ai->ai_family == AF_INET6)
-				memcpy(a->bytes, &((struct sockaddr_in6 *) ai->ai_addr)->sin6_addr, 16);
-			else
-				continue;
-			naddrs++;
-		}
-		freeaddrinfo(res);
 	}
 
 	appendStringInfoString(out, ", \"addresses\": [");

@@ -7,7 +7,8 @@
 # "postgres" OS user; as another user it runs as that user.
 
 QC_PACKAGES="make gcc pkg-config python3 python3-brotli openssl postgresql-15
- postgresql-server-dev-15 libcurl4-openssl-dev libcjson-dev libxml2-dev"
+ postgresql-server-dev-15 libcurl4-openssl-dev libcjson-dev libxml2-dev
+ iproute2 util-linux"
 
 QC_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 QC_PG_CONFIG=/usr/lib/postgresql/15/bin/pg_config
@@ -83,6 +84,26 @@ qc_make_workdir() {
 	[ "$(id -u)" -eq 0 ] && chown postgres: "$QC_WORK"
 	trap qc_cleanup EXIT
 	trap 'exit 130' INT TERM
+}
+
+# Can this run isolate itself (qc_isolate)?  It needs root (the cluster
+# runs as "postgres", so a user namespace will not do) and unshare.
+qc_can_isolate() {
+	[ "$(id -u)" -eq 0 ] && [ -z "${QC_NO_ISOLATION:-}" ] &&
+		unshare --net --mount true 2>/dev/null
+}
+
+# Inside the namespaces that test/run.sh re-runs itself in: bring loopback
+# up, and make /etc/resolv.conf (in this mount namespace only) name the DNS
+# fixture (test/fixture/dns.py) on 127.0.0.1:53.  There is no other
+# interface, so nothing the tests do can reach any address but loopback,
+# and every name they resolve is answered by the fixture.
+qc_isolate() {
+	ip link set lo up || return 1
+	printf 'nameserver 127.0.0.1\noptions timeout:5 attempts:1\n' >"$QC_WORK/resolv.conf"
+	chmod 644 "$QC_WORK/resolv.conf"
+	mount --bind "$QC_WORK/resolv.conf" /etc/resolv.conf || return 1
+	qc_start_server "$QC_ROOT/test/fixture/dns.py" dns >/dev/null
 }
 
 # Start a loopback server script; prints its port.  $1 = script, $2 = name,

@@ -1,0 +1,48 @@
+--
+-- A cancel stops every kind of wait within half a second, with SQLSTATE
+-- 57014, and the session goes on.  statement_timeout is a query cancel that
+-- arrives at a known moment, so cancel_stop() can tell how long after it
+-- the statement stopped (test 019_dns does the same during name lookups,
+-- and 011_activity with pg_cancel_backend from another session).
+--
+CREATE FUNCTION qc_test.cancel_stop(stmt text) RETURNS text LANGUAGE plpgsql AS $$
+BEGIN
+    EXECUTE stmt;
+    RETURN 'not cancelled';
+EXCEPTION WHEN query_canceled THEN
+    RETURN SQLSTATE || ', ' ||
+        CASE WHEN clock_timestamp() - statement_timestamp()
+                  - current_setting('statement_timeout')::interval < interval '0.5 s'
+             THEN 'stopped within 0.5 s'
+             ELSE 'stopped late: ' || (clock_timestamp() - statement_timestamp())::text
+        END;
+END $$;
+
+SELECT qc_test.audit_flush() AS flushed;
+SELECT max(id) AS audit_mark FROM queryclaw.audit_log \gset
+
+-- the blackhole port accepts no connection: a request waits in connect
+SET queryclaw.local_allowlist = '127.0.0.1';
+SET statement_timeout = '300ms';
+SELECT qc_test.cancel_stop(format('SELECT queryclaw.web_fetch(%L)',
+       'http://127.0.0.1:' || current_setting('qc_test.blackhole_port') || '/')) AS connecting;
+SELECT qc_test.cancel_stop(format('SELECT queryclaw.web_fetch(%L)', qc_test.url('/fault/silent'))) AS waiting;
+SELECT qc_test.cancel_stop(format('SELECT queryclaw.web_fetch(%L)', qc_test.url('/drip?n=30'))) AS dripping;
+SELECT qc_test.cancel_stop(format('SELECT queryclaw.api_call(%L)', qc_test.url('/slow?ms=5000'))) AS api_call;
+SELECT qc_test.cancel_stop(format('SELECT count(*) FROM queryclaw.web_fetch_many(%L::text[])',
+       array_fill(qc_test.url('/fault/silent'), ARRAY[8]))) AS batch;
+SELECT qc_test.cancel_stop(format('SELECT count(*) FROM queryclaw.api_call_many(%L::jsonb)',
+       jsonb_build_array(jsonb_build_object('url', qc_test.url('/slow?ms=5000')),
+                         jsonb_build_object('url', 'http://127.0.0.1:' || current_setting('qc_test.blackhole_port') || '/')))) AS api_batch;
+SELECT qc_test.cancel_stop($$SELECT queryclaw.llm_chat_tools('SCENARIO:slow:5000')$$) AS llm_waiting_for_model;
+SELECT qc_test.cancel_stop(format('SELECT queryclaw.llm_chat_tools(%L)',
+       'SCENARIO:tool_call URL:' || qc_test.url('/slow?ms=5000'))) AS llm_waiting_for_tool;
+RESET statement_timeout;
+
+-- each was audited as cancelled, and the session works on
+SELECT qc_test.audit_flush() AS flushed;
+SELECT func, count(*) AS cancelled FROM queryclaw.audit_log
+ WHERE id > :audit_mark AND outcome = 'cancelled'
+ GROUP BY func ORDER BY func;
+SELECT queryclaw.web_fetch(qc_test.url('/hello')) AS next_call_works;
+RESET queryclaw.local_allowlist;
