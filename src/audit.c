@@ -226,8 +226,21 @@ audit_record(const QcCall *call, const char *role, const char *outcome,
 	rec->text[QC_AT_FINAL_URL] = call->final_url ? qc_redact_url(call->final_url) : NULL;
 	rec->text[QC_AT_OUTCOME] = outcome;
 	rec->text[QC_AT_REASON] = reason;
-	/* keys a caller pasted into the statement are never stored either */
-	rec->text[QC_AT_QUERY] = query ? qc_redact_keys(query) : NULL;
+	/*
+	 * Secrets a caller wrote into the statement are never stored either.
+	 * Only what can be kept is redacted (twice the bound, so that a secret
+	 * cut at the bound is still recognised), not a statement of megabytes
+	 * once for every row of a batch.
+	 */
+	if (query != NULL)
+	{
+		int			room = 2 * text_limit[QC_AT_QUERY];
+		int			len = strnlen(query, room + 1);
+
+		if (len > room)
+			len = pg_mbcliplen(query, len, room);
+		rec->text[QC_AT_QUERY] = qc_redact_statement(pnstrdup(query, len));
+	}
 	for (int i = 0; i < QC_AUDIT_NTEXT; i++)
 		rec->text[i] = bounded(rec->text[i], text_limit[i]);
 	/* JSON cannot be cut: audit_detail keeps it within its bound itself */

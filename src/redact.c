@@ -7,7 +7,12 @@
  * caller (the DBA, log shippers), so nothing that looks like a credential
  * may reach them: URL userinfo, Authorization/Cookie headers and anything
  * named like a key, token, secret, password or signature; and the LLM and
- * search API keys the DBA configured, wherever they occur in text.  The same
+ * search API keys the DBA configured, wherever they occur in text.  The
+ * calling statement, stored with each audit row, gets the same treatment:
+ * the URLs in it are redacted as URLs, so are query parameters in a
+ * literal that holds only part of a URL, and a quoted value that follows a
+ * secret-looking quoted name ('{"Authorization": "Bearer …"}',
+ * jsonb_build_object('X-Api-Key', '…')) is replaced.  The same
  * predicate decides which request headers are dropped when a redirect
  * leaves the origin the caller addressed.
  *
@@ -157,4 +162,121 @@ const char *
 qc_redact_keys(const char *text)
 {
 	return replace_key(replace_key(text, qc_llm_api_key), qc_search_api_key);
+}
+
+/* Longest name whose value qc_redact_statement() looks at */
+#define MAX_NAME_LENGTH 64
+#define NAME_CHARS "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-."
+
+/* The length of the name at p, if it is one that looks secret; else 0. */
+static size_t
+secret_name_length(const char *p, bool is_header)
+{
+	size_t		len = strspn(p, NAME_CHARS);
+	char	   *name;
+	bool		secret;
+
+	if (len == 0 || len > MAX_NAME_LENGTH)
+		return 0;
+	name = pnstrdup(p, len);
+	secret = qc_name_is_secret(name, is_header);
+	pfree(name);
+	return secret ? len : 0;
+}
+
+/*
+ * The length of the URL at p in statement text: "http://" or "https://",
+ * up to what ends a URL in SQL (space, a quote, a bracket); 0 if none.
+ */
+static size_t
+url_length(const char *text, const char *p)
+{
+	if (p > text && isalnum((unsigned char) p[-1]))
+		return 0;
+	if (pg_strncasecmp(p, "http://", 7) != 0 && pg_strncasecmp(p, "https://", 8) != 0)
+		return 0;
+	return strcspn(p, " \t\r\n\f\v'\"`<>()[]{}\\");
+}
+
+/*
+ * If p opens a quoted name that looks secret ("token", 'X-Api-Key'),
+ * followed by ':', ',' or '=>' and a quoted value, the offsets of the
+ * value's first character and of its closing quote; else false.
+ */
+static bool
+secret_value_at(const char *p, size_t *value, size_t *value_end)
+{
+	char		quote = *p;
+	size_t		len;
+	const char *q;
+
+	if ((quote != '"' && quote != '\'') ||
+		(len = secret_name_length(p + 1, true)) == 0 || p[1 + len] != quote)
+		return false;
+	q = p + 2 + len;
+	q += strspn(q, " \t\r\n");
+	if (*q == ':' || *q == ',')
+		q++;
+	else if (q[0] == '=' && q[1] == '>')
+		q += 2;
+	else
+		return false;
+	q += strspn(q, " \t\r\n");
+	if (*q != '"' && *q != '\'')
+		return false;
+	*value = q + 1 - p;
+	*value_end = *value + strcspn(q + 1, *q == '"' ? "\"" : "'");
+	return true;
+}
+
+/*
+ * If p is the '?' or '&' before a query parameter with a secret-looking
+ * name ("&api_key=…", in a literal that holds only part of a URL), the
+ * offsets of its value and of the end of the value; else false.
+ */
+static bool
+secret_param_at(const char *p, size_t *value, size_t *value_end)
+{
+	size_t		len;
+
+	if ((*p != '?' && *p != '&') ||
+		(len = secret_name_length(p + 1, false)) == 0 || p[1 + len] != '=')
+		return false;
+	*value = len + 2;
+	*value_end = *value + strcspn(p + *value, "&# \t\r\n'\"");
+	return true;
+}
+
+char *
+qc_redact_statement(const char *sql)
+{
+	const char *text = qc_redact_keys(sql);
+	const char *p = text;
+	StringInfoData out;
+
+	initStringInfo(&out);
+	while (*p != '\0')
+	{
+		size_t		len;
+		size_t		value;
+
+		if ((len = url_length(text, p)) > 0)
+		{
+			char	   *url = pnstrdup(p, len);
+
+			appendStringInfoString(&out, qc_redact_url(url));
+			pfree(url);
+			p += len;
+		}
+		else if (secret_value_at(p, &value, &len) ||
+				 secret_param_at(p, &value, &len))
+		{
+			appendBinaryStringInfo(&out, p, value);
+			appendStringInfoString(&out, "REDACTED");
+			p += len;
+		}
+		else
+			appendStringInfoChar(&out, *p++);
+	}
+	return out.data;
 }

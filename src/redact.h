@@ -27,4 +27,13 @@ extern char *qc_redact_url(const char *url);
  */
 extern const char *qc_redact_keys(const char *text);
 
+/*
+ * Statement text fit to store in an audit row: the configured API keys,
+ * URL userinfo and secret query parameters in every http(s) URL, secret
+ * query parameters elsewhere ("?token=…" in a partial URL), and the
+ * quoted value after a quoted secret-looking name (in JSON or in a list of
+ * SQL literals) replaced by REDACTED.  Errs on the side of hiding.
+ */
+extern char *qc_redact_statement(const char *sql);
+
 #endif							/* QC_REDACT_H */

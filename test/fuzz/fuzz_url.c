@@ -15,7 +15,9 @@
  * - what qc_redact_url() makes of a URL, as given or as normalised, keeps
  *   no fragment, no value of a query parameter named like a secret, and,
  *   if libcurl takes it for a URL, no password libcurl would find in it;
- * - no configured API key survives qc_redact_keys().
+ * - no configured API key survives qc_redact_keys();
+ * - qc_redact_statement() leaves no configured API key either, and what it
+ *   makes of its own output is that output (nothing left to redact).
  *
  *-------------------------------------------------------------------------
  */
@@ -155,6 +157,19 @@ check_policy(const QcUrl *url, const char *method)
 				   "a non-public address allowed");
 }
 
+/* The statement text as stored: no key left, and nothing more to hide. */
+static void
+check_statement(const char *text)
+{
+	char	   *shown = qc_redact_statement(text);
+
+	FUZZ_CHECK(strstr(shown, qc_llm_api_key) == NULL &&
+			   strstr(shown, qc_search_api_key) == NULL,
+			   "an API key survived statement redaction");
+	FUZZ_CHECK(strcmp(qc_redact_statement(shown), shown) == 0,
+			   "redacting a redacted statement changed it");
+}
+
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -182,6 +197,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	check_redaction(text);
 	check_keys(text);
+	check_statement(text);
 	if (qc_url_parse(text, &url, &error))
 	{
 		FUZZ_CHECK(url.url != NULL && url.scheme != NULL && url.host != NULL,
