@@ -268,9 +268,15 @@ delete_expired(void *arg)
 	Datum		cutoff = TimestampTzGetDatum(GetCurrentTimestamp() - qc_audit_retention_us);
 	int			rc;
 
-	rc = SPI_execute_with_args("DELETE FROM queryclaw.audit_log WHERE id IN"
-							   " (SELECT id FROM queryclaw.audit_log WHERE at < $1"
-							   "  LIMIT " CppAsString2(QC_RETENTION_BATCH) ")",
+	/*
+	 * The batch's ids are collected once, into an array, and deleted through
+	 * the primary key: "id IN (SELECT ... LIMIT n)" leaves the planner a
+	 * join to choose, and right after a bulk load, without statistics, it
+	 * may choose one that rescans the subquery for every row.
+	 */
+	rc = SPI_execute_with_args("DELETE FROM queryclaw.audit_log WHERE id = ANY (ARRAY("
+							   " SELECT id FROM queryclaw.audit_log WHERE at < $1"
+							   " LIMIT " CppAsString2(QC_RETENTION_BATCH) "))",
 							   1, &type, &cutoff, NULL, false, 0);
 	if (rc != SPI_OK_DELETE)
 		elog(ERROR, "could not apply audit retention: %s", SPI_result_code_string(rc));
