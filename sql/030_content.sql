@@ -148,6 +148,24 @@ SELECT queryclaw.html_to_text($$<body><nav><a href="/">Home</a> <a href="/shop">
 </div><div class="pagination"><a href="?p=2">2</a> <a href="?p=3">3</a> <a href="?p=2">Next</a></div>
 <footer><a href="/about">About us</a></footer></body>$$, 'article');
 
+-- a sentence printed twice (a carousel's cloned slide, a block laid out
+-- again for small screens) is written once; a table column that repeats a
+-- value, a heading that a table of contents links to, and a short line
+-- are kept
+SELECT queryclaw.html_to_text($$<body><article><h1>Our service</h1>
+<ul class="toc"><li><a href="#plans">Plans and prices for every team</a></li></ul>
+<div class="slides"><div class="slide"><p>Trusted by four hundred teams around the world.</p></div>
+<div class="slide"><p>Set up in minutes, with nothing to install.</p></div>
+<div class="slide clone"><p>Trusted by four hundred teams around the world.</p></div></div>
+<h2 id="plans">Plans and prices for every team</h2>
+<table><tr><th>Plan</th><th>Support</th></tr>
+<tr><td>Basic</td><td>Email support within one working day</td></tr>
+<tr><td>Team</td><td>Email support within one working day</td></tr></table>
+<p>Yes.</p><p>Yes.</p>
+<div class="desktop"><p>Call us on weekdays between nine and five.</p></div>
+<div class="mobile"><p>Call us on weekdays between nine and five.</p></div>
+</article></body>$$, 'article');
+
 -- hidden elements are not content either
 SELECT queryclaw.html_to_text($$<main><p>Visible paragraph with enough words in it to be the main content here.</p>
 <div class="modal"><p>Sign up for our newsletter to get the latest news in your inbox every week.</p></div>

@@ -33,8 +33,8 @@
  * listing and the listing), and inside it the boilerplate, the comment
  * sections (unless they are most of it: on a forum they are the content),
  * links repeated as controls ("Reply", "Read more") and the copies of a
- * sentence printed again and again (a promotion on every card) are
- * dropped.  When
+ * sentence printed again (a promotion on every card, a carousel's cloned
+ * slide, a block laid out twice for two screen sizes) are dropped.  When
  * nothing scores above zero there is no clear main region, and the whole
  * <body> is the region.
  *
@@ -64,8 +64,8 @@
 /* Links at most this long whose text repeats this often are controls */
 #define CONTROL_LINK_CHARS 30
 #define CONTROL_LINK_REPEATS 3
-/* Blocks at least this long whose text repeats as often are promotions */
-#define REPEATED_BLOCK_CHARS 40
+/* Blocks at least this long whose text repeats are copies */
+#define REPEATED_BLOCK_CHARS 25
 
 /* What the analysis knows of a shown element */
 typedef struct Info
@@ -81,7 +81,7 @@ typedef struct Info
 	bool		invisible;		/* hidden by its class, or an overlay */
 	bool		comments;		/* a comment section */
 	bool		author_card;	/* a post's author card */
-	bool		repeated_link;	/* a short link whose text repeats */
+	bool		repeated;		/* a control link, or a block's copy */
 	bool		junk;			/* decided: boilerplate */
 	int			text;			/* characters of shown text below */
 	int			link;			/* of which in links */
@@ -628,24 +628,32 @@ choose_region(Analysis *a)
  * Pruning the region
  */
 
-/* A link's text, to find the texts that repeat */
-typedef struct LinkText
+/* The text of a link or a block, to find the texts that repeat */
+typedef struct RepeatText
 {
 	char	   *text;
+	bool		is_link;
 	int			index;
-} LinkText;
+} RepeatText;
 
 static int
-link_text_cmp(const void *a, const void *b)
+repeat_text_cmp(const void *a, const void *b)
 {
-	return strcmp(((const LinkText *) a)->text, ((const LinkText *) b)->text);
+	const RepeatText *ra = a;
+	const RepeatText *rb = b;
+
+	if (ra->is_link != rb->is_link)
+		return ra->is_link ? 1 : -1;
+	return strcmp(ra->text, rb->text);
 }
 
 /*
  * Is the element one whose text means nothing where it repeats: a short
  * link ("Reply", "View details", "Read more": a control), or a block of a
- * sentence or more with no other block in it (a promotion printed on every
- * card)?
+ * sentence or more with no other block in it and mostly not linked (a
+ * promotion printed on every card, a slide a carousel clones, the copy of
+ * a block laid out for small screens, a quoted post)?  A table cell is
+ * not: a column may hold the same value in many rows.
  */
 static bool
 repeat_candidate(const Info *info)
@@ -653,20 +661,23 @@ repeat_candidate(const Info *info)
 	if (info->tag == TAG_A)
 		return info->text > 0 && info->text <= CONTROL_LINK_CHARS;
 	return info->is_block && info->own_text == info->text &&
-		info->text >= REPEATED_BLOCK_CHARS;
+		info->text >= REPEATED_BLOCK_CHARS &&
+		2 * info->own_link <= info->own_text &&
+		info->tag != TAG_TD && info->tag != TAG_TH;
 }
 
 /*
  * Mark the links and blocks inside the region whose text repeats and means
- * nothing there (see repeat_candidate); of blocks, all copies but the
+ * nothing there (see repeat_candidate): every copy of a control link that
+ * repeats CONTROL_LINK_REPEATS times, and every copy of a block but the
  * first.
  */
 static void
 mark_repeats(Analysis *a, Info *region)
 {
 	int			first = region - a->infos;
-	LinkText   *links = MemoryContextAllocHuge(CurrentMemoryContext,
-											 sizeof(LinkText) * (region->end - first));
+	RepeatText *texts = MemoryContextAllocHuge(CurrentMemoryContext,
+											   sizeof(RepeatText) * (region->end - first));
 	int			n = 0;
 	int			i;
 	int			j;
@@ -685,32 +696,28 @@ mark_repeats(Analysis *a, Info *region)
 			pfree(text);
 			continue;
 		}
-		links[n].text = text;
-		links[n].index = i;
+		texts[n].text = text;
+		texts[n].is_link = info->tag == TAG_A;
+		texts[n].index = i;
 		n++;
 	}
-	qsort(links, n, sizeof(LinkText), link_text_cmp);
+	qsort(texts, n, sizeof(RepeatText), repeat_text_cmp);
 	for (i = 0; i < n; i = j)
 	{
-		for (j = i + 1; j < n && strcmp(links[i].text, links[j].text) == 0; j++)
-			;
-		if (j - i >= CONTROL_LINK_REPEATS)
-		{
-			int			first_copy = links[i].index;
-			int			k;
+		int			first_copy = texts[i].index;
+		int			k;
 
-			for (k = i; k < j; k++)
-				first_copy = Min(first_copy, links[k].index);
-			/* a block's first copy stays: it may be content quoted again */
-			for (k = i; k < j; k++)
-				if (a->infos[links[k].index].tag == TAG_A ||
-					links[k].index != first_copy)
-					a->infos[links[k].index].repeated_link = true;
-		}
+		for (j = i + 1; j < n && repeat_text_cmp(&texts[i], &texts[j]) == 0; j++)
+			first_copy = Min(first_copy, texts[j].index);
+		if (j - i < (texts[i].is_link ? CONTROL_LINK_REPEATS : 2))
+			continue;
+		for (k = i; k < j; k++)
+			if (texts[k].is_link || texts[k].index != first_copy)
+				a->infos[texts[k].index].repeated = true;
 	}
 	for (i = 0; i < n; i++)
-		pfree(links[i].text);
-	pfree(links);
+		pfree(texts[i].text);
+	pfree(texts);
 }
 
 /*
@@ -744,7 +751,7 @@ prune(Analysis *a, Info *region)
 	{
 		Info	   *info = &a->infos[i];
 
-		if (info->junk || info->repeated_link ||
+		if (info->junk || info->repeated ||
 			(drop_comments && info->comments) ||
 			(info->author_card && info->text < MINOR_SHARE * region->text))
 		{
