@@ -91,4 +91,21 @@ BEGIN
 END
 $$;
 
+-- Run stmt under the statement_timeout the caller set (a query cancel that
+-- arrives at a known moment) and say whether it was cancelled, and stopped
+-- within half a second of the cancel.
+CREATE FUNCTION qc_test.cancel_stop(stmt text) RETURNS text LANGUAGE plpgsql AS $$
+BEGIN
+    EXECUTE stmt;
+    RETURN 'not cancelled';
+EXCEPTION WHEN query_canceled THEN
+    RETURN SQLSTATE || ', ' ||
+        CASE WHEN clock_timestamp() - statement_timestamp()
+                  - current_setting('statement_timeout')::interval < interval '0.5 s'
+             THEN 'stopped within 0.5 s'
+             ELSE 'stopped late: ' || (clock_timestamp() - statement_timestamp())::text
+        END;
+END
+$$;
+
 SELECT qc_test.scrub(queryclaw.web_fetch(qc_test.url('/hello'))) AS fixture_answers;

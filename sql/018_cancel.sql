@@ -1,23 +1,9 @@
 --
 -- A cancel stops every kind of wait within half a second, with SQLSTATE
--- 57014, and the session goes on.  statement_timeout is a query cancel that
--- arrives at a known moment, so cancel_stop() can tell how long after it
--- the statement stopped (test 019_dns does the same during name lookups,
--- and 011_activity with pg_cancel_backend from another session).
+-- 57014, and the session goes on (qc_test.cancel_stop(), in 001_setup;
+-- test 019_dns does the same during name lookups, and 011_activity with
+-- pg_cancel_backend from another session).
 --
-CREATE FUNCTION qc_test.cancel_stop(stmt text) RETURNS text LANGUAGE plpgsql AS $$
-BEGIN
-    EXECUTE stmt;
-    RETURN 'not cancelled';
-EXCEPTION WHEN query_canceled THEN
-    RETURN SQLSTATE || ', ' ||
-        CASE WHEN clock_timestamp() - statement_timestamp()
-                  - current_setting('statement_timeout')::interval < interval '0.5 s'
-             THEN 'stopped within 0.5 s'
-             ELSE 'stopped late: ' || (clock_timestamp() - statement_timestamp())::text
-        END;
-END $$;
-
 SELECT qc_test.audit_flush() AS flushed;
 SELECT max(id) AS audit_mark FROM queryclaw.audit_log \gset
 

@@ -5,85 +5,121 @@
  *
  * getaddrinfo() blocks until the name server answers or gives up, which
  * may be ten seconds or more, and no query cancel can stop it.  So the
- * lookup runs in glibc's own helper thread (getaddrinfo_a) while the
- * backend waits in short slices, answering a cancel or statement_timeout
- * between them, and stops waiting at queryclaw.timeout.
+ * lookup runs in a thread of its own while the backend waits in short
+ * slices, answering a cancel or statement_timeout between them, and stops
+ * waiting at queryclaw.timeout.  (libcurl resolves the same way for the
+ * requests themselves.)
  *
- * A lookup that is still running when the backend stops waiting cannot be
- * freed: glibc's thread will write its answer into it.  It is kept in a
- * list of abandoned lookups and freed by a later call once it has ended,
- * so what a cancelled lookup holds is bounded by the resolver's own
- * timeout, not kept for the life of the backend.
+ * The thread touches nothing of PostgreSQL's: it calls getaddrinfo() on a
+ * malloc'd lookup and marks it done, with every signal blocked, so that
+ * the backend's signal handlers run in the backend's own thread.  When the
+ * backend stops waiting first, it marks the lookup abandoned, and whichever
+ * of the two comes last frees it; so a cancelled lookup holds its memory
+ * only until the resolver gives up, and nothing is leaked.
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
 #include <netdb.h>
+#include <pthread.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <netinet/in.h>
 
 #include "miscadmin.h"
 #include "portability/instr_time.h"
+#include "storage/latch.h"
 #include "utils/wait_event.h"
 
 #include "queryclaw.h"
 #include "resolve.h"
 
-/* How long one wait lasts before a cancel is looked at */
-#define WAIT_SLICE_NS (50 * 1000 * 1000)
+/* How long one wait lasts before the lookup and a cancel are looked at */
+#define WAIT_SLICE_MS 10
 
-/* One lookup; malloc'd, because glibc may write to it after an ERROR */
+/* One lookup, shared by the backend and the thread that runs it */
 typedef struct Lookup
 {
-	struct gaicb request;
-	struct addrinfo hints;
-	struct Lookup *next;		/* in the abandoned list */
+	pthread_mutex_t mutex;
+	bool		done;			/* the thread has its answer */
+	bool		abandoned;		/* the backend stopped waiting */
+	int			rc;				/* getaddrinfo()'s result */
+	struct addrinfo *result;
 	char		host[FLEXIBLE_ARRAY_MEMBER];
 } Lookup;
-
-static Lookup *abandoned = NULL;
 
 static void
 lookup_free(Lookup *lookup)
 {
-	if (lookup->request.ar_result != NULL)
-		freeaddrinfo(lookup->request.ar_result);
+	if (lookup->result != NULL)
+		freeaddrinfo(lookup->result);
+	pthread_mutex_destroy(&lookup->mutex);
 	free(lookup);
 }
 
-/* Free the abandoned lookups that have ended since. */
-static void
-reap_abandoned(void)
+/*
+ * Mark the lookup done (by the thread) or abandoned (by the backend);
+ * returns true when the other side had already let go of it, so that the
+ * caller frees it.
+ */
+static bool
+let_go(Lookup *lookup, bool thread)
 {
-	Lookup	  **link = &abandoned;
+	bool		last;
 
-	while (*link != NULL)
-	{
-		Lookup	   *lookup = *link;
-
-		if (gai_error(&lookup->request) == EAI_INPROGRESS)
-			link = &lookup->next;
-		else
-		{
-			*link = lookup->next;
-			lookup_free(lookup);
-		}
-	}
+	pthread_mutex_lock(&lookup->mutex);
+	if (thread)
+		lookup->done = true;
+	else
+		lookup->abandoned = true;
+	last = thread ? lookup->abandoned : lookup->done;
+	pthread_mutex_unlock(&lookup->mutex);
+	return last;
 }
 
-/* Stop waiting for a lookup: cancel it, or leave it for reap_abandoned(). */
-static void
-abandon(Lookup *lookup)
+static bool
+lookup_done(Lookup *lookup)
 {
-	if (gai_cancel(&lookup->request) == EAI_CANCELED ||
-		gai_error(&lookup->request) != EAI_INPROGRESS)
+	bool		done;
+
+	pthread_mutex_lock(&lookup->mutex);
+	done = lookup->done;
+	pthread_mutex_unlock(&lookup->mutex);
+	return done;
+}
+
+static void *
+lookup_thread(void *arg)
+{
+	Lookup	   *lookup = arg;
+	struct addrinfo hints = {0};
+
+	hints.ai_socktype = SOCK_STREAM;
+	lookup->rc = getaddrinfo(lookup->host, NULL, &hints, &lookup->result);
+	if (let_go(lookup, true))
 		lookup_free(lookup);
-	else
-	{
-		lookup->next = abandoned;
-		abandoned = lookup;
-	}
+	return NULL;
+}
+
+/* Start the thread, with every signal blocked in it; false if it failed. */
+static bool
+start_lookup(Lookup *lookup)
+{
+	pthread_attr_t attr;
+	pthread_t	thread;
+	sigset_t	all;
+	sigset_t	saved;
+	int			rc;
+
+	sigfillset(&all);
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	pthread_sigmask(SIG_SETMASK, &all, &saved);
+	rc = pthread_create(&thread, &attr, lookup_thread, lookup);
+	pthread_sigmask(SIG_SETMASK, &saved, NULL);
+	pthread_attr_destroy(&attr);
+	return rc == 0;
 }
 
 /* Copy the IPv4 and IPv6 addresses of a lookup's answer. */
@@ -110,33 +146,29 @@ copy_addresses(const struct addrinfo *ai, QcInetAddr *addrs, int max)
 }
 
 /*
- * Wait for a started lookup until it ends or queryclaw.timeout passes;
- * returns its gai_error() code (EAI_INPROGRESS: timed out).  A cancel is
- * raised from here.
+ * Wait until the lookup is done or queryclaw.timeout has passed; returns
+ * whether it is done.  A cancel is raised from here.
  */
-static int
+static bool
 wait_for_lookup(Lookup *lookup)
 {
-	const struct gaicb *list[1] = {&lookup->request};
 	instr_time	start;
 	instr_time	now;
-	int			rc;
+	bool		done;
 
 	INSTR_TIME_SET_CURRENT(start);
-	pgstat_report_wait_start(PG_WAIT_EXTENSION);
-	while ((rc = gai_error(&lookup->request)) == EAI_INPROGRESS)
+	while (!(done = lookup_done(lookup)))
 	{
-		struct timespec slice = {0, WAIT_SLICE_NS};
-
-		(void) gai_suspend(list, 1, &slice);
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 WAIT_SLICE_MS, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
 		CHECK_FOR_INTERRUPTS();
 		INSTR_TIME_SET_CURRENT(now);
 		INSTR_TIME_SUBTRACT(now, start);
 		if (INSTR_TIME_GET_MILLISEC(now) >= qc_timeout)
 			break;
 	}
-	pgstat_report_wait_end();
-	return rc;
+	return done;
 }
 
 int
@@ -144,50 +176,46 @@ qc_resolve_host(const char *host, QcInetAddr *addrs, int max, const char **error
 {
 	size_t		len = strlen(host);
 	Lookup	   *lookup;
-	struct gaicb *requests[1];
-	int			rc;
-	int			n = 0;
+	bool		done;
+	int			n = -1;
 
-	reap_abandoned();
 	lookup = calloc(1, offsetof(Lookup, host) + len + 1);
 	if (lookup == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_OUT_OF_MEMORY),
 				 errmsg("out of memory")));
+	pthread_mutex_init(&lookup->mutex, NULL);
 	memcpy(lookup->host, host, len + 1);
-	lookup->hints.ai_socktype = SOCK_STREAM;
-	lookup->request.ar_name = lookup->host;
-	lookup->request.ar_request = &lookup->hints;
-	requests[0] = &lookup->request;
-	rc = getaddrinfo_a(GAI_NOWAIT, requests, 1, NULL);
-	if (rc != 0)
+	if (!start_lookup(lookup))
 	{
-		free(lookup);
-		*error = gai_strerror(rc);
+		lookup_free(lookup);
+		*error = "The name lookup could not be started.";
 		return -1;
 	}
 
 	PG_TRY();
 	{
-		rc = wait_for_lookup(lookup);
+		done = wait_for_lookup(lookup);
 	}
 	PG_CATCH();
 	{
-		abandon(lookup);
+		if (let_go(lookup, false))
+			lookup_free(lookup);
 		PG_RE_THROW();
 	}
 	PG_END_TRY();
 
-	if (rc == EAI_INPROGRESS)
+	if (!done)
 	{
-		abandon(lookup);
+		if (let_go(lookup, false))
+			lookup_free(lookup);
 		*error = "Name resolution timed out (queryclaw.timeout).";
 		return -1;
 	}
-	if (rc != 0)
-		*error = gai_strerror(rc);
+	if (lookup->rc != 0)
+		*error = gai_strerror(lookup->rc);
 	else
-		n = copy_addresses(lookup->request.ar_result, addrs, max);
+		n = copy_addresses(lookup->result, addrs, max);
 	lookup_free(lookup);
-	return rc == 0 ? n : -1;
+	return n;
 }
