@@ -36,3 +36,11 @@ SELECT qc_test.scrub(url) AS url, qc_test.scrub(final_url) AS final_url
 -- of an array
 SELECT queryclaw.html_to_text('<table><th>b</th><blockquote><table></table></table><blockquote>3', 'markdown') AS minimal;
 SELECT queryclaw.html_to_text('<table><tr><td>a</td><td>b</td></tr><blockquote><table><tr><td>x</td></tr></table></blockquote><tr><td>c</td><td>d</td></tr></table><blockquote>after</blockquote>', 'markdown') AS nested;
+
+-- redaction: when dropping the userinfo left no host ("http://a@//u:pw@h/"),
+-- what followed was read as the authority of the stored URL, with a user
+-- and password of its own; the statement text stored with the row was
+-- shown the same way
+SELECT error FROM queryclaw.web_fetch_many(ARRAY['http://a@//u:pw@h/']);
+SELECT qc_test.audit_flush();
+SELECT url, query FROM queryclaw.audit_log WHERE url LIKE 'http:%//h/' ORDER BY id;

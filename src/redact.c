@@ -105,6 +105,7 @@ qc_redact_url(const char *url)
 	const char *at;
 	const char *query;
 	const char *end = url + strcspn(url, "#");
+	bool		host_gone;
 
 	initStringInfo(&out);
 	path = authority + strcspn(authority, "/?#");
@@ -112,28 +113,31 @@ qc_redact_url(const char *url)
 	for (at = path; at > authority && at[-1] != '@'; at--)
 		;
 	appendBinaryStringInfo(&out, url, authority - url);
+	/* nothing left of the authority: its path would be read as one */
+	host_gone = at > authority && at == path && *path == '/';
 	if (at > authority)
 		authority = at;
 	query = memchr(path, '?', end - path);
 	appendBinaryStringInfo(&out, authority, (query ? query : end) - authority);
-	if (query == NULL)
-		return out.data;
-
-	appendStringInfoChar(&out, '?');
-	for (const char *p = query + 1; p < end;)
+	if (query != NULL)
 	{
-		size_t		len = strcspn(p, "&#");
-
-		len = Min(len, (size_t) (end - p));
-		append_param(&out, p, len);
-		p += len;
-		if (p < end && *p == '&')
+		appendStringInfoChar(&out, '?');
+		for (const char *p = query + 1; p < end;)
 		{
-			appendStringInfoChar(&out, '&');
-			p++;
+			size_t		len = strcspn(p, "&#");
+
+			len = Min(len, (size_t) (end - p));
+			append_param(&out, p, len);
+			p += len;
+			if (p < end && *p == '&')
+			{
+				appendStringInfoChar(&out, '&');
+				p++;
+			}
 		}
 	}
-	return out.data;
+	/* so redact what is now the authority too; each pass drops an '@' */
+	return host_gone ? qc_redact_url(out.data) : out.data;
 }
 
 /* Replace every occurrence of key in text; text itself when there is none. */
