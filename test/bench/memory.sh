@@ -34,6 +34,7 @@ CALLS=(
 	"api_call|queryclaw.api_call('BASE/json')"
 	"api_call POST|queryclaw.api_call('BASE/echo', 'POST', '{\"X-Token\": \"t\"}', '{\"a\": 1}')"
 	"check_url|queryclaw.check_url('BASE/hello')"
+	"check_url, a name resolved|queryclaw.check_url('http://localhost/')"
 	"html_to_text|queryclaw.html_to_text(repeat('<p>Hello <b>world</b> &amp; <a href=\"/x\">more</a></p>', 50))"
 	"html_to_text, markdown|queryclaw.html_to_text(repeat('<h2>T</h2><p>Hello <a href=\"/x\">more</a></p>', 50), 'markdown', 'http://example.com/')"
 	"html_to_text, metadata|queryclaw.html_to_text('<html><head><title>T</title><meta name=\"author\" content=\"A\"></head><body><p>x</p></body></html>', 'metadata')"
