@@ -98,9 +98,9 @@ suite="$QC_WORK/suite"
 mkdir -p "$suite"
 cp -r "$QC_ROOT/sql" "$QC_ROOT/expected" "$suite/"
 # QC_TESTS="001_setup 012_batch" runs a subset while developing
-tests=${QC_TESTS:-$(cd "$QC_ROOT/sql" && ls [0-9]*.sql | sed 's/\.sql$//')}
+tests=$(echo ${QC_TESTS:-$(cd "$QC_ROOT/sql" && ls [0-9]*.sql | sed 's/\.sql$//')})
 if [ -z "${QC_ISOLATED:-}" ] && [[ " $tests " == *" 019_dns "* ]]; then
-	echo "skip - 019_dns needs the test network namespace (run as root)"
+	echo "skip - 019_dns needs the test network namespace (root, unshare, QC_NO_ISOLATION unset)"
 	tests=$(echo $tests | sed 's/\b019_dns\b//')
 fi
 qc_log "regression tests"
