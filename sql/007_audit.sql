@@ -36,15 +36,17 @@ SELECT count(*) AS rows_with_secrets FROM queryclaw.audit_log
 
 -- nor do secrets written into the statement itself, which audit_query
 -- stores: userinfo and secret parameters in URLs and in parts of URLs,
--- and quoted values after secret-looking quoted names (the rule errs on
--- the side of hiding: "author" contains "auth")
+-- and quoted values after secret-looking quoted names, escaped quotes
+-- included (the rule errs on the side of hiding: "author" contains "auth")
 TRUNCATE queryclaw.audit_log;
 SELECT (queryclaw.api_call('http://bob:hunter22@127.0.0.1:' || current_setting('qc_test.port')
     || '/echo?q=1&token=T999&keyword=red',
-    headers => jsonb_build_object('X-Api-Key', 'K777', 'Accept', 'text/plain')
-               || '{"Authorization": "Bearer B888", "author": "A. Writer"}'))->'status' AS status;
+    headers => jsonb_build_object('X-Api-Key', 'K7''xq', 'Accept', 'text/plain')
+               || '{"Authorization": "Bearer B8\"yq", "author": "A. Writer"}'))->'status' AS status;
 SELECT qc_test.audit_flush();
 SELECT query FROM queryclaw.audit_log;
+SELECT count(*) AS rows_with_secrets FROM queryclaw.audit_log
+ WHERE (url || detail::text || query) ~ '(hunter22|T999|xq|yq)';
 
 -- long texts are stored cut to their bound (4 kB for URLs and the query),
 -- on a character boundary, and marked

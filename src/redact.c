@@ -203,6 +203,30 @@ url_length(const char *text, const char *p)
 }
 
 /*
+ * The length of a quoted value up to its closing quote, over the escapes
+ * that keep a quote inside it: a backslash in JSON ("a\"b"), a doubled
+ * quote in an SQL literal ('a''b'), so that no part of a secret is left.
+ */
+static size_t
+quoted_length(const char *value, char quote)
+{
+	const char *p = value;
+
+	while (*p != '\0')
+	{
+		if (quote == '"' && *p == '\\' && p[1] != '\0')
+			p += 2;
+		else if (*p == quote && quote == '\'' && p[1] == '\'')
+			p += 2;
+		else if (*p == quote)
+			break;
+		else
+			p++;
+	}
+	return p - value;
+}
+
+/*
  * If p opens a quoted name that looks secret ("token", 'X-Api-Key'),
  * followed by ':', ',' or '=>' and a quoted value, the offsets of the
  * value's first character and of its closing quote; else false.
@@ -229,7 +253,7 @@ secret_value_at(const char *p, size_t *value, size_t *value_end)
 	if (*q != '"' && *q != '\'')
 		return false;
 	*value = q + 1 - p;
-	*value_end = *value + strcspn(q + 1, *q == '"' ? "\"" : "'");
+	*value_end = *value + quoted_length(q + 1, *q);
 	return true;
 }
 
