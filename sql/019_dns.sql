@@ -5,6 +5,17 @@
 -- namespace (test/run.sh skips it elsewhere).
 --
 
+-- a session keeps at most 16 lookup threads, the ones it stopped waiting
+-- for included, until the name server gives up on them (5 s here)
+SET queryclaw.timeout = '50ms';
+SELECT count(*) FILTER (WHERE r->>'detail' LIKE 'Name resolution timed out%') AS timed_out,
+       count(*) FILTER (WHERE r->>'detail' LIKE 'Too many earlier name lookups%') AS refused
+  FROM generate_series(1, 20) AS i,
+       LATERAL queryclaw.check_url('http://t' || i || '.hang.test/') AS r;
+RESET queryclaw.timeout;
+SELECT qc_test.wait_until($$(queryclaw.check_url('http://www.loopback.test/')->>'detail')
+                            NOT LIKE 'Too many%'$$) AS lookups_start_again;
+
 -- a name is checked on the addresses it resolves to
 SELECT jsonb_pretty(queryclaw.check_url('http://www.loopback.test/') - 'hint') AS resolved;
 SELECT qc_test.try($$SELECT queryclaw.web_fetch('http://www.loopback.test/')$$) AS refused_on_connect;

@@ -38,6 +38,16 @@
 /* How long one wait lasts before the lookup and a cancel are looked at */
 #define WAIT_SLICE_MS 10
 
+/*
+ * Most lookup threads a backend keeps at once, abandoned ones included: a
+ * session that cancels lookup after lookup of names that never resolve
+ * would otherwise start threads faster than the resolver lets them end.
+ */
+#define MAX_LOOKUP_THREADS 16
+
+static pthread_mutex_t threads_mutex = PTHREAD_MUTEX_INITIALIZER;
+static int	threads_running = 0;
+
 /* One lookup, shared by the backend and the thread that runs it */
 typedef struct Lookup
 {
@@ -99,18 +109,34 @@ lookup_thread(void *arg)
 	lookup->rc = getaddrinfo(lookup->host, NULL, &hints, &lookup->result);
 	if (let_go(lookup, true))
 		lookup_free(lookup);
+	pthread_mutex_lock(&threads_mutex);
+	threads_running--;
+	pthread_mutex_unlock(&threads_mutex);
 	return NULL;
 }
 
-/* Start the thread, with every signal blocked in it; false if it failed. */
+/*
+ * Start the thread, with every signal blocked in it; false (and *error)
+ * if it could not be started.
+ */
 static bool
-start_lookup(Lookup *lookup)
+start_lookup(Lookup *lookup, const char **error)
 {
 	pthread_attr_t attr;
 	pthread_t	thread;
 	sigset_t	all;
 	sigset_t	saved;
 	int			rc;
+
+	pthread_mutex_lock(&threads_mutex);
+	if (threads_running >= MAX_LOOKUP_THREADS)
+	{
+		pthread_mutex_unlock(&threads_mutex);
+		*error = "Too many earlier name lookups of this session are still waiting for the name server.";
+		return false;
+	}
+	threads_running++;
+	pthread_mutex_unlock(&threads_mutex);
 
 	sigfillset(&all);
 	pthread_attr_init(&attr);
@@ -119,6 +145,13 @@ start_lookup(Lookup *lookup)
 	rc = pthread_create(&thread, &attr, lookup_thread, lookup);
 	pthread_sigmask(SIG_SETMASK, &saved, NULL);
 	pthread_attr_destroy(&attr);
+	if (rc != 0)
+	{
+		pthread_mutex_lock(&threads_mutex);
+		threads_running--;
+		pthread_mutex_unlock(&threads_mutex);
+		*error = "The name lookup could not be started.";
+	}
 	return rc == 0;
 }
 
@@ -186,10 +219,9 @@ qc_resolve_host(const char *host, QcInetAddr *addrs, int max, const char **error
 				 errmsg("out of memory")));
 	pthread_mutex_init(&lookup->mutex, NULL);
 	memcpy(lookup->host, host, len + 1);
-	if (!start_lookup(lookup))
+	if (!start_lookup(lookup, error))
 	{
 		lookup_free(lookup);
-		*error = "The name lookup could not be started.";
 		return -1;
 	}
 
