@@ -22,6 +22,8 @@
  */
 #include "postgres.h"
 
+#include <pthread.h>
+#include <signal.h>
 #include <curl/curl.h>
 #include <sys/socket.h>
 #include <netinet/in.h>
@@ -711,6 +713,28 @@ ensure_slots(int n)
 	return pool;
 }
 
+/*
+ * curl_multi_perform() with every signal blocked while it runs.  The
+ * threads libcurl starts to resolve names inherit the mask, so the
+ * backend's signal handlers never run in them: a statement timeout sends
+ * SIGINT twice (to the process and to its group), and taken by two threads
+ * the second would cancel the statement again once the first had been
+ * handled.  Signals that arrive meanwhile are handled on return.
+ */
+static CURLMcode
+perform_with_signals_blocked(int *running)
+{
+	sigset_t	all;
+	sigset_t	saved;
+	CURLMcode	mc;
+
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &saved);
+	mc = curl_multi_perform(qc_multi, running);
+	pthread_sigmask(SIG_SETMASK, &saved, NULL);
+	return mc;
+}
+
 /* Wait for socket activity (or a signal) for at most one slice. */
 static void
 wait_for_activity(void)
@@ -765,7 +789,7 @@ qc_http_execute_many(QcCall **calls, int ncalls, int concurrency,
 			if (!any_running(slots, nslots) && first_waiting >= ncalls)
 				break;
 
-			mc = curl_multi_perform(qc_multi, &running);
+			mc = perform_with_signals_blocked(&running);
 			if (mc != CURLM_OK)
 				elog(ERROR, "transfer failed: %s", curl_multi_strerror(mc));
 			collect_finished(on_done, arg);
