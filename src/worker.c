@@ -7,8 +7,9 @@
  * Registered when the library is preloaded, it connects to the database
  * named by queryclaw.database, the one whose backends queue their records
  * (audit.c), and loops as worker_spi does: wait on its latch (set by every
- * push; reported as an Extension wait event), write what is queued, one
- * transaction per batch, and, at most once a minute and right after a
+ * push; reported as an Extension wait event), let the rest of a burst
+ * queue for QC_GATHER_MS, write what is queued, one transaction per batch,
+ * and, at most once a minute and right after a
  * configuration reload, delete rows older than queryclaw.audit_retention,
  * one batch per transaction.
  *
@@ -55,6 +56,7 @@
 
 #define QC_WORKER_RESTART_S		5
 #define QC_WORKER_NAP_MS		1000	/* longest sleep between passes */
+#define QC_GATHER_MS			5		/* for the records of a burst */
 #define QC_RETRY_MS				1000	/* after a failed batch */
 #define QC_BATCH_BYTES			(1024 * 1024)
 #define QC_RETENTION_EVERY_MS	60000
@@ -320,6 +322,19 @@ wait_for_work(long timeout_ms)
 					 timeout_ms, PG_WAIT_EXTENSION);
 }
 
+/*
+ * After a wake-up, give the calls of a burst a moment to queue their
+ * records, so that one transaction writes them all: woken by every record,
+ * the worker would spend a transaction on each call, more than the call
+ * itself costs, on the cores the callers need.
+ */
+static void
+gather(void)
+{
+	(void) WaitLatch(NULL, WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, QC_GATHER_MS,
+					 PG_WAIT_EXTENSION);
+}
+
 /* SIGTERM: write what is queued and what calls in flight will queue. */
 static void
 drain(MemoryContext cxt)
@@ -368,7 +383,10 @@ qc_audit_worker_main(Datum main_arg)
 			retention_at = 0;	/* a new retention applies at once */
 		}
 		if (!work(cxt, true))
+		{
 			wait_for_work(QC_WORKER_NAP_MS);
+			gather();
+		}
 	}
 	drain(cxt);
 	proc_exit(1);

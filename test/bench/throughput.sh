@@ -4,7 +4,8 @@
 # Starts Debian's nginx on a free loopback port (a small JSON, a 60 KB HTML
 # page, and /delay answering after 20 ms through the echo module) and a
 # scratch cluster with a private install of the extension, then prints:
-#   1. sequential web_fetch of the small JSON, audit on: microseconds per call
+#   1. sequential web_fetch of the small JSON, audit on: microseconds per call,
+#      and the CPU time per call of the calling backend and of the audit worker
 #   2. 1,000 URLs answering after 20 ms: web_fetch_many at concurrency 64,
 #      and the same through a sequential loop, for the ratio
 #   3. one UPDATE enriching 1,000 rows through a web_fetch_many join: rows/s
@@ -58,6 +59,22 @@ echo "machine: $(nproc) cores; nginx $(nginx -v 2>&1 | sed 's/.*\///'); median o
 
 s=$(seconds "PERFORM queryclaw.web_fetch('$base/small.json') FROM generate_series(1, 3000)")
 echo "1. sequential web_fetch, small JSON, audit on: $(awk -v s="$s" 'BEGIN {printf "%.0f", s * 1e6 / 3000}') us/call (3000 calls in ${s}s)"
+
+# What the durable audit costs the machine: CPU time of the calling
+# backend and of the audit worker over 20,000 calls (from /proc/PID/stat,
+# in clock ticks, so other work on the machine does not count), once the
+# worker has written every record.
+ticks() { echo "(SELECT f[12]::bigint + f[13]::bigint FROM string_to_array(split_part(pg_read_file('/proc/' || $1 || '/stat'), ') ', 2), ' ') AS f)"; }
+worker=$(qc_psql -At -d postgres -c "SELECT pid FROM pg_stat_activity WHERE backend_type = 'queryclaw audit writer'")
+cpu=$(qc_psql -qAt -d postgres <<SQL
+SELECT $(ticks 'pg_backend_pid()') AS b, $(ticks "$worker") AS w \\gset start_
+SELECT count(queryclaw.web_fetch('$base/small.json')) FROM generate_series(1, 20000) \\g /dev/null
+DO \$\$ BEGIN WHILE (SELECT queued FROM queryclaw.audit_status()) > 0 LOOP PERFORM pg_sleep(0.01); END LOOP; END \$\$;
+SELECT $(ticks 'pg_backend_pid()') - :start_b, $(ticks "$worker") - :start_w;
+SQL
+)
+hz=$(getconf CLK_TCK)
+echo "1b. CPU per call over 20000 calls, audit on: calling backend $(echo "$cpu" | awk -F'|' -v hz="$hz" '{printf "%.0f", $1 * 1e6 / hz / 20000}') us, audit worker $(echo "$cpu" | awk -F'|' -v hz="$hz" '{printf "%.0f", $2 * 1e6 / hz / 20000}') us"
 
 s=$(seconds "PERFORM count(*) FROM queryclaw.web_fetch_many(array_fill('$base/delay'::text, ARRAY[1000]))")
 echo "2. 1000 URLs answering after 20 ms, web_fetch_many at concurrency 64: ${s}s"
