@@ -119,10 +119,7 @@ qc_chat_add_reply(QcChat *chat, const QcChatReply *reply)
 
 	initStringInfo(&m);
 	appendStringInfoString(&m, "{\"role\": \"assistant\", \"content\": ");
-	if (reply->content != NULL)
-		escape_json(&m, reply->content);
-	else
-		appendStringInfoString(&m, "null");
+	qc_json_append_string(&m, reply->content);
 	if (reply->tool_calls != NIL)
 	{
 		appendStringInfoString(&m, ", \"tool_calls\": [");

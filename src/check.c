@@ -17,6 +17,7 @@
 #include "utils/json.h"
 #include "utils/jsonb.h"
 
+#include "json.h"
 #include "queryclaw.h"
 #include "resolve.h"
 #include "response.h"
@@ -28,10 +29,7 @@ static void
 append_json_text(StringInfo out, const char *key, const char *value)
 {
 	appendStringInfo(out, ", \"%s\": ", key);
-	if (value)
-		escape_json(out, value);
-	else
-		appendStringInfoString(out, "null");
+	qc_json_append_string(out, value);
 }
 
 /*

@@ -1,7 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * json.c
- *	  Validate JSON response bodies with cJSON, and read jsonb from C.
+ *	  Validate JSON response bodies with cJSON, read jsonb from C, and
+ *	  write the JSON strings of the results the SQL functions build.
  *
  * cJSON parses with malloc and keeps no global state; each parse tree is
  * freed before control returns, and nothing between parse and free can
@@ -31,6 +32,7 @@
 #include "common/jsonapi.h"
 #include "mb/pg_wchar.h"
 #include "utils/builtins.h"
+#include "utils/json.h"
 #include "utils/numeric.h"
 
 #include "json.h"
@@ -223,4 +225,13 @@ qc_jsonb_value_text(JsonbValue *v)
 	Jsonb	   *jb = JsonbValueToJsonb(v);
 
 	return JsonbToCString(NULL, &jb->root, VARSIZE(jb));
+}
+
+void
+qc_json_append_string(StringInfo out, const char *value)
+{
+	if (value != NULL)
+		escape_json(out, value);
+	else
+		appendStringInfoString(out, "null");
 }

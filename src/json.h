@@ -9,6 +9,7 @@
 #ifndef QC_JSON_H
 #define QC_JSON_H
 
+#include "lib/stringinfo.h"
 #include "utils/jsonb.h"
 
 /*
@@ -44,5 +45,8 @@ extern bool qc_jsonb_is_object(JsonbContainer *c);
 
 /* A value (scalar or container) as JSON text. */
 extern char *qc_jsonb_value_text(JsonbValue *v);
+
+/* Append value to out as a JSON string, or null when it is NULL. */
+extern void qc_json_append_string(StringInfo out, const char *value);
 
 #endif							/* QC_JSON_H */

@@ -230,10 +230,8 @@ result_jsonb(const QcChat *chat, const LoopResult *r, bool with_messages)
 	appendStringInfoString(&s, "{\"answer\": ");
 	if (r->answer_json != NULL)
 		appendStringInfoString(&s, r->answer_json);
-	else if (r->answer != NULL)
-		escape_json(&s, r->answer);
 	else
-		appendStringInfoString(&s, "null");
+		qc_json_append_string(&s, r->answer);
 	appendStringInfoString(&s, ", \"finish_reason\": ");
 	escape_json(&s, r->finish_reason);
 	appendStringInfo(&s, ", \"rounds\": %d, \"model\": ", r->rounds);
@@ -257,10 +255,8 @@ result_jsonb(const QcChat *chat, const LoopResult *r, bool with_messages)
 		appendStringInfo(&s, ", \"ok\": %s, \"error\": ", res && res->ok ? "true" : "false");
 		if (res == NULL)
 			escape_json(&s, "not run: max_rounds was reached");
-		else if (res->error != NULL)
-			escape_json(&s, res->error);
 		else
-			appendStringInfoString(&s, "null");
+			qc_json_append_string(&s, res->error);
 		appendStringInfo(&s, ", \"chars\": %d, \"truncated\": %s}",
 						 res ? res->chars : 0, res && res->truncated ? "true" : "false");
 	}

@@ -22,7 +22,6 @@
 #include "funcapi.h"
 #include "mb/pg_wchar.h"
 #include "utils/builtins.h"
-#include "utils/json.h"
 #include "utils/tuplestore.h"
 
 #include "audit.h"
@@ -139,16 +138,6 @@ qc_search(const char *query, int num_results, const char *audit_extra)
 	return out;
 }
 
-/* Append a JSON string, or null. */
-static void
-append_string_or_null(StringInfo s, const char *value)
-{
-	if (value != NULL)
-		escape_json(s, value);
-	else
-		appendStringInfoString(s, "null");
-}
-
 char *
 qc_search_results_json(List *results)
 {
@@ -163,11 +152,11 @@ qc_search_results_json(List *results)
 
 		appendStringInfo(&s, "%s{\"rank\": %d, \"title\": ",
 						 foreach_current_index(lc) ? ", " : "", foreach_current_index(lc) + 1);
-		append_string_or_null(&s, r->title);
+		qc_json_append_string(&s, r->title);
 		appendStringInfoString(&s, ", \"url\": ");
-		append_string_or_null(&s, r->url);
+		qc_json_append_string(&s, r->url);
 		appendStringInfoString(&s, ", \"snippet\": ");
-		append_string_or_null(&s, r->snippet);
+		qc_json_append_string(&s, r->snippet);
 		appendStringInfoChar(&s, '}');
 	}
 	appendStringInfoChar(&s, ']');
