@@ -26,7 +26,6 @@
 #include <signal.h>
 #include <curl/curl.h>
 #include <sys/socket.h>
-#include <netinet/in.h>
 
 #include "miscadmin.h"
 #include "pgstat.h"
@@ -161,26 +160,9 @@ opensocket_cb(void *arg, curlsocktype purpose, struct curl_sockaddr *sa)
 	QcInetAddr	addr;
 	int			port;
 
-	memset(&addr, 0, sizeof(addr));
-	addr.family = sa->family;
-	if (sa->family == AF_INET)
-	{
-		struct sockaddr_in *in = (struct sockaddr_in *) &sa->addr;
-
-		memcpy(addr.bytes, &in->sin_addr, 4);
-		port = ntohs(in->sin_port);
-	}
-	else if (sa->family == AF_INET6)
-	{
-		struct sockaddr_in6 *in6 = (struct sockaddr_in6 *) &sa->addr;
-
-		memcpy(addr.bytes, &in6->sin6_addr, 16);
-		port = ntohs(in6->sin6_port);
-	}
-	else
-		return CURL_SOCKET_BAD; /* only IP is ever spoken */
-
-	if (!address_ok(t, &addr, port))
+	/* only IP is ever spoken */
+	if (!qc_inet_from_sockaddr(&sa->addr, &addr, &port) ||
+		!address_ok(t, &addr, port))
 		return CURL_SOCKET_BAD;
 	return socket(sa->family, sa->socktype, sa->protocol);
 }

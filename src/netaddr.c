@@ -76,6 +76,33 @@ static const QcRange ipv6_ranges[] = {
 	{"ff00::", 8, "multicast"},
 };
 
+
+bool
+qc_inet_from_sockaddr(const struct sockaddr *sa, QcInetAddr *out, int *port)
+{
+	memset(out, 0, sizeof(*out));
+	out->family = sa->sa_family;
+	if (sa->sa_family == AF_INET)
+	{
+		const struct sockaddr_in *in = (const struct sockaddr_in *) sa;
+
+		memcpy(out->bytes, &in->sin_addr, 4);
+		if (port != NULL)
+			*port = ntohs(in->sin_port);
+		return true;
+	}
+	if (sa->sa_family == AF_INET6)
+	{
+		const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *) sa;
+
+		memcpy(out->bytes, &in6->sin6_addr, 16);
+		if (port != NULL)
+			*port = ntohs(in6->sin6_port);
+		return true;
+	}
+	return false;
+}
+
 bool
 qc_inet_parse(const char *text, QcInetAddr *out)
 {

@@ -34,6 +34,15 @@ typedef struct QcAddrClass
 	QcInetAddr	embedded;		/* valid when via != NULL */
 } QcAddrClass;
 
+struct sockaddr;
+
+/*
+ * The address (and, when port is not NULL, the port) of an IPv4 or IPv6
+ * socket address; false for any other family.
+ */
+extern bool qc_inet_from_sockaddr(const struct sockaddr *sa, QcInetAddr *out,
+								  int *port);
+
 /* Parse an IPv4 or IPv6 literal (no brackets, no port). */
 extern bool qc_inet_parse(const char *text, QcInetAddr *out);
 

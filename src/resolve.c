@@ -25,7 +25,6 @@
 #include <pthread.h>
 #include <signal.h>
 #include <sys/socket.h>
-#include <netinet/in.h>
 
 #include "miscadmin.h"
 #include "portability/instr_time.h"
@@ -163,17 +162,8 @@ copy_addresses(const struct addrinfo *ai, QcInetAddr *addrs, int max)
 
 	for (; ai != NULL && n < max; ai = ai->ai_next)
 	{
-		QcInetAddr *a = &addrs[n];
-
-		memset(a, 0, sizeof(*a));
-		a->family = ai->ai_family;
-		if (ai->ai_family == AF_INET)
-			memcpy(a->bytes, &((struct sockaddr_in *) ai->ai_addr)->sin_addr, 4);
-		else if (ai->ai_family == AF_INET6)
-			memcpy(a->bytes, &((struct sockaddr_in6 *) ai->ai_addr)->sin6_addr, 16);
-		else
-			continue;
-		n++;
+		if (qc_inet_from_sockaddr(ai->ai_addr, &addrs[n], NULL))
+			n++;
 	}
 	return n;
 }
@@ -210,7 +200,7 @@ qc_resolve_host(const char *host, QcInetAddr *addrs, int max, const char **error
 	size_t		len = strlen(host);
 	Lookup	   *lookup;
 	bool		done;
-	int			n = -1;
+	int			n;
 
 	lookup = calloc(1, offsetof(Lookup, host) + len + 1);
 	if (lookup == NULL)
@@ -245,7 +235,10 @@ qc_resolve_host(const char *host, QcInetAddr *addrs, int max, const char **error
 		return -1;
 	}
 	if (lookup->rc != 0)
+	{
 		*error = gai_strerror(lookup->rc);
+		n = -1;
+	}
 	else
 		n = copy_addresses(lookup->result, addrs, max);
 	lookup_free(lookup);

@@ -1,14 +1,18 @@
 /*
  * test_rules.c
  *	  Unit tests of the pure C policy parts (netaddr.c, rules.c): address
- *	  classification and the list settings' syntax, with no server.
+ *	  classification, socket addresses, and the list settings' syntax, with
+ *	  no server.
  *
  * Prints one "ok N - ..." or "not ok N - ..." line per case and exits
  * non-zero when any case fails.
  */
+#include <arpa/inet.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 
 #include "netaddr.h"
 #include "rules.h"
@@ -143,10 +147,45 @@ test_host_lists(void)
 	check(qc_host_list_parse("host:0", err, sizeof(err)) == NULL, "refuse port 0", err);
 }
 
+static void
+test_sockaddr(void)
+{
+	struct sockaddr_in in = {0};
+	struct sockaddr_in6 in6 = {0};
+	struct sockaddr_un un = {0};
+	QcInetAddr	a;
+	QcInetAddr	expect;
+	char		text[64];
+	int			port = 0;
+
+	in.sin_family = AF_INET;
+	in.sin_port = htons(8080);
+	inet_pton(AF_INET, "10.1.2.3", &in.sin_addr);
+	qc_inet_parse("10.1.2.3", &expect);
+	check(qc_inet_from_sockaddr((struct sockaddr *) &in, &a, &port) &&
+		  memcmp(&a, &expect, sizeof(a)) == 0 && port == 8080,
+		  "IPv4 socket address", "10.1.2.3:8080");
+
+	in6.sin6_family = AF_INET6;
+	in6.sin6_port = htons(443);
+	inet_pton(AF_INET6, "fd00::7", &in6.sin6_addr);
+	qc_inet_parse("fd00::7", &expect);
+	check(qc_inet_from_sockaddr((struct sockaddr *) &in6, &a, NULL) &&
+		  memcmp(&a, &expect, sizeof(a)) == 0,
+		  "IPv6 socket address, no port wanted", "[fd00::7]:443");
+	qc_inet_format(&a, text, sizeof(text));
+	check(strcmp(text, "fd00::7") == 0, "IPv6 socket address formats back", text);
+
+	un.sun_family = AF_UNIX;
+	check(!qc_inet_from_sockaddr((struct sockaddr *) &un, &a, &port),
+		  "refuse a Unix socket address", "AF_UNIX");
+}
+
 int
 main(void)
 {
 	test_classify();
+	test_sockaddr();
 	test_addr_lists();
 	test_host_lists();
 	printf("# %d cases, %d failed\n", ncase, nfail);
