@@ -76,6 +76,26 @@ append_param(StringInfo out, const char *param, size_t len)
 	pfree(name);
 }
 
+/* Append the query string from '?' to end, hiding secret values. */
+static void
+append_query(StringInfo out, const char *query, const char *end)
+{
+	appendStringInfoChar(out, '?');
+	for (const char *p = query + 1; p < end;)
+	{
+		size_t		len = strcspn(p, "&#");
+
+		len = Min(len, (size_t) (end - p));
+		append_param(out, p, len);
+		p += len;
+		if (p < end && *p == '&')
+		{
+			appendStringInfoChar(out, '&');
+			p++;
+		}
+	}
+}
+
 /*
  * Where the authority of a URL starts: after "scheme:" and the slashes that
  * follow, however many (libcurl reads "http:/u:p@h/" and "http:///u:p@h/"
@@ -120,22 +140,7 @@ qc_redact_url(const char *url)
 	query = memchr(path, '?', end - path);
 	appendBinaryStringInfo(&out, authority, (query ? query : end) - authority);
 	if (query != NULL)
-	{
-		appendStringInfoChar(&out, '?');
-		for (const char *p = query + 1; p < end;)
-		{
-			size_t		len = strcspn(p, "&#");
-
-			len = Min(len, (size_t) (end - p));
-			append_param(&out, p, len);
-			p += len;
-			if (p < end && *p == '&')
-			{
-				appendStringInfoChar(&out, '&');
-				p++;
-			}
-		}
-	}
+		append_query(&out, query, end);
 	/* so redact what is now the authority too; each pass drops an '@' */
 	return host_gone ? qc_redact_url(out.data) : out.data;
 }
