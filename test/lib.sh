@@ -224,6 +224,13 @@ qc_stop_cluster() {
 	fi
 }
 
+# The SQL expression for the CPU time (user + system, in clock ticks) used
+# so far by the server process whose pid is $1, an SQL expression: what a
+# benchmark counts so that other work on the machine does not.
+qc_sql_cpu_ticks() {
+	echo "(SELECT f[12]::bigint + f[13]::bigint FROM string_to_array(split_part(pg_read_file('/proc/' || $1 || '/stat'), ') ', 2), ' ') AS f)"
+}
+
 qc_psql() {
 	qc_as_pg "$QC_BINDIR/psql" -X -v ON_ERROR_STOP=1 -h "$QC_WORK" -p 5432 "$@"
 }

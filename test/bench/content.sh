@@ -84,15 +84,14 @@ for page, text in csv.reader(sys.stdin):
 done
 
 # CPU seconds the backend spends on a statement (user + system time from
-# /proc/self/stat, so that other work on the machine does not count): the
+# /proc/PID/stat, so that other work on the machine does not count): the
 # median of RUNS runs.  Each run converts every page REPEAT times, long
 # enough for the clock's 10 ms ticks.
 REPEAT=${QC_REPEAT:-5}
 ticks=$(getconf CLK_TCK)
-qc_psql -q -d postgres <<'SQL' || exit 1
-CREATE FUNCTION cpu_ticks() RETURNS bigint LANGUAGE sql AS $$
-    SELECT f[12]::bigint + f[13]::bigint
-      FROM string_to_array(split_part(pg_read_file('/proc/self/stat'), ') ', 2), ' ') AS f $$;
+qc_psql -q -d postgres <<SQL || exit 1
+CREATE FUNCTION cpu_ticks() RETURNS bigint LANGUAGE sql
+AS \$\$ SELECT $(qc_sql_cpu_ticks 'pg_backend_pid()') \$\$;
 SQL
 seconds() {
 	local values=()

@@ -64,13 +64,12 @@ echo "1. sequential web_fetch, small JSON, audit on: $(awk -v s="$s" 'BEGIN {pri
 # backend and of the audit worker over 20,000 calls (from /proc/PID/stat,
 # in clock ticks, so other work on the machine does not count), once the
 # worker has written every record.
-ticks() { echo "(SELECT f[12]::bigint + f[13]::bigint FROM string_to_array(split_part(pg_read_file('/proc/' || $1 || '/stat'), ') ', 2), ' ') AS f)"; }
 worker=$(qc_psql -At -d postgres -c "SELECT pid FROM pg_stat_activity WHERE backend_type = 'queryclaw audit writer'")
 cpu=$(qc_psql -qAt -d postgres <<SQL
-SELECT $(ticks 'pg_backend_pid()') AS b, $(ticks "$worker") AS w \\gset start_
+SELECT $(qc_sql_cpu_ticks 'pg_backend_pid()') AS b, $(qc_sql_cpu_ticks "$worker") AS w \\gset start_
 SELECT count(queryclaw.web_fetch('$base/small.json')) FROM generate_series(1, 20000) \\g /dev/null
 DO \$\$ BEGIN WHILE (SELECT queued FROM queryclaw.audit_status()) > 0 LOOP PERFORM pg_sleep(0.01); END LOOP; END \$\$;
-SELECT $(ticks 'pg_backend_pid()') - :start_b, $(ticks "$worker") - :start_w;
+SELECT $(qc_sql_cpu_ticks 'pg_backend_pid()') - :start_b, $(qc_sql_cpu_ticks "$worker") - :start_w;
 SQL
 )
 hz=$(getconf CLK_TCK)
