@@ -101,15 +101,25 @@ def main():
         f1, p, r = means(list(scores[fmt].values()))
         print(f"{fmt:<10} {f1:7.4f} {p:10.4f} {r:8.4f} {speed.get(fmt, '-'):>8}")
 
-    groups = sorted(set(types.get(i, "?") for i in ids))
-    if len(groups) > 1:
-        print()
-        print("F1 by page type")
-        print(f"{'type':<14} {'n':>3}" + "".join(f"{fmt:>10}" for fmt in args.formats))
-        for g in groups:
-            sub = [i for i in ids if types.get(i, "?") == g]
-            cells = "".join(f"{means([scores[fmt][i] for i in sub])[0]:10.4f}" for fmt in args.formats)
-            print(f"{g:<14} {len(sub):>3}{cells}")
+    print_groups("F1 by page type", "type", ids, lambda i: types.get(i, "?"), scores, args.formats)
+    # rules set on one half of a corpus should hold on the other
+    if all(i.isdigit() for i in ids):
+        print_groups("F1 by half (page number)", "half", ids,
+                     lambda i: "odd" if int(i) % 2 else "even", scores, args.formats)
+
+
+def print_groups(title, heading, ids, group_of, scores, formats):
+    """Mean F1 of each format over the pages of each group, if there are two or more."""
+    groups = sorted(set(group_of(i) for i in ids))
+    if len(groups) < 2:
+        return
+    print()
+    print(title)
+    print(f"{heading:<14} {'n':>3}" + "".join(f"{fmt:>10}" for fmt in formats))
+    for g in groups:
+        sub = [i for i in ids if group_of(i) == g]
+        cells = "".join(f"{means([scores[fmt][i] for i in sub])[0]:10.4f}" for fmt in formats)
+        print(f"{g:<14} {len(sub):>3}{cells}")
 
 
 if __name__ == "__main__":

@@ -24,6 +24,8 @@
 # It is a benchmark, not a test: it prints figures and asserts nothing.
 # QC_BENCH_OUT=dir keeps every output as dir/FORMAT/NNN.out; --pages prints
 # per-page figures too; QC_FORMATS="article" scores only the formats named.
+# Besides the means it prints F1 by page type and by half (odd and even page
+# numbers).
 set -uo pipefail
 . "$(dirname "$0")/../lib.sh"
 
