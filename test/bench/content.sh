@@ -21,6 +21,12 @@
 #      of the backend's CPU time (one core; other work on the machine does
 #      not count), the median of QC_RUNS runs (default 3) of QC_REPEAT
 #      passes (default 5) over the pages.
+#   3. re-encodes every page whose manifest gives its file_encoding into each
+#      of QC_CHARSETS (default: 13 charsets of East Asian, Cyrillic, Central
+#      European and Greek pages, and UTF-16), declared only by a <meta> at
+#      the top (see corpus_server.py), fetches each with web_fetch(url,
+#      'article') and counts the outputs that are identical to the page's
+#      own: what a page becomes must not depend on its charset.
 # It is a benchmark, not a test: it prints figures and asserts nothing.
 # QC_BENCH_OUT=dir keeps every output as dir/FORMAT/NNN.out; --pages prints
 # per-page figures too; QC_FORMATS="article" scores only the formats named.
@@ -38,6 +44,7 @@ corpus=$(cd "$corpus" && pwd)
 pages_flag=${2:-}
 RUNS=${QC_RUNS:-3}
 FORMATS=${QC_FORMATS:-text article markdown}
+CHARSETS=${QC_CHARSETS:-shift_jis euc-jp iso-2022-jp euc-kr gbk gb18030 big5 koi8-r windows-1251 iso-8859-2 windows-1250 iso-8859-7 utf-16}
 
 qc_setup_private || exit 1
 
@@ -112,3 +119,33 @@ done
 
 echo "corpus: $corpus ($(awk -v b="$bytes" 'BEGIN {printf "%.1f", b / 1e6}') MB of HTML); speed: html_to_text, MB of HTML per CPU second of the backend, median of $RUNS runs"
 python3 "$QC_ROOT/test/bench/bow.py" "$corpus" "$out" $FORMATS --speed "$QC_WORK/speed.tsv" $pages_flag
+
+# 3. The charset round trip, for the pages the manifest gives an encoding of
+case " $FORMATS " in *" article "*) ;; *) exit 0 ;; esac
+encoded=$(python3 -c '
+import csv, sys
+with open(sys.argv[1], encoding="utf-8", newline="") as f:
+    print(",".join(r["id"] for r in csv.DictReader(f, delimiter="\t") if r.get("file_encoding")))
+' "$corpus/manifest.tsv" 2>/dev/null)
+[ -n "$encoded" ] || exit 0
+charsets=$(echo $CHARSETS | tr ' ' ',')
+qc_psql -d postgres -c "COPY (SELECT id, cs, fetch_or_warn('$base/as/' || cs || '/' || id || '.html', 'article')
+    FROM unnest(string_to_array('$encoded', ',')) AS id, unnest(string_to_array('$charsets', ',')) AS cs
+    ORDER BY id, cs) TO STDOUT (FORMAT csv)" 2>"$QC_WORK/recode.err" |
+	python3 -c '
+import csv, os, sys
+csv.field_size_limit(1 << 30)
+same, differ, charsets = 0, [], set()
+for page, charset, text in csv.reader(sys.stdin):
+    charsets.add(charset)
+    with open(os.path.join(sys.argv[1], page + ".out"), encoding="utf-8") as f:
+        if f.read() == text:
+            same += 1
+        else:
+            differ.append(page + " " + charset)
+pages = same + len(differ)
+print("charset round trip (article, %d pages x %d charsets, <meta> only): %d identical, %d differ%s"
+      % (pages // max(len(charsets), 1), len(charsets), same, len(differ),
+         (": " + ", ".join(differ[:20])) if differ else ""))
+' "$out/article"
+grep WARNING "$QC_WORK/recode.err" | head -5 || true
