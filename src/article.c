@@ -184,37 +184,6 @@ static const char *const boilerplate_roles[] = {
 	"menubar", "dialog", "alertdialog", "toolbar", "tablist",
 };
 
-/* Does the lower-case string contain word as a whole token? */
-static bool
-has_token(const char *s, const char *word)
-{
-	size_t		len = strlen(word);
-	const char *p = s;
-
-	while ((p = strstr(p, word)) != NULL)
-	{
-		if ((p == s || !isalnum((unsigned char) p[-1])) &&
-			!isalnum((unsigned char) p[len]))
-			return true;
-		p += len;
-	}
-	return false;
-}
-
-/* Does any of the n words occur in s, anywhere or (tokens) as a token? */
-static bool
-contains_any(const char *s, const char *const *words, int n, bool tokens)
-{
-	int			i;
-
-	for (i = 0; i < n; i++)
-	{
-		if (tokens ? has_token(s, words[i]) : strstr(s, words[i]) != NULL)
-			return true;
-	}
-	return false;
-}
-
 /* What the names of a class or id attribute say */
 #define NAMES_BOILERPLATE	0x01
 #define NAMES_CONTENT		0x02
@@ -222,60 +191,153 @@ contains_any(const char *s, const char *const *words, int n, bool tokens)
 #define NAMES_HIDDEN		0x08	/* hidden by its class, or an overlay */
 #define NAMES_COMMENTS		0x10
 #define NAMES_AUTHOR_CARD	0x20
+#define NAMES_HIDING_CLASS	0x40	/* only while names_flags() works */
 
 /* Class attributes repeat: what they say is remembered, this many */
 #define NAMES_CACHE_SIZE 512
 
 /*
- * Is an element hidden by its class names (" hidden ", between spaces)?
- * Not when another class shows it at some screen size ("hidden lg:block",
- * "d-none d-md-flex").
+ * All the words above in one table, chained by first letter, so that one
+ * pass over the names finds them all: every element of a page has its names
+ * read, and a search for each word in turn took half of the analysis.
  */
-static bool
-class_hides(const char *names)
+typedef enum NameMatch
+{
+	MATCH_ANYWHERE,				/* "main-navigation" has "navigation" */
+	MATCH_TOKEN,				/* "ad-slot" has "ad", "add" has not */
+	MATCH_CLASS					/* a whole class name, between spaces */
+} NameMatch;
+
+typedef struct NameWord
+{
+	const char *word;
+	int			len;
+	uint8		flag;			/* NAMES_ flag it sets */
+	NameMatch	match;
+	int			next;			/* the next word of the same first letter */
+} NameWord;
+
+#define NAME_WORDS (lengthof(boilerplate_words) + lengthof(boilerplate_tokens) + \
+					lengthof(content_words) + lengthof(layout_words) + \
+					lengthof(author_card_words) + lengthof(comment_words) + \
+					lengthof(hiding_classes) + lengthof(overlay_words))
+static NameWord name_words[NAME_WORDS];
+static int	name_words_first[256];	/* -1: no word begins with the letter */
+static int	name_words_count = 0;
+static bool name_words_ready = false;
+
+/* Which list sets which flag, and how its words must occur */
+static const struct
+{
+	const char *const *words;
+	int			n;
+	uint8		flag;
+	NameMatch	match;
+}			name_lists[] = {
+	{boilerplate_words, lengthof(boilerplate_words), NAMES_BOILERPLATE, MATCH_ANYWHERE},
+	{boilerplate_tokens, lengthof(boilerplate_tokens), NAMES_BOILERPLATE, MATCH_TOKEN},
+	{content_words, lengthof(content_words), NAMES_CONTENT, MATCH_ANYWHERE},
+	{layout_words, lengthof(layout_words), NAMES_LAYOUT, MATCH_ANYWHERE},
+	{author_card_words, lengthof(author_card_words), NAMES_AUTHOR_CARD, MATCH_ANYWHERE},
+	{comment_words, lengthof(comment_words), NAMES_COMMENTS, MATCH_ANYWHERE},
+	{hiding_classes, lengthof(hiding_classes), NAMES_HIDING_CLASS, MATCH_CLASS},
+	{overlay_words, lengthof(overlay_words), NAMES_HIDDEN, MATCH_ANYWHERE},
+};
+
+static void
+name_words_init(void)
 {
 	int			i;
-	bool		hides = false;
+	int			j;
 
-	for (i = 0; i < lengthof(hiding_classes) && !hides; i++)
+	memset(name_words_first, -1, sizeof(name_words_first));
+	name_words_count = 0;
+	for (i = 0; i < lengthof(name_lists); i++)
 	{
-		char		token[32];
+		for (j = 0; j < name_lists[i].n; j++)
+		{
+			NameWord   *w = &name_words[name_words_count];
+			const char *word = name_lists[i].words[j];
 
-		snprintf(token, sizeof(token), " %s ", hiding_classes[i]);
-		hides = strstr(names, token) != NULL;
+			/* NAME_WORDS counts the lists; names_flags() reads two letters */
+			if (name_words_count == NAME_WORDS || strlen(word) < 2)
+				elog(ERROR, "name word list does not match NAME_WORDS");
+			w->word = word;
+			w->len = strlen(word);
+			w->flag = name_lists[i].flag;
+			w->match = name_lists[i].match;
+			w->next = name_words_first[(unsigned char) word[0]];
+			name_words_first[(unsigned char) word[0]] = name_words_count++;
+		}
 	}
-	return hides && strchr(names, ':') == NULL &&
-		strstr(names, " d-sm-") == NULL && strstr(names, " d-md-") == NULL &&
-		strstr(names, " d-lg-") == NULL && strstr(names, " d-xl-") == NULL;
+	name_words_ready = true;
+}
+
+/* Does the word w, found at p in names, occur there the way it must? */
+static bool
+occurs_as_named(const char *names, const char *p, const NameWord *w)
+{
+	unsigned char after = (unsigned char) p[w->len];
+
+	switch (w->match)
+	{
+		case MATCH_ANYWHERE:
+			return true;
+		case MATCH_TOKEN:
+			return (p == names || !isalnum((unsigned char) p[-1])) &&
+				!isalnum(after);
+		case MATCH_CLASS:
+			return p > names && p[-1] == ' ' && after == ' ';
+	}
+	return false;
+}
+
+/*
+ * Does another class show an element that a hiding class hides, at some
+ * screen size ("hidden lg:block", "d-none d-md-flex")?
+ */
+static bool
+shown_at_some_size(const char *names)
+{
+	return strchr(names, ':') != NULL ||
+		strstr(names, " d-sm-") != NULL || strstr(names, " d-md-") != NULL ||
+		strstr(names, " d-lg-") != NULL || strstr(names, " d-xl-") != NULL;
 }
 
 /* What the names in a class or id attribute say (NAMES_ flags) */
 static uint8
 names_flags(const char *value)
 {
+	/* between spaces, so that a whole class name is " name " */
 	char	   *names = psprintf(" %s ", value);
 	uint8		flags = 0;
+	const char *p;
 	int			i;
 
+	if (!name_words_ready)
+		name_words_init();
 	for (i = 0; names[i]; i++)
 		names[i] = isspace((unsigned char) names[i]) ? ' ' :
 			pg_ascii_tolower((unsigned char) names[i]);
-	if (contains_any(names, boilerplate_words, lengthof(boilerplate_words), false) ||
-		contains_any(names, boilerplate_tokens, lengthof(boilerplate_tokens), true))
-		flags |= NAMES_BOILERPLATE;
-	if (contains_any(names, content_words, lengthof(content_words), false))
-		flags |= NAMES_CONTENT;
-	if (contains_any(names, layout_words, lengthof(layout_words), false))
-		flags |= NAMES_LAYOUT;
-	if (class_hides(names) ||
-		contains_any(names, overlay_words, lengthof(overlay_words), false))
+	for (p = names; *p; p++)
+	{
+		int			k;
+
+		for (k = name_words_first[(unsigned char) *p]; k >= 0; k = name_words[k].next)
+		{
+			const NameWord *w = &name_words[k];
+
+			/* every word has two letters or more: test the second first */
+			if ((flags & w->flag) == 0 && p[1] == w->word[1] &&
+				strncmp(p, w->word, w->len) == 0 &&
+				occurs_as_named(names, p, w))
+				flags |= w->flag;
+		}
+	}
+	if ((flags & NAMES_HIDING_CLASS) && !shown_at_some_size(names))
 		flags |= NAMES_HIDDEN;
-	if (contains_any(names, comment_words, lengthof(comment_words), false))
-		flags |= NAMES_COMMENTS;
-	if (contains_any(names, author_card_words, lengthof(author_card_words), false))
-		flags |= NAMES_AUTHOR_CARD;
 	pfree(names);
-	return flags;
+	return flags & ~NAMES_HIDING_CLASS;
 }
 
 /* names_flags() of a class attribute, remembered */

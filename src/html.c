@@ -45,7 +45,8 @@ typedef struct QcElem
 } QcElem;
 
 /*
- * Sorted by name, for bsearch(); libxml2 gives HTML names in lower case.
+ * In alphabetical order (for a reader; qc_tag() hashes the names); libxml2
+ * gives HTML names in lower case.
  *
  * <head> is not dropped whole: libxml2 2.9 does not know the HTML5 elements,
  * and when a page leaves out the optional </head><body>, it puts the
@@ -147,39 +148,75 @@ static const QcElem elements[] = {
 	{"xmp", TAG_XMP, LAYOUT_PRE},
 };
 
-/* The layout of each tag, filled from elements[] on first use */
+/*
+ * The layout of each tag, and elements[] by name for qc_tag(): an
+ * open-addressing hash table of indexes into elements[] (plus one; 0 is an
+ * empty slot).  Every element of a page is looked up several times, and a
+ * lookup costs a hash and mostly one strcmp, where a binary search of
+ * elements[] cost seven.  Both are filled on first use.
+ */
+#define TAG_SLOTS 256			/* a power of two, over twice the elements */
 static QcLayout layouts[TAG_XMP + 1];
-static bool layouts_ready = false;
+static uint8 tag_slots[TAG_SLOTS];
+static bool tables_ready = false;
 
-static int
-elem_cmp(const void *key, const void *elem)
+StaticAssertDecl(lengthof(elements) < TAG_SLOTS / 2 && lengthof(elements) < 255,
+				 "tag_slots must stay sparse and hold every index of elements[]");
+
+/* FNV-1a of a name: element names are short, and this is quick for them */
+static uint32
+name_hash(const char *name)
 {
-	return strcmp((const char *) key, ((const QcElem *) elem)->name);
+	uint32		hash = 2166136261u;
+
+	for (; *name != '\0'; name++)
+		hash = (hash ^ (unsigned char) *name) * 16777619u;
+	return hash;
+}
+
+static void
+tables_init(void)
+{
+	int			i;
+
+	for (i = 0; i < lengthof(elements); i++)
+	{
+		uint32		slot = name_hash(elements[i].name) & (TAG_SLOTS - 1);
+
+		while (tag_slots[slot] != 0)
+			slot = (slot + 1) & (TAG_SLOTS - 1);
+		tag_slots[slot] = i + 1;
+		layouts[elements[i].tag] = elements[i].layout;
+	}
+	tables_ready = true;
 }
 
 QcTag
 qc_tag(const xmlNode *node)
 {
-	const QcElem *elem;
+	const char *name = (const char *) node->name;
+	uint32		slot;
 
 	if (node->type != XML_ELEMENT_NODE)
 		return TAG_OTHER;
-	elem = bsearch(node->name, elements, lengthof(elements),
-				   sizeof(QcElem), elem_cmp);
-	return elem ? elem->tag : TAG_OTHER;
+	if (!tables_ready)
+		tables_init();
+	for (slot = name_hash(name) & (TAG_SLOTS - 1); tag_slots[slot] != 0;
+		 slot = (slot + 1) & (TAG_SLOTS - 1))
+	{
+		const QcElem *elem = &elements[tag_slots[slot] - 1];
+
+		if (strcmp(name, elem->name) == 0)
+			return elem->tag;
+	}
+	return TAG_OTHER;
 }
 
 QcLayout
 qc_layout(QcTag tag)
 {
-	if (!layouts_ready)
-	{
-		int			i;
-
-		for (i = 0; i < lengthof(elements); i++)
-			layouts[elements[i].tag] = elements[i].layout;
-		layouts_ready = true;
-	}
+	if (!tables_ready)
+		tables_init();
 	return layouts[tag];
 }
 
