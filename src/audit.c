@@ -56,8 +56,10 @@
 #include "nodes/makefuncs.h"
 #include "storage/ipc.h"
 #include "tcop/tcopprot.h"
+#include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/json.h"
+#include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/syscache.h"
 #include "utils/timestamp.h"
@@ -126,11 +128,26 @@ static SPIPlanPtr insert_plan = NULL;
 
 #define AUDIT_NARGS 16
 
+/*
+ * One array per column, so that a batch of records is one statement: the
+ * audit writer would otherwise pay for an executor run per row.
+ */
 static const char *const insert_sql =
 "INSERT INTO queryclaw.audit_log"
 " (at, role, pid, func, method, url, final_url, status, outcome, reason,"
 "  bytes, chars, truncated, elapsed_ms, query, detail)"
-" VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)";
+" SELECT at, role, pid, func, method, url, final_url, status, outcome, reason,"
+"        bytes, chars, truncated, elapsed_ms, query, detail::jsonb"
+"   FROM unnest($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)"
+"     AS r(at, role, pid, func, method, url, final_url, status, outcome, reason,"
+"          bytes, chars, truncated, elapsed_ms, query, detail)";
+
+/* The type of each column's elements, in the order of the statement */
+static const Oid insert_types[AUDIT_NARGS] = {
+	TIMESTAMPTZOID, TEXTOID, INT4OID, TEXTOID, TEXTOID, TEXTOID, TEXTOID,
+	INT4OID, TEXTOID, TEXTOID, INT8OID, INT4OID, BOOLOID, FLOAT8OID,
+	TEXTOID, TEXTOID
+};
 
 bool
 qc_audit_durable(void)
@@ -297,12 +314,10 @@ qc_audit_record_decode(const char *data, QcAuditRecord *rec)
 static void
 prepare_insert(void)
 {
-	Oid			types[AUDIT_NARGS] = {
-		TIMESTAMPTZOID, TEXTOID, INT4OID, TEXTOID, TEXTOID, TEXTOID, TEXTOID,
-		INT4OID, TEXTOID, TEXTOID, INT8OID, INT4OID, BOOLOID, FLOAT8OID,
-		TEXTOID, JSONBOID
-	};
+	Oid			types[AUDIT_NARGS];
 
+	for (int col = 0; col < AUDIT_NARGS; col++)
+		types[col] = get_array_type(insert_types[col]);
 	insert_plan = SPI_prepare(insert_sql, AUDIT_NARGS, types);
 	if (insert_plan == NULL)
 		elog(ERROR, "could not prepare audit insert: %s",
@@ -310,8 +325,9 @@ prepare_insert(void)
 	SPI_keepplan(insert_plan);
 }
 
-void
-qc_audit_insert(const QcAuditRecord *rec)
+/* Record rec's values as row i of the n rows in values and nulls. */
+static void
+set_row(const QcAuditRecord *rec, int i, int n, Datum *values, bool *nulls)
 {
 	/* where each text goes among the statement's parameters (0-based) */
 	static const int text_arg[QC_AUDIT_NTEXT] = {
@@ -319,38 +335,63 @@ qc_audit_insert(const QcAuditRecord *rec)
 		[QC_AT_FINAL_URL] = 6,[QC_AT_OUTCOME] = 8,[QC_AT_REASON] = 9,
 		[QC_AT_QUERY] = 14,[QC_AT_DETAIL] = 15
 	};
-	Datum		values[AUDIT_NARGS];
-	char		nulls[AUDIT_NARGS];
+
+#define CELL(col) ((col) * n + i)
+	for (int t = 0; t < QC_AUDIT_NTEXT; t++)
+	{
+		nulls[CELL(text_arg[t])] = rec->text[t] == NULL;
+		if (rec->text[t] != NULL)
+			values[CELL(text_arg[t])] = CStringGetTextDatum(rec->text[t]);
+	}
+	values[CELL(0)] = TimestampTzGetDatum(rec->at);
+	values[CELL(2)] = Int32GetDatum(rec->pid);
+	values[CELL(7)] = Int32GetDatum(rec->status);
+	nulls[CELL(7)] = rec->status == 0;
+	values[CELL(10)] = Int64GetDatum(rec->bytes);
+	values[CELL(11)] = Int32GetDatum(rec->chars);
+	nulls[CELL(11)] = rec->chars < 0;
+	values[CELL(12)] = BoolGetDatum(rec->truncated);
+	values[CELL(13)] = Float8GetDatum(rec->elapsed_ms);
+#undef CELL
+}
+
+/* Insert the n records recs in one statement (SPI connected). */
+void
+qc_audit_insert(const QcAuditRecord *recs, int n)
+{
+	Datum	   *cells;
+	bool	   *cell_nulls;
+	Datum		arrays[AUDIT_NARGS];
 	int			rc;
 
-	memset(nulls, ' ', sizeof(nulls));
-	for (int i = 0; i < QC_AUDIT_NTEXT; i++)
+	if (n <= 0)
+		return;
+	cells = palloc0(sizeof(Datum) * AUDIT_NARGS * n);
+	cell_nulls = palloc0(sizeof(bool) * AUDIT_NARGS * n);
+	for (int i = 0; i < n; i++)
+		set_row(&recs[i], i, n, cells, cell_nulls);
+	for (int col = 0; col < AUDIT_NARGS; col++)
 	{
-		int			arg = text_arg[i];
+		int16		typlen;
+		bool		typbyval;
+		char		typalign;
+		int			dims[1] = {n};
+		int			lbs[1] = {1};
 
-		nulls[arg] = rec->text[i] ? ' ' : 'n';
-		if (rec->text[i] == NULL)
-			values[arg] = (Datum) 0;
-		else if (i == QC_AT_DETAIL)
-			values[arg] = DirectFunctionCall1(jsonb_in, CStringGetDatum(rec->text[i]));
-		else
-			values[arg] = CStringGetTextDatum(rec->text[i]);
+		get_typlenbyvalalign(insert_types[col], &typlen, &typbyval, &typalign);
+		arrays[col] = PointerGetDatum(construct_md_array(&cells[col * n],
+														 &cell_nulls[col * n],
+														 1, dims, lbs,
+														 insert_types[col],
+														 typlen, typbyval,
+														 typalign));
 	}
-	values[0] = TimestampTzGetDatum(rec->at);
-	values[2] = Int32GetDatum(rec->pid);
-	values[7] = Int32GetDatum(rec->status);
-	nulls[7] = rec->status ? ' ' : 'n';
-	values[10] = Int64GetDatum(rec->bytes);
-	values[11] = Int32GetDatum(rec->chars);
-	nulls[11] = rec->chars >= 0 ? ' ' : 'n';
-	values[12] = BoolGetDatum(rec->truncated);
-	values[13] = Float8GetDatum(rec->elapsed_ms);
 
 	if (insert_plan == NULL)
 		prepare_insert();
-	rc = SPI_execute_plan(insert_plan, values, nulls, false, 0);
+	rc = SPI_execute_plan(insert_plan, arrays, NULL, false, 0);
 	if (rc != SPI_OK_INSERT)
-		elog(ERROR, "could not write audit row: %s", SPI_result_code_string(rc));
+		elog(ERROR, "could not write audit rows: %s", SPI_result_code_string(rc));
 }
 
 /* The owner of queryclaw.audit_log, as whom rows are inserted. */
@@ -386,7 +427,7 @@ insert_in_caller_transaction(const QcAuditRecord *rec)
 						   SECURITY_RESTRICTED_OPERATION);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-	qc_audit_insert(rec);
+	qc_audit_insert(rec, 1);
 	SPI_finish();
 	SetUserIdAndSecContext(save_userid, save_sec_context);
 }

@@ -80,7 +80,7 @@ extern bool qc_audit_durable(void);
 extern void qc_audit_record_encode(const QcAuditRecord *rec, StringInfo buf);
 extern void qc_audit_record_decode(const char *data, QcAuditRecord *rec);
 
-/* Insert one row; the caller is connected to SPI and may write the table. */
-extern void qc_audit_insert(const QcAuditRecord *rec);
+/* Insert n rows; the caller is connected to SPI and may write the table. */
+extern void qc_audit_insert(const QcAuditRecord *recs, int n);
 
 #endif							/* QC_AUDIT_H */

@@ -157,14 +157,19 @@ run_in_transaction(const char *activity, TransactionWork work, void *arg)
 	return sqlerrcode;
 }
 
+/* Insert b's records of this database, in one statement. */
 static void
 insert_records(void *arg)
 {
 	Batch	   *b = arg;
+	QcAuditRecord *ours = palloc(b->n * sizeof(QcAuditRecord));
+	int			n = 0;
 
 	for (int i = 0; i < b->n; i++)
 		if (b->recs[i].dboid == MyDatabaseId)
-			qc_audit_insert(&b->recs[i]);
+			ours[n++] = b->recs[i];
+	qc_audit_insert(ours, n);
+	pfree(ours);
 }
 
 /* An error that is one record's fault, not the table's or the server's. */
