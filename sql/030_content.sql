@@ -148,6 +148,36 @@ SELECT queryclaw.html_to_text($$<body><nav><a href="/">Home</a> <a href="/shop">
 </div><div class="pagination"><a href="?p=2">2</a> <a href="?p=3">3</a> <a href="?p=2">Next</a></div>
 <footer><a href="/about">About us</a></footer></body>$$, 'article');
 
+-- teaser cards for other pages below an article (related posts, an
+-- author's bio) are dropped; the same cards as most of a page (a blog's
+-- index) are its content, and so are a thread's short replies that open
+-- with the poster's name
+SELECT queryclaw.html_to_text($$<body><article><h1>Descaling a kettle</h1>
+<p>Limescale builds up fastest where the water is hard. A kettle that is descaled every month boils faster and lasts years longer than one that never is.</p>
+<p>Fill it halfway with equal parts of water and white vinegar, bring it to the boil, and leave it to stand for an hour. Then rinse it twice with clean water.</p>
+<p>Citric acid works as well and leaves no smell: two spoonfuls in a full kettle of water, boiled once and left for twenty minutes.</p>
+<p>Do not use a scourer on the element or the inside of a stainless steel kettle: the scratches give new scale a place to start, and it comes back faster than before.</p>
+<p>If your water is very hard, a jug filter for the water you boil cuts the scale down a lot, and the kettle needs descaling only every few months. Change the cartridge when the jug tells you to, or the filter stops doing anything.</p>
+<div class="more">
+<div class="tile"><a href="/quiet">The quietest kettles we tested</a><p>Six kettles measured with a sound meter at full boil.</p></div>
+<div class="tile"><a href="/filters">Do water filters help?</a><p>What a jug filter does and does not take out of hard water.</p></div>
+<div class="tile"><a href="/toasters">Toasters that toast evenly</a><p>Our yearly test of twelve toasters, from cheap to dear.</p></div>
+</div></article></body>$$, 'article');
+SELECT queryclaw.html_to_text($$<body><main><h1>The kettle blog</h1><p>New posts every week.</p>
+<div class="tile"><a href="/quiet">The quietest kettles we tested</a><p>Six kettles measured with a sound meter at full boil.</p></div>
+<div class="tile"><a href="/filters">Do water filters help?</a><p>What a jug filter does and does not take out of hard water.</p></div>
+<div class="tile"><a href="/toasters">Toasters that toast evenly</a><p>Our yearly test of twelve toasters, from cheap to dear.</p></div>
+</main></body>$$, 'article');
+SELECT queryclaw.html_to_text($$<body><main><h1>Which kettle is quietest?</h1><p>I work nights.</p>
+<div class="comments">
+<div class="comment"><a href="/u/dan">dan</a><p>I measured four kettles with a phone app last winter. The glass ones were the loudest by far, and the double-walled steel one was the quietest, but it also took the longest to boil. The plastic one with a concealed element was in between, and it was the only one that did not rumble when it was nearly empty.</p></div>
+<div class="comment"><a href="/u/eve">eve</a><p>Most of the noise comes from bubbles collapsing on the hot element before the water boils. Anything that spreads the heat over a wider base helps, which is why flat-bottomed kettles are quieter. Scale on the element makes it worse, so descaling a noisy kettle is the first thing to try before buying a new one.</p>
+<div class="children">
+<div class="comment"><a href="/u/ann">ann</a><p>So the rapid boil setting makes it louder, then? Mine has one.</p></div>
+<div class="comment"><a href="/u/eve">eve</a><p>Yes, it does: turn it off at night and it is much quieter.</p></div>
+<div class="comment"><a href="/u/ben">ben</a><p>Less water in it helps too, and it boils sooner as well.</p></div>
+</div></div></div></main></body>$$, 'article');
+
 -- a sentence printed twice (a carousel's cloned slide, a block laid out
 -- again for small screens) is written once; a table column that repeats a
 -- value, a heading that a table of contents links to, and a short line

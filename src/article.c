@@ -32,9 +32,11 @@
  * out.  Its siblings that score well too join it (the description above a
  * listing and the listing), and inside it the boilerplate, the comment
  * sections (unless they are most of it: on a forum they are the content),
- * links repeated as controls ("Reply", "Read more") and the copies of a
+ * links repeated as controls ("Reply", "Read more"), the copies of a
  * sentence printed again (a promotion on every card, a carousel's cloned
- * slide, a block laid out twice for two screen sizes) are dropped.  When
+ * slide, a block laid out twice for two screen sizes) and the teaser cards
+ * for other pages below the content (related posts, author bios) are
+ * dropped.  When
  * nothing scores above zero there is no clear main region, and the whole
  * <body> is the region.
  *
@@ -66,6 +68,11 @@
 #define CONTROL_LINK_REPEATS 3
 /* Blocks at least this long whose text repeats are copies */
 #define REPEATED_BLOCK_CHARS 25
+/* A teaser card has at most this much text, and this much not linked */
+#define TEASER_CARD_CHARS 400
+#define TEASER_DESCRIPTION_CHARS 40
+/* Teasers below the content are dropped when they hold less than this */
+#define TEASER_SHARE 0.25
 
 /* What the analysis knows of a shown element */
 typedef struct Info
@@ -90,6 +97,7 @@ typedef struct Info
 	int			own_links;		/* links with text in this block itself */
 	double		good;			/* the positive block weights below */
 	double		score;
+	long		text_before;	/* characters of shown text before it */
 } Info;
 
 /*
@@ -112,6 +120,7 @@ typedef struct Analysis
 	int			in_link;		/* open <a> elements */
 	int			in_article;		/* open <article> and <main> elements */
 	int			in_heading;		/* open <h1> to <h6> elements */
+	long		text_so_far;	/* characters of shown text so far */
 	NamesCacheEntry *names_cache;	/* NAMES_CACHE_SIZE entries */
 } Analysis;
 
@@ -527,6 +536,7 @@ analysis_open(void *state, xmlNode *node)
 	info->node = node;
 	info->parent = a->top;
 	info->tag = tag;
+	info->text_before = a->text_so_far;
 	info->is_block = qc_layout(tag) != LAYOUT_INLINE;
 	info->block = info->is_block ? index :
 		(a->top >= 0 ? a->infos[a->top].block : -1);
@@ -581,6 +591,7 @@ analysis_text(void *state, const char *text)
 		return;
 	top = &a->infos[a->top];
 	n = count_chars(text);
+	a->text_so_far += n;
 	/* a linked headline is a teaser in a listing: it counts as text */
 	linked = a->in_link > 0 && a->in_heading == 0;
 	top->text += n;
@@ -783,10 +794,64 @@ mark_repeats(Analysis *a, Info *region)
 }
 
 /*
+ * Is the element a teaser card: a short block that opens with a link to
+ * another page and says a sentence about it (a related post, another
+ * service, an author's bio with "more articles")?
+ */
+static bool
+is_teaser_card(Analysis *a, Info *card)
+{
+	int			i;
+
+	if (card->text > TEASER_CARD_CHARS ||
+		card->text - card->link < TEASER_DESCRIPTION_CHARS)
+		return false;
+	for (i = card - a->infos + 1; i < card->end; i++)
+	{
+		if (a->infos[i].tag == TAG_A && a->infos[i].text > 0)
+			return a->infos[i].text_before == card->text_before;
+	}
+	return false;
+}
+
+/*
+ * Is the element a run of teasers for other pages below the content: three
+ * or more like teaser cards and nothing else, in the second half of the
+ * region, holding a minor share of it?  On a listing the cards are most of
+ * the region, and on a forum the posts are comments: both stay.
+ */
+static bool
+is_teaser_run(Analysis *a, Info *info, Info *region)
+{
+	Info	   *first_card = NULL;
+	int			cards = 0;
+	int			i;
+
+	if (info->comments || info->text >= TEASER_SHARE * region->text ||
+		info->text_before - region->text_before < region->text / 2)
+		return false;
+	for (i = info - a->infos + 1; i < info->end; i = a->infos[i].end)
+	{
+		Info	   *child = &a->infos[i];
+
+		if (child->text == 0)
+			continue;
+		if (child->comments || !is_teaser_card(a, child) ||
+			(first_card != NULL && !alike(first_card->node, child->node)))
+			return false;
+		if (first_card == NULL)
+			first_card = child;
+		cards++;
+	}
+	return cards >= 3;
+}
+
+/*
  * Drop the boilerplate inside the region (for the writers, which skip what
  * qc_dropped() says).  Comment sections go too, unless they are most of
  * it: on a forum or a discussion page, the comments are the content.
- * Author cards go unless they are most of it (a profile page).
+ * Author cards go unless they are most of it (a profile page), and so do
+ * runs of teasers for other pages below the content.
  */
 static void
 prune(Analysis *a, Info *region)
@@ -815,7 +880,8 @@ prune(Analysis *a, Info *region)
 
 		if (info->junk || info->repeated ||
 			(drop_comments && info->comments) ||
-			(info->author_card && info->text < MINOR_SHARE * region->text))
+			(info->author_card && info->text < MINOR_SHARE * region->text) ||
+			is_teaser_run(a, info, region))
 		{
 			info->node->_private = &qc_dropped_mark;
 			i = info->end;
