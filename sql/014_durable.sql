@@ -147,6 +147,19 @@ SELECT dblink_disconnect('other');
 DROP DATABASE qc_other;
 
 SELECT queued, in_flight, lost FROM queryclaw.audit_status();
+
+-- a record the table refuses (here through a CHECK constraint that a DBA
+-- added) is the only one lost: a batch that fails is written again record
+-- by record, and the others keep their rows
+TRUNCATE queryclaw.audit_log;
+ALTER TABLE queryclaw.audit_log ADD CONSTRAINT no_poison CHECK (url NOT LIKE '%poison%');
+SELECT count(error) AS refused
+  FROM queryclaw.web_fetch_many(ARRAY['http://10.0.0.1/?n=1', 'http://10.0.0.1/poison',
+                                      'http://10.0.0.1/?n=2', 'http://10.0.0.1/?n=3']);
+SELECT qc_test.audit_flush();
+SELECT url, outcome FROM queryclaw.audit_log ORDER BY url;
+SELECT queued, in_flight, lost FROM queryclaw.audit_status();
+ALTER TABLE queryclaw.audit_log DROP CONSTRAINT no_poison;
 DROP FUNCTION qc_test.start_slow_call(text);
 DROP FUNCTION qc_test.connect(text, text);
 DROP EXTENSION dblink;

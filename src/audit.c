@@ -124,29 +124,33 @@ typedef struct PendingCall
 /* In TopMemoryContext; each entry holds one reservation in the queue. */
 static dlist_head pending_calls = DLIST_STATIC_INIT(pending_calls);
 
-static SPIPlanPtr insert_plan = NULL;
-
 #define AUDIT_NARGS 16
+#define AUDIT_COLUMNS \
+	"at, role, pid, func, method, url, final_url, status, outcome, reason, " \
+	"bytes, chars, truncated, elapsed_ms, query, detail"
+#define AUDIT_PARAMS \
+	"$1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16"
 
 /*
- * One array per column, so that a batch of records is one statement: the
- * audit writer would otherwise pay for an executor run per row.
+ * Two statements: one row from one value per column, for a call audited in
+ * its caller's transaction, and many rows from one array per column, so that
+ * a batch of the audit writer's is one statement, not an executor run per
+ * row.  The same values serve both (see qc_audit_insert).
  */
-static const char *const insert_sql =
-"INSERT INTO queryclaw.audit_log"
-" (at, role, pid, func, method, url, final_url, status, outcome, reason,"
-"  bytes, chars, truncated, elapsed_ms, query, detail)"
-" SELECT at, role, pid, func, method, url, final_url, status, outcome, reason,"
-"        bytes, chars, truncated, elapsed_ms, query, detail::jsonb"
-"   FROM unnest($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)"
-"     AS r(at, role, pid, func, method, url, final_url, status, outcome, reason,"
-"          bytes, chars, truncated, elapsed_ms, query, detail)";
+static const char *const insert_one_sql =
+"INSERT INTO queryclaw.audit_log (" AUDIT_COLUMNS ")"
+" VALUES (" AUDIT_PARAMS ")";
+static const char *const insert_many_sql =
+"INSERT INTO queryclaw.audit_log (" AUDIT_COLUMNS ")"
+" SELECT " AUDIT_COLUMNS " FROM unnest(" AUDIT_PARAMS ") AS r(" AUDIT_COLUMNS ")";
+static SPIPlanPtr insert_one_plan = NULL;
+static SPIPlanPtr insert_many_plan = NULL;
 
 /* The type of each column's elements, in the order of the statement */
 static const Oid insert_types[AUDIT_NARGS] = {
 	TIMESTAMPTZOID, TEXTOID, INT4OID, TEXTOID, TEXTOID, TEXTOID, TEXTOID,
 	INT4OID, TEXTOID, TEXTOID, INT8OID, INT4OID, BOOLOID, FLOAT8OID,
-	TEXTOID, TEXTOID
+	TEXTOID, JSONBOID
 };
 
 bool
@@ -311,18 +315,64 @@ qc_audit_record_decode(const char *data, QcAuditRecord *rec)
 	}
 }
 
-static void
-prepare_insert(void)
+/* Prepare and keep a statement whose parameters are of the given types. */
+static SPIPlanPtr
+prepare_kept(const char *sql, Oid *types)
 {
-	Oid			types[AUDIT_NARGS];
+	SPIPlanPtr	plan = SPI_prepare(sql, AUDIT_NARGS, types);
 
-	for (int col = 0; col < AUDIT_NARGS; col++)
-		types[col] = get_array_type(insert_types[col]);
-	insert_plan = SPI_prepare(insert_sql, AUDIT_NARGS, types);
-	if (insert_plan == NULL)
+	if (plan == NULL)
 		elog(ERROR, "could not prepare audit insert: %s",
 			 SPI_result_code_string(SPI_result));
-	SPI_keepplan(insert_plan);
+	SPI_keepplan(plan);
+	return plan;
+}
+
+/* Insert one row from the values of set_row() with n = 1. */
+static int
+insert_one(Datum *values, bool *isnull)
+{
+	char		nulls[AUDIT_NARGS];
+
+	if (insert_one_plan == NULL)
+		insert_one_plan = prepare_kept(insert_one_sql,
+									   unconstify(Oid *, &insert_types[0]));
+	for (int col = 0; col < AUDIT_NARGS; col++)
+		nulls[col] = isnull[col] ? 'n' : ' ';
+	return SPI_execute_plan(insert_one_plan, values, nulls, false, 0);
+}
+
+/* Insert n rows from the values of set_row(), one array per column. */
+static int
+insert_many(Datum *values, bool *isnull, int n)
+{
+	Datum		arrays[AUDIT_NARGS];
+
+	if (insert_many_plan == NULL)
+	{
+		Oid			types[AUDIT_NARGS];
+
+		for (int col = 0; col < AUDIT_NARGS; col++)
+			types[col] = get_array_type(insert_types[col]);
+		insert_many_plan = prepare_kept(insert_many_sql, types);
+	}
+	for (int col = 0; col < AUDIT_NARGS; col++)
+	{
+		int16		typlen;
+		bool		typbyval;
+		char		typalign;
+		int			dims[1] = {n};
+		int			lbs[1] = {1};
+
+		get_typlenbyvalalign(insert_types[col], &typlen, &typbyval, &typalign);
+		arrays[col] = PointerGetDatum(construct_md_array(&values[col * n],
+														 &isnull[col * n],
+														 1, dims, lbs,
+														 insert_types[col],
+														 typlen, typbyval,
+														 typalign));
+	}
+	return SPI_execute_plan(insert_many_plan, arrays, NULL, false, 0);
 }
 
 /* Record rec's values as row i of the n rows in values and nulls. */
@@ -340,7 +390,12 @@ set_row(const QcAuditRecord *rec, int i, int n, Datum *values, bool *nulls)
 	for (int t = 0; t < QC_AUDIT_NTEXT; t++)
 	{
 		nulls[CELL(text_arg[t])] = rec->text[t] == NULL;
-		if (rec->text[t] != NULL)
+		if (rec->text[t] == NULL)
+			continue;
+		if (t == QC_AT_DETAIL)
+			values[CELL(text_arg[t])] =
+				DirectFunctionCall1(jsonb_in, CStringGetDatum(rec->text[t]));
+		else
 			values[CELL(text_arg[t])] = CStringGetTextDatum(rec->text[t]);
 	}
 	values[CELL(0)] = TimestampTzGetDatum(rec->at);
@@ -355,41 +410,25 @@ set_row(const QcAuditRecord *rec, int i, int n, Datum *values, bool *nulls)
 #undef CELL
 }
 
-/* Insert the n records recs in one statement (SPI connected). */
+/*
+ * Insert the n records recs in one statement (SPI connected).  Their values
+ * are laid out column by column, so that with n = 1 they are the one-row
+ * statement's parameters as they are.
+ */
 void
 qc_audit_insert(const QcAuditRecord *recs, int n)
 {
-	Datum	   *cells;
-	bool	   *cell_nulls;
-	Datum		arrays[AUDIT_NARGS];
+	Datum	   *values;
+	bool	   *isnull;
 	int			rc;
 
 	if (n <= 0)
 		return;
-	cells = palloc0(sizeof(Datum) * AUDIT_NARGS * n);
-	cell_nulls = palloc0(sizeof(bool) * AUDIT_NARGS * n);
+	values = palloc0(sizeof(Datum) * AUDIT_NARGS * n);
+	isnull = palloc0(sizeof(bool) * AUDIT_NARGS * n);
 	for (int i = 0; i < n; i++)
-		set_row(&recs[i], i, n, cells, cell_nulls);
-	for (int col = 0; col < AUDIT_NARGS; col++)
-	{
-		int16		typlen;
-		bool		typbyval;
-		char		typalign;
-		int			dims[1] = {n};
-		int			lbs[1] = {1};
-
-		get_typlenbyvalalign(insert_types[col], &typlen, &typbyval, &typalign);
-		arrays[col] = PointerGetDatum(construct_md_array(&cells[col * n],
-														 &cell_nulls[col * n],
-														 1, dims, lbs,
-														 insert_types[col],
-														 typlen, typbyval,
-														 typalign));
-	}
-
-	if (insert_plan == NULL)
-		prepare_insert();
-	rc = SPI_execute_plan(insert_plan, arrays, NULL, false, 0);
+		set_row(&recs[i], i, n, values, isnull);
+	rc = n == 1 ? insert_one(values, isnull) : insert_many(values, isnull, n);
 	if (rc != SPI_OK_INSERT)
 		elog(ERROR, "could not write audit rows: %s", SPI_result_code_string(rc));
 }
