@@ -148,6 +148,14 @@ SELECT queryclaw.html_to_text($$<body><nav><a href="/">Home</a> <a href="/shop">
 </div><div class="pagination"><a href="?p=2">2</a> <a href="?p=3">3</a> <a href="?p=2">Next</a></div>
 <footer><a href="/about">About us</a></footer></body>$$, 'article');
 
+-- an index page: its one paragraph outscores the list of links below it,
+-- but the region is the element that holds them both, with its heading
+SELECT queryclaw.html_to_text($$<body><nav><a href="/">Home</a> <a href="/docs">Docs</a></nav>
+<main><h1>Reference</h1><p>The reference covers the details of every setting and of the files the tool reads and writes.</p>
+<ul><li><a href="/manifest">The manifest format</a></li><li><a href="/profiles">Profiles</a></li>
+<li><a href="/config">Configuration</a></li><li><a href="/env">Environment variables</a></li></ul></main>
+<footer><a href="/about">About</a></footer></body>$$, 'article');
+
 -- teaser cards for other pages below an article (related posts, an
 -- author's bio) are dropped; the same cards as most of a page (a blog's
 -- index) are its content, and so are a thread's short replies that open

@@ -965,6 +965,15 @@ qc_article_select(xmlDoc *doc)
 	score_elements(&a);
 
 	region = choose_region(&a);
+	/*
+	 * A lone block of text is not a region, but the element that holds it
+	 * is: an index page's one paragraph outscores the list of links that is
+	 * its content, and the heading above it would be lost too.
+	 */
+	while (region != NULL && region->is_block &&
+		   region->own_text == region->text && region->parent >= 0 &&
+		   a.infos[region->parent].tag != TAG_BODY)
+		region = &a.infos[region->parent];
 	if (region != NULL)
 	{
 		prune(&a, region);
