@@ -8,7 +8,8 @@
  * for bad bytes: NUL bytes are dropped, undecodable bytes become U+FFFD, and
  * characters the database encoding cannot hold become '?'.  Every body is
  * first decoded into UTF-8 (natively for UTF-8, through glibc's iconv for
- * the legacy character sets), then converted into the database encoding with
+ * the legacy character sets, or a table filled from it for the single-byte
+ * ones), then converted into the database encoding with
  * PostgreSQL's own conversion functions.
  *
  * Charset labels are resolved the way browsers do (the WHATWG Encoding
@@ -454,6 +455,83 @@ iconv_loop(StringInfo out, iconv_t cd, const char *data, size_t len)
 }
 
 /*
+ * A single-byte charset (the windows-125x and ISO-8859 families, KOI8...)
+ * is decoded through a table of what each byte becomes, filled from iconv a
+ * byte at a time: glibc's iconv spends some 40 instructions on each byte,
+ * the table a few.  The table of the charset used last is kept.
+ */
+typedef struct ByteTable
+{
+	char		encoding[MAX_LABEL_LEN + 1];	/* iconv name; "" for none */
+	bool		usable;			/* false: multi-byte or stateful */
+	uint8		len[256];		/* bytes of UTF-8 each byte becomes */
+	char		utf8[256][4];
+} ByteTable;
+
+static ByteTable byte_table;
+
+/*
+ * Fill byte_table for encoding, from cd.  Only a charset in which every
+ * byte on its own decodes at once into one character of at most three
+ * bytes of UTF-8, or is rejected, can be decoded by table: a lead byte
+ * (EINVAL) means a multi-byte charset, and a byte that gives nothing until
+ * the next one (windows-1258 composes accents) a stateful one.
+ */
+static void
+fill_byte_table(const char *encoding, iconv_t cd)
+{
+	strlcpy(byte_table.encoding, encoding, sizeof(byte_table.encoding));
+	byte_table.usable = true;
+	for (int b = 0; b < 256 && byte_table.usable; b++)
+	{
+		char		byte = (char) b;
+		char	   *in = &byte;
+		size_t		inleft = 1;
+		char	   *outp = byte_table.utf8[b];
+		size_t		outleft = 3;
+
+		iconv(cd, NULL, NULL, NULL, NULL);
+		if (iconv(cd, &in, &inleft, &outp, &outleft) == (size_t) -1)
+		{
+			byte_table.usable = (errno == EILSEQ);
+			memcpy(byte_table.utf8[b], UTF8_REPLACEMENT, 3);
+			byte_table.len[b] = 3;
+			continue;
+		}
+		byte_table.len[b] = 3 - outleft;
+		byte_table.usable = byte_table.len[b] > 0;
+		/* a decoder turns a zero byte into U+0000: it is dropped */
+		if (byte_table.len[b] == 1 && byte_table.utf8[b][0] == '\0')
+			byte_table.len[b] = 0;
+	}
+	iconv(cd, NULL, NULL, NULL, NULL);
+}
+
+/* Append data to out as UTF-8 through byte_table. */
+static void
+append_by_table(StringInfo out, const unsigned char *data, size_t len)
+{
+	while (len > 0)
+	{
+		size_t		chunk = Min(len, CONVERSION_CHUNK);
+		char	   *outp;
+
+		CHECK_FOR_INTERRUPTS();
+		enlargeStringInfo(out, chunk * 3);
+		outp = out->data + out->len;
+		for (size_t i = 0; i < chunk; i++)
+		{
+			memcpy(outp, byte_table.utf8[data[i]], 4);
+			outp += byte_table.len[data[i]];
+		}
+		out->len = outp - out->data;
+		out->data[out->len] = '\0';
+		data += chunk;
+		len -= chunk;
+	}
+}
+
+/*
  * Append data, in the encoding iconv knows as encoding, to out as UTF-8.
  * The iconv handle is closed on every path, errors included (the loop
  * allocates memory and checks for interrupts).
@@ -463,7 +541,14 @@ append_decoded(StringInfo out, const char *data, size_t len,
 			   const char *encoding)
 {
 	int			start = out->len;
-	iconv_t		cd = iconv_open("UTF-8", encoding);
+	iconv_t		cd;
+
+	if (strcmp(byte_table.encoding, encoding) == 0 && byte_table.usable)
+	{
+		append_by_table(out, (const unsigned char *) data, len);
+		return;
+	}
+	cd = iconv_open("UTF-8", encoding);
 
 	/* glibc without its gconv modules: better U+FFFD than nothing */
 	if (cd == (iconv_t) -1)
@@ -473,7 +558,12 @@ append_decoded(StringInfo out, const char *data, size_t len,
 	}
 	PG_TRY();
 	{
-		iconv_loop(out, cd, data, len);
+		if (strcmp(byte_table.encoding, encoding) != 0)
+			fill_byte_table(encoding, cd);
+		if (byte_table.usable)
+			append_by_table(out, (const unsigned char *) data, len);
+		else
+			iconv_loop(out, cd, data, len);
 	}
 	PG_CATCH();
 	{
