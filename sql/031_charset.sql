@@ -37,6 +37,20 @@ SELECT queryclaw.web_fetch(qc_test.page(convert_to('<!-- <meta charset="koi8-r">
                                         'text/html'));
 SELECT right(queryclaw.web_fetch(qc_test.page(convert_to('<p>' || repeat('x', 1100) || '</p><meta charset="koi8-r"><p>Grüße</p>', 'UTF8'),
                                               'text/html')), 5) AS late_meta;
+-- a single-byte charset is decoded through a table of its bytes: each of
+-- the 128 upper bytes as PostgreSQL's own conversion reads it (the five
+-- that windows-1252 leaves undefined as U+FFFD), and a NUL byte dropped
+CREATE FUNCTION qc_test.upper_bytes() RETURNS bytea LANGUAGE sql IMMUTABLE
+AS $$ SELECT string_agg(set_byte('\x00'::bytea, 0, b), ''::bytea ORDER BY b) FROM generate_series(128, 255) b $$;
+CREATE FUNCTION qc_test.upper_chars(encoding name, undefined int[] DEFAULT '{}') RETURNS text LANGUAGE sql IMMUTABLE
+AS $$ SELECT string_agg(CASE WHEN b = ANY (undefined) THEN U&'\FFFD'
+                             ELSE convert_from(set_byte('\x00'::bytea, 0, b), encoding) END, '' ORDER BY b)
+        FROM generate_series(128, 255) b $$;
+SELECT queryclaw.web_fetch(qc_test.page('\x41'::bytea || qc_test.upper_bytes() || '\x0042'::bytea,
+                                        'text/plain; charset=windows-1252'), 'raw')
+       = 'A' || qc_test.upper_chars('WIN1252', '{129,141,143,144,157}') || 'B' AS windows_1252_as_postgres,
+       queryclaw.web_fetch(qc_test.page(qc_test.upper_bytes(), 'text/plain; charset=koi8-r'), 'raw')
+       = qc_test.upper_chars('KOI8R') AS koi8_r_as_postgres;
 -- a page that says UTF-16 but reads as ASCII is read as UTF-8
 SELECT queryclaw.web_fetch(qc_test.page(convert_to('<meta charset="utf-16"><p>Grüße</p>', 'UTF8'), 'text/html'));
 
