@@ -478,9 +478,8 @@ static ByteTable byte_table;
  * the next one (windows-1258 composes accents) a stateful one.
  */
 static void
-fill_byte_table(const char *encoding, iconv_t cd)
+fill_byte_table(iconv_t cd)
 {
-	strlcpy(byte_table.encoding, encoding, sizeof(byte_table.encoding));
 	byte_table.usable = true;
 	for (int b = 0; b < 256 && byte_table.usable; b++)
 	{
@@ -504,7 +503,30 @@ fill_byte_table(const char *encoding, iconv_t cd)
 		if (byte_table.len[b] == 1 && byte_table.utf8[b][0] == '\0')
 			byte_table.len[b] = 0;
 	}
-	iconv(cd, NULL, NULL, NULL, NULL);
+}
+
+/*
+ * Is encoding one that byte_table can decode?  The table is filled for it
+ * first if it holds another (or nothing).  Filling runs iconv alone: no
+ * PostgreSQL error can come out of it.
+ */
+static bool
+byte_table_for(const char *encoding)
+{
+	iconv_t		cd;
+
+	if (strcmp(byte_table.encoding, encoding) == 0)
+		return byte_table.usable;
+	strlcpy(byte_table.encoding, encoding, sizeof(byte_table.encoding));
+	cd = iconv_open("UTF-8", encoding);
+	if (cd == (iconv_t) -1)
+		byte_table.usable = false;
+	else
+	{
+		fill_byte_table(cd);
+		iconv_close(cd);
+	}
+	return byte_table.usable;
 }
 
 /* Append data to out as UTF-8 through byte_table. */
@@ -543,7 +565,7 @@ append_decoded(StringInfo out, const char *data, size_t len,
 	int			start = out->len;
 	iconv_t		cd;
 
-	if (strcmp(byte_table.encoding, encoding) == 0 && byte_table.usable)
+	if (byte_table_for(encoding))
 	{
 		append_by_table(out, (const unsigned char *) data, len);
 		return;
@@ -558,12 +580,7 @@ append_decoded(StringInfo out, const char *data, size_t len,
 	}
 	PG_TRY();
 	{
-		if (strcmp(byte_table.encoding, encoding) != 0)
-			fill_byte_table(encoding, cd);
-		if (byte_table.usable)
-			append_by_table(out, (const unsigned char *) data, len);
-		else
-			iconv_loop(out, cd, data, len);
+		iconv_loop(out, cd, data, len);
 	}
 	PG_CATCH();
 	{
