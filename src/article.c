@@ -232,7 +232,6 @@ typedef struct NameWord
 					lengthof(hiding_classes) + lengthof(overlay_words))
 static NameWord name_words[NAME_WORDS];
 static int	name_words_first[256];	/* -1: no word begins with the letter */
-static int	name_words_count = 0;
 static bool name_words_ready = false;
 
 /* Which list sets which flag, and how its words must occur */
@@ -256,27 +255,27 @@ static const struct
 static void
 name_words_init(void)
 {
+	int			count = 0;
 	int			i;
 	int			j;
 
 	memset(name_words_first, -1, sizeof(name_words_first));
-	name_words_count = 0;
 	for (i = 0; i < lengthof(name_lists); i++)
 	{
 		for (j = 0; j < name_lists[i].n; j++)
 		{
-			NameWord   *w = &name_words[name_words_count];
+			NameWord   *w = &name_words[count];
 			const char *word = name_lists[i].words[j];
 
 			/* NAME_WORDS counts the lists; names_flags() reads two letters */
-			if (name_words_count == NAME_WORDS || strlen(word) < 2)
+			if (count == NAME_WORDS || strlen(word) < 2)
 				elog(ERROR, "name word list does not match NAME_WORDS");
 			w->word = word;
 			w->len = strlen(word);
 			w->flag = name_lists[i].flag;
 			w->match = name_lists[i].match;
 			w->next = name_words_first[(unsigned char) word[0]];
-			name_words_first[(unsigned char) word[0]] = name_words_count++;
+			name_words_first[(unsigned char) word[0]] = count++;
 		}
 	}
 	name_words_ready = true;
@@ -671,7 +670,8 @@ score_elements(Analysis *a)
 
 /*
  * The main region: the element of highest score outside boilerplate (the
- * inner one of equals), or NULL when none scores above zero.
+ * inner one of equals) or, when that is a lone block of text, the element
+ * that holds it; NULL when none scores above zero.
  */
 static Info *
 choose_region(Analysis *a)
@@ -693,6 +693,14 @@ choose_region(Analysis *a)
 			best = info;
 		i++;
 	}
+	/*
+	 * A lone block of text is not a region, but the element that holds it
+	 * is: an index page's one paragraph outscores the list of links that is
+	 * its content, and the heading above it would be lost too.
+	 */
+	while (best != NULL && best->is_block && best->own_text == best->text &&
+		   best->parent >= 0 && a->infos[best->parent].tag != TAG_BODY)
+		best = &a->infos[best->parent];
 	return best;
 }
 
@@ -965,15 +973,6 @@ qc_article_select(xmlDoc *doc)
 	score_elements(&a);
 
 	region = choose_region(&a);
-	/*
-	 * A lone block of text is not a region, but the element that holds it
-	 * is: an index page's one paragraph outscores the list of links that is
-	 * its content, and the heading above it would be lost too.
-	 */
-	while (region != NULL && region->is_block &&
-		   region->own_text == region->text && region->parent >= 0 &&
-		   a.infos[region->parent].tag != TAG_BODY)
-		region = &a.infos[region->parent];
 	if (region != NULL)
 	{
 		prune(&a, region);
