@@ -25,6 +25,7 @@
 #include <libxml/uri.h>
 #include <libxml/xmlerror.h>
 
+#include "common/hashfn.h"
 #include "lib/stringinfo.h"
 #include "mb/pg_wchar.h"
 #include "miscadmin.h"
@@ -163,15 +164,11 @@ static bool tables_ready = false;
 StaticAssertDecl(lengthof(elements) < TAG_SLOTS / 2 && lengthof(elements) < 255,
 				 "tag_slots must stay sparse and hold every index of elements[]");
 
-/* FNV-1a of a name: element names are short, and this is quick for them */
+/* The hash of an element name, for tag_slots */
 static uint32
 name_hash(const char *name)
 {
-	uint32		hash = 2166136261u;
-
-	for (; *name != '\0'; name++)
-		hash = (hash ^ (unsigned char) *name) * 16777619u;
-	return hash;
+	return hash_bytes((const unsigned char *) name, strlen(name));
 }
 
 static void
