@@ -346,32 +346,34 @@ insert_one(Datum *values, bool *isnull)
 static int
 insert_many(Datum *values, bool *isnull, int n)
 {
+	/* the storage of each column's elements, looked up with the plan */
+	static int16 typlen[AUDIT_NARGS];
+	static bool typbyval[AUDIT_NARGS];
+	static char typalign[AUDIT_NARGS];
 	Datum		arrays[AUDIT_NARGS];
+	int			dims[1] = {n};
+	int			lbs[1] = {1};
 
 	if (insert_many_plan == NULL)
 	{
 		Oid			types[AUDIT_NARGS];
 
 		for (int col = 0; col < AUDIT_NARGS; col++)
+		{
 			types[col] = get_array_type(insert_types[col]);
+			get_typlenbyvalalign(insert_types[col], &typlen[col],
+								 &typbyval[col], &typalign[col]);
+		}
 		insert_many_plan = prepare_kept(insert_many_sql, types);
 	}
 	for (int col = 0; col < AUDIT_NARGS; col++)
-	{
-		int16		typlen;
-		bool		typbyval;
-		char		typalign;
-		int			dims[1] = {n};
-		int			lbs[1] = {1};
-
-		get_typlenbyvalalign(insert_types[col], &typlen, &typbyval, &typalign);
 		arrays[col] = PointerGetDatum(construct_md_array(&values[col * n],
 														 &isnull[col * n],
 														 1, dims, lbs,
 														 insert_types[col],
-														 typlen, typbyval,
-														 typalign));
-	}
+														 typlen[col],
+														 typbyval[col],
+														 typalign[col]));
 	return SPI_execute_plan(insert_many_plan, arrays, NULL, false, 0);
 }
 
