@@ -224,6 +224,14 @@ qc_stop_cluster() {
 	fi
 }
 
+# An SQL statement that waits (at most 30 s) until the audit worker has
+# written every queued record and no call is still in flight.
+qc_sql_wait_for_audit() {
+	echo "DO \$\$ BEGIN FOR i IN 1..1500 LOOP
+		EXIT WHEN (SELECT queued + in_flight FROM queryclaw.audit_status()) = 0;
+		PERFORM pg_sleep(0.02); END LOOP; END \$\$;"
+}
+
 # The SQL expression for the CPU time (user + system, in clock ticks) used
 # so far by the server process whose pid is $1, an SQL expression: what a
 # benchmark counts so that other work on the machine does not.

@@ -55,9 +55,7 @@ script_count() {
 
 # Wait (at most 30 s) until the worker has written every record.
 wait_for_worker() {
-	qc_psql -d postgres -At -c "DO \$\$ BEGIN FOR i IN 1..1500 LOOP
-		EXIT WHEN (SELECT queued + in_flight FROM queryclaw.audit_status()) = 0;
-		PERFORM pg_sleep(0.02); END LOOP; END \$\$" >/dev/null
+	qc_psql -d postgres -At -c "$(qc_sql_wait_for_audit)" >/dev/null
 }
 
 # lost and waits so far (they count from server start)

@@ -111,9 +111,7 @@ done
 # The audit worker writes a moment after each call: wait (at most 30 s)
 # until it has written everything queued.
 if [ "$durable" = t ]; then
-	qc_psql -d "$DATABASE" -At -c "DO \$\$ BEGIN FOR i IN 1..1500 LOOP
-		EXIT WHEN (SELECT queued + in_flight FROM queryclaw.audit_status()) = 0;
-		PERFORM pg_sleep(0.02); END LOOP; END \$\$" >/dev/null
+	qc_psql -d "$DATABASE" -At -c "$(qc_sql_wait_for_audit)" >/dev/null
 fi
 tps=$(sed -n 's/^tps = \([0-9.]*\).*/\1/p' "$QC_WORK/pgbench.log" | head -1)
 latency=$(sed -n 's/^latency average = //p' "$QC_WORK/pgbench.log")

@@ -68,7 +68,7 @@ worker=$(qc_psql -At -d postgres -c "SELECT pid FROM pg_stat_activity WHERE back
 cpu=$(qc_psql -qAt -d postgres <<SQL
 SELECT $(qc_sql_cpu_ticks 'pg_backend_pid()') AS b, $(qc_sql_cpu_ticks "$worker") AS w \\gset start_
 SELECT count(queryclaw.web_fetch('$base/small.json')) FROM generate_series(1, 20000) \\g /dev/null
-DO \$\$ BEGIN WHILE (SELECT queued FROM queryclaw.audit_status()) > 0 LOOP PERFORM pg_sleep(0.01); END LOOP; END \$\$;
+$(qc_sql_wait_for_audit)
 SELECT $(qc_sql_cpu_ticks 'pg_backend_pid()') - :start_b, $(qc_sql_cpu_ticks "$worker") - :start_w;
 SQL
 )
