@@ -26,9 +26,9 @@
 
 #include "lib/stringinfo.h"
 #include "mb/pg_wchar.h"
-#include "utils/json.h"
 
 #include "html.h"
+#include "json.h"
 
 /* Longest value kept, in bytes of UTF-8 */
 #define MAX_VALUE_BYTES 4000
@@ -583,21 +583,15 @@ qc_metadata_json(xmlDoc *doc, const char *base_url)
 
 	initStringInfo(&out);
 	appendStringInfoString(&out, "{\"url\": ");
-	if (base_url != NULL)
-		escape_json(&out, base_url);
-	else
-		appendStringInfoString(&out, "null");
+	qc_json_append_string(&out, base_url);
 	for (i = 0; i < NUM_FIELDS; i++)
 	{
 		char	   *value = w.meta.value[i];
 
+		if (value != NULL && field_is_url[i])
+			value = qc_resolve_url(base_url, value);
 		appendStringInfo(&out, ", \"%s\": ", field_keys[i]);
-		if (value == NULL)
-			appendStringInfoString(&out, "null");
-		else if (field_is_url[i])
-			escape_json(&out, qc_resolve_url(base_url, value));
-		else
-			escape_json(&out, value);
+		qc_json_append_string(&out, value);
 	}
 	appendStringInfoChar(&out, '}');
 	return out.data;
