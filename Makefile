@@ -36,7 +36,7 @@ OBJS = \
 	src/tools.o \
 	src/search.o \
 	src/llm.o
-DATA = sql/queryclaw_ext--0.1.sql
+DATA = sql/queryclaw_ext--0.1.sql sql/queryclaw_ext--0.1--0.2.sql
 PGFILEDESC = "queryclaw_ext - policy-checked, audited HTTP from SQL"
 
 DEPS_PKGS = libcurl libcjson libxml-2.0
