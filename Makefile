@@ -27,6 +27,7 @@ OBJS = \
 	src/auditq.o \
 	src/worker.o \
 	src/ratelimit.o \
+	src/budget.o \
 	src/fetch.o \
 	src/api.o \
 	src/batch.o \
@@ -35,6 +36,8 @@ OBJS = \
 	src/chat.o \
 	src/tools.o \
 	src/search.o \
+	src/sqltool.o \
+	src/embed.o \
 	src/llm.o
 DATA = sql/queryclaw_ext--0.1.sql sql/queryclaw_ext--0.1--0.2.sql
 PGFILEDESC = "queryclaw_ext - policy-checked, audited HTTP from SQL"

@@ -38,6 +38,17 @@ qc_call_new(const char *func, const char *method, const char *url)
 	return call;
 }
 
+char *
+qc_endpoint_url(const char *base, const char *path)
+{
+	size_t		query = strcspn(base, "?");
+	size_t		len = query;
+
+	while (len > 0 && base[len - 1] == '/')
+		len--;
+	return psprintf("%.*s%s%s", (int) len, base, path, base + query);
+}
+
 double
 qc_call_elapsed_ms(const QcCall *call)
 {

@@ -28,25 +28,13 @@
 #include "utils/json.h"
 
 #include "audit.h"
+#include "budget.h"
 #include "content.h"
 #include "json.h"
 #include "llm.h"
 #include "queryclaw.h"
 #include "redact.h"
 #include "response.h"
-
-/* The endpoint: llm_url without trailing '/', then the path, then any query. */
-static char *
-endpoint_url(void)
-{
-	size_t		base = strcspn(qc_llm_url, "?");
-	size_t		len = base;
-
-	while (len > 0 && qc_llm_url[len - 1] == '/')
-		len--;
-	return psprintf("%.*s/chat/completions%s", (int) len, qc_llm_url,
-					qc_llm_url + base);
-}
 
 void
 qc_chat_check_config(const char *model)
@@ -328,7 +316,8 @@ audit_extra(const QcChat *chat, int round, const QcChatReply *reply)
 QcChatReply *
 qc_chat_send(QcChat *chat, int round)
 {
-	QcCall	   *call = qc_call_new("llm", "POST", endpoint_url());
+	QcCall	   *call = qc_call_new("llm", "POST",
+								   qc_endpoint_url(qc_llm_url, "/chat/completions"));
 	QcChatReply *reply;
 	const char *text;
 	Jsonb	   *jb;
@@ -346,6 +335,7 @@ qc_chat_send(QcChat *chat, int round)
 	call->body_len = strlen(call->body);
 	call->audit_extra = audit_extra(chat, round, NULL);
 
+	qc_budget_admit(call);
 	qc_http_execute(call);
 	text = qc_redact_keys(qc_to_server_text(call->data, call->data_len,
 											qc_content_type_charset(call->content_type)));
@@ -355,6 +345,7 @@ qc_chat_send(QcChat *chat, int round)
 	if (call->data_cut)
 		fail_shape(call, psprintf("The reply is larger than %zu bytes.", call->max_bytes));
 	reply = read_reply(call, text, jb);
+	qc_budget_count(reply->total_tokens);
 
 	call->audit_extra = audit_extra(chat, round, reply);
 	call->chars = reply->content ? qc_count_chars(reply->content) : 0;

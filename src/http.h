@@ -94,6 +94,12 @@ extern QcCall *qc_call_new(const char *func, const char *method, const char *url
 extern double qc_call_elapsed_ms(const QcCall *call);
 
 /*
+ * An API endpoint: base (a setting such as queryclaw.llm_url) without its
+ * trailing '/', then path, then base's query string, if any.
+ */
+extern char *qc_endpoint_url(const char *base, const char *path);
+
+/*
  * Record a failure: audit the call with the given outcome and keep the
  * message (primary; detail and hint may be NULL) on it.  Does not raise.
  */

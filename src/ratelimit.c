@@ -198,3 +198,19 @@ qc_ratelimit_check(QcCall *call)
 	}
 	return true;
 }
+
+int64
+qc_ratelimit_used(Oid role)
+{
+	RateEntry  *e;
+	int64		used = 0;
+
+	if (rate_table == NULL)
+		return -1;
+	LWLockAcquire(rate_lock, LW_EXCLUSIVE);
+	e = hash_search(rate_table, &role, HASH_FIND, NULL);
+	if (e != NULL)
+		used = calls_in_window(e, (int32) (GetCurrentTimestamp() / USECS_PER_MINUTE));
+	LWLockRelease(rate_lock);
+	return used;
+}
