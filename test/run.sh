@@ -153,6 +153,16 @@ qc_log "pg_dump and pg_restore"
 run_checks bash "$QC_ROOT/test/dump_restore.sh" "$QC_WORK" "$QC_BINDIR" queryclaw_upgrade
 qc_stop_cluster
 
+# Every SQL example of the README, as written (test/readme/run.sh), on a
+# cluster configured as the README says.  Its example.com is on loopback
+# only inside the test network namespace: elsewhere it is the real one.
+if [ -n "${QC_ISOLATED:-}" ]; then
+	qc_log "README examples"
+	run_checks bash "$QC_ROOT/test/readme/run.sh" "$QC_WORK" "$QC_BINDIR" "$llm_port"
+else
+	echo "skip - the README's examples need the test network namespace (root, unshare, QC_NO_ISOLATION unset)"
+fi
+
 # The tests check results, errors and audit rows for the API key; the
 # server log (every error with its statement) must not hold it either.
 if grep -q -- "$llm_key" "$QC_WORK/postgres.log"; then
