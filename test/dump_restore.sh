@@ -48,10 +48,25 @@ relations=$(config_relations "$db") || { not_ok "could not list the extension's 
 if ! grep -q ' queryclaw.audit_log$' <<<"$relations"; then
 	not_ok "queryclaw.audit_log is not marked with pg_extension_config_dump"
 fi
+# Every table of the extension holds rows that matter (there is no cache
+# table yet): a table added without pg_extension_config_dump would be
+# emptied by a dump and restore.
+unmarked=$(sql -d "$db" -c "SELECT string_agg(c.oid::regclass::text, ', ')
+                              FROM pg_depend d JOIN pg_class c ON c.oid = d.objid
+                             WHERE d.classid = 'pg_class'::regclass AND d.deptype = 'e'
+                               AND d.refobjid = (SELECT oid FROM pg_extension WHERE extname = 'queryclaw_ext')
+                               AND c.relkind = 'r'
+                               AND c.oid <> ALL ((SELECT extconfig FROM pg_extension
+                                                   WHERE extname = 'queryclaw_ext')::oid[])")
+if [ -n "$unmarked" ]; then
+	not_ok "tables of the extension not marked with pg_extension_config_dump: $unmarked"
+else
+	ok "every table of the extension is marked with pg_extension_config_dump"
+fi
 rows=$(sql -d "$db" -c "SELECT count(*) FROM queryclaw.audit_log")
 [ "${rows:-0}" -gt 0 ] || not_ok "database $db has no audit rows to dump"
 
-sql -d postgres -q -c "DROP DATABASE IF EXISTS $restored"
+sql -d postgres -q -c "SET client_min_messages = warning" -c "DROP DATABASE IF EXISTS $restored"
 if qc_as_pg "$QC_BINDIR/pg_dump" -h "$QC_WORK" -p 5432 -Fc -f "$dump" "$db" 2>"$dump.log" &&
 	sql -d postgres -q -c "CREATE DATABASE $restored" &&
 	qc_as_pg "$QC_BINDIR/pg_restore" -h "$QC_WORK" -p 5432 --exit-on-error -d "$restored" "$dump" 2>>"$dump.log"; then
