@@ -6,8 +6,11 @@
 # starts the fixture server and the scripted model (test/fixture/) on free
 # loopback ports and a scratch cluster with the extension preloaded, runs
 # pg_regress over sql/*.sql against expected/, then over test/nopreload/
-# on a cluster without preload, shows the diffs of any failure, stops
-# everything, and ends with "N passed, N failed".
+# on a cluster without preload, then the upgrade from release 0.1
+# (test/upgrade/) and a pg_dump/pg_restore round trip on a third cluster,
+# then the README's SQL examples (test/readme/) on a fourth, shows the
+# diffs of any failure, stops everything, and ends with "N passed, N
+# failed".
 #
 # As root, everything after the package installation runs in a network
 # namespace of its own that has only loopback, with a DNS fixture as its
