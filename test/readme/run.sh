@@ -38,7 +38,9 @@ qc_start_server "$here/site.py" readme-site --port 80 --tls-port 443 \
 conf=$("$QC_PYTHON" "$here/run.py" conf "$QC_ROOT/README.md") || { echo "not ok - $conf"; exit 1; }
 db=$(sed -n "s/^queryclaw\.database *= *'\([^']*\)'.*/\1/p" <<<"$conf")
 [ -n "$db" ] || { echo "not ok - the README's postgresql.conf block names no queryclaw.database"; exit 1; }
-trap qc_stop_cluster EXIT
+# the site holds ports 80 and 443: it goes with the cluster, so that the
+# step can run again in the same namespace
+trap 'qc_stop_cluster; kill "$(cat "$QC_WORK/readme-site.pid")" 2>/dev/null' EXIT
 qc_start_cluster readme <<<"$conf" || { echo "not ok - a cluster configured as the README says did not start"; exit 1; }
 echo "ok - a cluster configured by the README's postgresql.conf block starts"
 
