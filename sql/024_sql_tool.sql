@@ -82,6 +82,10 @@ SELECT qc_test.try($$SELECT queryclaw.sql_query('SELECT count(*) FROM generate_s
 SELECT 'the caller goes on' AS after_timeout;
 RESET ROLE;
 RESET queryclaw.sql_timeout;
+-- the caller's statement_timeout still stops the whole statement, at once
+SET statement_timeout = '300ms';
+SELECT qc_test.cancel_stop($$SELECT queryclaw.sql_query('SELECT count(*) FROM generate_series(1, 1000000000)')$$);
+RESET statement_timeout;
 -- the role's own privileges apply
 SET ROLE qc_reader;
 SELECT qc_test.try($$SELECT queryclaw.sql_query('SELECT * FROM crm.secrets')$$);

@@ -89,7 +89,8 @@ typedef struct SqlRun
 	int			max_chars;
 	const char *audit_extra;	/* more detail members, or NULL */
 	/* the result, in the caller's memory */
-	StringInfoData rows;		/* JSON array of the rows kept */
+	StringInfoData rows;		/* the rows kept, as JSON objects separated by
+								 * commas; with whole, the JSON itself */
 	int			nrows;
 	bool		more_rows;		/* cut at max_rows */
 	bool		cut_chars;		/* cut at max_chars */

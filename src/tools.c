@@ -222,12 +222,32 @@ static const QcTool all_tools[] = {
 		" \"required\": [\"table\"]}}}"},
 };
 
+/* The function's OID, or InvalidOid when it does not exist. */
+static Oid
+lookup_function(const char *signature)
+{
+	LOCAL_FCINFO(fcinfo, 1);
+	Datum		fn;
+
+	InitFunctionCallInfoData(*fcinfo, NULL, 1, InvalidOid, NULL, NULL);
+	fcinfo->args[0].value = CStringGetTextDatum(signature);
+	fcinfo->args[0].isnull = false;
+	fn = to_regprocedure(fcinfo);
+	return fcinfo->isnull ? InvalidOid : DatumGetObjectId(fn);
+}
+
 void
 qc_require_execute(const char *signature, const char *detail)
 {
-	Oid			fn = DatumGetObjectId(DirectFunctionCall1(regprocedurein,
-														  CStringGetDatum(signature)));
+	Oid			fn = lookup_function(signature);
 
+	/* a function of a later release, before ALTER EXTENSION ... UPDATE */
+	if (!OidIsValid(fn))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("function %s does not exist", signature),
+				 errdetail("%s", detail),
+				 errhint("The extension's SQL objects are older than its library: run ALTER EXTENSION queryclaw_ext UPDATE.")));
 	if (pg_proc_aclcheck(fn, GetUserId(), ACL_EXECUTE) != ACLCHECK_OK)
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
