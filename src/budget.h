@@ -22,6 +22,6 @@ extern void qc_budget_init(void);
 extern void qc_budget_admit(QcCall *call);
 
 /* After a reply: count the tokens its usage reported. */
-extern void qc_budget_count(int64 tokens);
+extern void qc_budget_count(int64 n);
 
 #endif							/* QC_BUDGET_H */

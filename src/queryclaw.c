@@ -24,6 +24,7 @@
  *	audit.c		the audit rows, durable or in the caller's transaction
  *	auditq.c	the shared-memory queue of audit records
  *	worker.c	the audit worker that commits them
+ *	rolecount.c	per-role counts over a sliding window, in shared memory
  *	ratelimit.c	queryclaw.max_calls_per_hour
  *	budget.c	queryclaw.max_tokens_per_day and my_budget
  *	fetch.c, api.c, check.c		the SQL-callable functions
