@@ -18,8 +18,11 @@
 #include "utils/timestamp.h"
 
 #include "audit.h"
+#include "content.h"
 #include "http.h"
 #include "queryclaw.h"
+#include "redact.h"
+#include "response.h"
 
 QcCall *
 qc_call_new(const char *func, const char *method, const char *url)
@@ -92,6 +95,20 @@ qc_call_fail(QcCall *call, const char *outcome, int sqlerrcode,
 {
 	qc_call_record(call, outcome, sqlerrcode, message, detail, hint);
 	qc_call_raise(call);
+}
+
+const char *
+qc_call_api_reply(QcCall *call, const char *what, const char *key_hint)
+{
+	const char *text = qc_redact_keys(qc_to_server_text(call->data, call->data_len,
+														qc_content_type_charset(call->content_type)));
+
+	if (call->status < 200 || call->status > 299)
+		qc_call_fail(call, QC_OUTCOME_HTTP_ERROR, ERRCODE_EXTERNAL_ROUTINE_EXCEPTION,
+					 psprintf("HTTP status %ld from %s", call->status, what),
+					 qc_text_quote(text),
+					 call->status == 401 || call->status == 403 ? key_hint : NULL);
+	return text;
 }
 
 char *

@@ -32,12 +32,9 @@
 
 #include "audit.h"
 #include "budget.h"
-#include "content.h"
 #include "http.h"
 #include "json.h"
 #include "queryclaw.h"
-#include "redact.h"
-#include "response.h"
 
 PG_FUNCTION_INFO_V1(llm_embed);
 PG_FUNCTION_INFO_V1(llm_embed_many);
@@ -205,15 +202,9 @@ send_group(const EmbedTarget *t, char **inputs, int n, ArrayType **out)
 
 	qc_budget_admit(call);
 	qc_http_execute(call);
-	text = qc_redact_keys(qc_to_server_text(call->data, call->data_len,
-											qc_content_type_charset(call->content_type)));
+	text = qc_call_api_reply(call, "the embeddings endpoint",
+							 "Check queryclaw.embed_api_key (or queryclaw.llm_api_key).");
 	jb = qc_jsonb_parse(text);
-	if (call->status < 200 || call->status > 299)
-		qc_call_fail(call, QC_OUTCOME_HTTP_ERROR, ERRCODE_EXTERNAL_ROUTINE_EXCEPTION,
-					 psprintf("HTTP status %ld from the embeddings endpoint", call->status),
-					 qc_text_quote(text),
-					 call->status == 401 || call->status == 403 ?
-					 "Check queryclaw.embed_api_key (or queryclaw.llm_api_key)." : NULL);
 	if (call->data_cut)
 		fail_reply(call, "The reply is too large.");
 	read_reply(call, jb, n, out, &tokens);

@@ -123,6 +123,16 @@ extern void qc_call_fail(QcCall *call, const char *outcome, int sqlerrcode,
 						 const char *message, const char *detail,
 						 const char *hint) pg_attribute_noreturn();
 
+/*
+ * The reply of an API endpoint (embeddings, search) as text in the
+ * database encoding, with any configured API key in it replaced; raises
+ * 38000, audited as http_error, unless the status is 2xx: "HTTP status N
+ * from <what>", the start of the body in the detail, key_hint as the hint
+ * for 401 and 403.
+ */
+extern const char *qc_call_api_reply(QcCall *call, const char *what,
+									 const char *key_hint);
+
 /* "message: detail" of a failed call, for a batch's error column; or NULL. */
 extern char *qc_call_error_text(const QcCall *call);
 

@@ -29,7 +29,6 @@
 #include "http.h"
 #include "json.h"
 #include "queryclaw.h"
-#include "redact.h"
 #include "response.h"
 #include "search.h"
 
@@ -114,14 +113,7 @@ qc_search(const char *query, int num_results, const char *audit_extra)
 										   psprintf("Bearer %s", qc_search_api_key));
 	qc_http_execute(call);
 
-	text = qc_redact_keys(qc_to_server_text(call->data, call->data_len,
-											qc_content_type_charset(call->content_type)));
-	if (call->status < 200 || call->status > 299)
-		qc_call_fail(call, QC_OUTCOME_HTTP_ERROR, ERRCODE_EXTERNAL_ROUTINE_EXCEPTION,
-					 psprintf("HTTP status %ld from the search API", call->status),
-					 qc_text_quote(text),
-					 call->status == 401 || call->status == 403 ?
-					 "Check queryclaw.search_api_key." : NULL);
+	text = qc_call_api_reply(call, "the search API", "Check queryclaw.search_api_key.");
 	jb = qc_jsonb_parse(text);
 	results = jb ? qc_jsonb_get_array(&jb->root, "results") : NULL;
 	if (results == NULL)
