@@ -93,6 +93,11 @@ SET queryclaw.embed_url = :'other_host';
 SELECT queryclaw.llm_embed('x', 'auth-probe') AS other_host_gets_no_key;
 SET queryclaw.embed_api_key = 'sk-embed-key';
 SELECT queryclaw.llm_embed('x', 'auth-probe') AS other_host_gets_embed_key;
+-- the embeddings key is never stored either: a statement holding it is
+-- audited with the key replaced
+SELECT queryclaw.llm_embed('sk-embed-key', 'auth-probe') AS key_in_statement;
+SELECT qc_test.audit_flush();
+SELECT query FROM queryclaw.audit_log WHERE func = 'llm_embed' ORDER BY id DESC LIMIT 1;
 RESET queryclaw.embed_api_key;
 RESET queryclaw.embed_url;
 
