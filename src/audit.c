@@ -66,6 +66,7 @@
 
 #include "audit.h"
 #include "auditq.h"
+#include "content.h"
 #include "queryclaw.h"
 #include "redact.h"
 
@@ -206,7 +207,9 @@ audit_detail(const QcCall *call)
 		first = false;
 		escape_json(&headers, h->name);
 		appendStringInfoString(&headers, ": ");
-		escape_json(&headers, qc_name_is_secret(h->name, true) ? "REDACTED" : h->value);
+		/* values go out in UTF-8 (api.c) */
+		escape_json(&headers, qc_name_is_secret(h->name, true) ? "REDACTED" :
+					qc_to_server_text(h->value, strlen(h->value), NULL));
 	}
 	appendStringInfoChar(&headers, '}');
 
@@ -262,10 +265,11 @@ audit_record(const QcCall *call, const char *role, const char *outcome,
 			len = pg_mbcliplen(query, len, room);
 		rec->text[QC_AT_QUERY] = qc_redact_statement(pnstrdup(query, len));
 	}
+	/* nothing that is not valid text is stored, whoever built it */
 	for (int i = 0; i < QC_AUDIT_NTEXT; i++)
-		rec->text[i] = bounded(rec->text[i], text_limit[i]);
+		rec->text[i] = bounded(qc_valid_text(rec->text[i]), text_limit[i]);
 	/* JSON cannot be cut: audit_detail keeps it within its bound itself */
-	rec->text[QC_AT_DETAIL] = audit_detail(call);
+	rec->text[QC_AT_DETAIL] = qc_valid_text(audit_detail(call));
 }
 
 void

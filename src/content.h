@@ -41,6 +41,15 @@ extern bool qc_content_type_is_text(const char *content_type);
 extern char *qc_to_server_text(const char *data, size_t len, const char *charset);
 
 /*
+ * Text in the database encoding that is valid there: s itself when it is,
+ * else a palloc'd copy in which each invalid sequence is replaced by U+FFFD
+ * (or '?' where the database encoding cannot hold it).  The last guard
+ * before text built from several sources (an error message, an audit row,
+ * a result object) is stored or sent.  NULL gives NULL.
+ */
+extern char *qc_valid_text(const char *s);
+
+/*
  * The iconv name of the encoding a charset label denotes ("latin1" gives
  * "WINDOWS-1252", as browsers decide), or NULL for an unknown label.
  */

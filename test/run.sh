@@ -105,6 +105,13 @@ if [ -z "${QC_ISOLATED:-}" ] && [[ " $tests " == *" 019_dns "* ]]; then
 fi
 qc_log "regression tests"
 run_suite "$suite" queryclaw_regression $tests
+
+# Results and audit rows from servers sending bytes that are not valid text
+# survive pg_dump and a restore (test/dump_restore.sh).
+qc_log "dump and restore"
+bash "$QC_ROOT/test/dump_restore.sh" "$QC_WORK" "$QC_BINDIR" queryclaw_regression | tee "$QC_WORK/dump_restore.out"
+passed=$((passed + $(grep -c '^ok ' "$QC_WORK/dump_restore.out")))
+failed=$((failed + $(grep -c '^not ok ' "$QC_WORK/dump_restore.out")))
 qc_stop_cluster
 
 # The same setup without preload: what works, and how the audit then
