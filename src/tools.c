@@ -371,3 +371,17 @@ qc_tool_run(const QcChat *chat, List *tools, int round, const QcToolCall *tc)
 	MemoryContextDelete(toolcxt);
 	return r;
 }
+
+QcToolResult *
+qc_tool_not_run(void)
+{
+	QcToolResult *r = palloc0(sizeof(QcToolResult));
+
+	r->ok = false;
+	r->error = psprintf("not run: more than %d tool calls in one reply",
+						qc_llm_max_tool_calls);
+	set_content(r, psprintf("ERROR: %s\nHINT: queryclaw.llm_max_tool_calls allows %d tool calls in one reply; make the others in your next reply.",
+							r->error, qc_llm_max_tool_calls),
+				false);
+	return r;
+}
