@@ -107,9 +107,14 @@ qc_log "regression tests"
 run_suite "$suite" queryclaw_regression $tests
 
 # Results and audit rows from servers sending bytes that are not valid text
-# survive pg_dump and a restore (test/dump_restore.sh).
+# survive pg_dump and a restore (test/dump_restore.sh): in the regression
+# database, and in databases of a single-byte and a multibyte encoding.
 qc_log "dump and restore"
-bash "$QC_ROOT/test/dump_restore.sh" "$QC_WORK" "$QC_BINDIR" queryclaw_regression | tee "$QC_WORK/dump_restore.out"
+{
+	bash "$QC_ROOT/test/dump_restore.sh" "$QC_WORK" "$QC_BINDIR" queryclaw_regression
+	bash "$QC_ROOT/test/dump_restore.sh" "$QC_WORK" "$QC_BINDIR" qc_bytes_latin1 LATIN1
+	bash "$QC_ROOT/test/dump_restore.sh" "$QC_WORK" "$QC_BINDIR" qc_bytes_euc_jp EUC_JP
+} | tee "$QC_WORK/dump_restore.out"
 passed=$((passed + $(grep -c '^ok ' "$QC_WORK/dump_restore.out")))
 failed=$((failed + $(grep -c '^not ok ' "$QC_WORK/dump_restore.out")))
 qc_stop_cluster
