@@ -34,7 +34,7 @@ log="$QC_WORK/$db.dump.log"
 fill_sql() {
 	echo "DROP TABLE IF EXISTS public.hostile_results;"
 	echo "CREATE TABLE public.hostile_results (call text PRIMARY KEY, result jsonb, error text);"
-	for route in location location-host headers reason content-type json error-page 'many-headers?n=3000'; do
+	for route in location location-host headers nul-header reason content-type json error-page 'many-headers?n=3000'; do
 		for call in "queryclaw.api_call(%L)" "to_jsonb(queryclaw.web_fetch(%L))"; do
 			cat <<SQL
 DO \$\$
