@@ -752,6 +752,32 @@ qc_valid_text(const char *s)
 }
 
 bool
+qc_is_utf8(const char *data, size_t len)
+{
+	const char *p = data;
+	const char *end = data + len;
+
+	while (p < end)
+	{
+		int			chunk = utf8_window(p, end, VERIFY_MAX_WINDOW);
+
+		CHECK_FOR_INTERRUPTS();
+		if (pg_encoding_verifymbstr(PG_UTF8, p, chunk) != chunk)
+			return false;
+		p += chunk;
+	}
+	return true;
+}
+
+bool
+qc_exceeds_chars(const char *s, int max_chars)
+{
+	int			len = strlen(s);
+
+	return pg_mbcharcliplen(s, len, Max(max_chars, 0)) < len;
+}
+
+bool
 qc_clip_chars(char *s, int max_chars)
 {
 	int			len = strlen(s);

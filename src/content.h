@@ -100,6 +100,18 @@ extern char *qc_html_convert(const char *html, size_t len, const char *charset,
  */
 extern bool qc_clip_chars(char *s, int max_chars);
 
+/*
+ * Does s (database encoding) have more than max_chars characters?  Looks
+ * at no more than that many, however long s is.
+ */
+extern bool qc_exceeds_chars(const char *s, int max_chars);
+
+/*
+ * Is data (len bytes) valid UTF-8 without NUL bytes?  Checked a window at
+ * a time, with interrupts checked between windows.
+ */
+extern bool qc_is_utf8(const char *data, size_t len);
+
 /* Number of characters in s (database encoding). */
 extern int	qc_count_chars(const char *s);
 

@@ -159,7 +159,7 @@ finish_text(QcCall *call, char *text)
 static char *
 finish_json(QcCall *call, char *text, const char *what, const char *hint)
 {
-	if (qc_count_chars(text) > call->max_chars)
+	if (qc_exceeds_chars(text, call->max_chars))
 		return fail(call, ERRCODE_PROGRAM_LIMIT_EXCEEDED,
 					psprintf("%s from %s is longer than %d characters", what,
 							 qc_redact_url(call->final_url), call->max_chars),
@@ -190,7 +190,9 @@ qc_response_text(QcCall *call, QcFormat format)
 	if (format == QC_FORMAT_JSON)
 	{
 		text = qc_to_server_text(call->data, call->data_len, header_charset);
-		if (!qc_json_is_valid(text, strlen(text)))
+		/* one too long to return is refused unparsed: parsing cannot stop */
+		if (!qc_exceeds_chars(text, call->max_chars) &&
+			!qc_json_is_valid(text, strlen(text)))
 			return fail(call, ERRCODE_INVALID_TEXT_REPRESENTATION,
 						psprintf("response from %s is not valid JSON",
 								 qc_redact_url(call->final_url)),
@@ -398,7 +400,7 @@ body_is_text(const QcCall *call)
 	if (ctype != NULL)
 		return qc_content_type_is_text(ctype) || qc_content_type_is_html(ctype) ||
 			qc_content_type_is_json(ctype);
-	return pg_verify_mbstr(PG_UTF8, call->data, call->data_len, true);
+	return qc_is_utf8(call->data, call->data_len);
 }
 
 /* Append the body: jsonb, a string, or base64; sets chars and truncated. */
@@ -418,7 +420,7 @@ append_body(StringInfo out, QcCall *call)
 	{
 		text = qc_to_server_text(call->data, call->data_len, body_charset(call));
 		if (qc_content_type_is_json(call->content_type) && !call->data_cut &&
-			qc_count_chars(text) <= call->max_chars &&
+			!qc_exceeds_chars(text, call->max_chars) &&
 			qc_json_is_valid(text, strlen(text)))
 		{
 			appendStringInfoString(out, text);
