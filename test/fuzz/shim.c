@@ -42,6 +42,7 @@
 
 /* Backend globals the headers' macros refer to */
 MemoryContext CurrentMemoryContext = NULL;
+MemoryContext TopMemoryContext = NULL;
 sigjmp_buf *PG_exception_stack = NULL;
 ErrorContextCallback *error_context_stack = NULL;
 volatile sig_atomic_t InterruptPending = false;
@@ -299,6 +300,31 @@ pg_do_encoding_conversion_buf(Oid proc, int src_encoding, int dest_encoding,
 {
 	shim_error("conversion in a UTF8 database", srclen);
 	return 0;
+}
+
+/* As the backend's, on libpgcommon's verifier. */
+bool
+pg_verify_mbstr(int encoding, const char *mbstr, int len, bool noError)
+{
+	if (pg_encoding_verifymbstr(encoding, mbstr, len) == len)
+		return true;
+	if (!noError)
+		shim_error("invalid byte sequence", len);
+	return false;
+}
+
+/*
+ * Only TopMemoryContext is asked for (what a backend keeps for its life):
+ * a copy that qc_fuzz_reset() does not free.
+ */
+char *
+MemoryContextStrdup(MemoryContext context, const char *string)
+{
+	char	   *copy = strdup(string);
+
+	if (copy == NULL)
+		shim_error("out of memory", strlen(string));
+	return copy;
 }
 
 /* As the backend's, for the ASCII letters: a palloc'd lower-case copy. */
