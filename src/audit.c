@@ -207,9 +207,7 @@ audit_detail(const QcCall *call)
 		first = false;
 		escape_json(&headers, h->name);
 		appendStringInfoString(&headers, ": ");
-		/* values go out in UTF-8 (api.c) */
-		escape_json(&headers, qc_name_is_secret(h->name, true) ? "REDACTED" :
-					qc_to_server_text(h->value, strlen(h->value), NULL));
+		escape_json(&headers, qc_name_is_secret(h->name, true) ? "REDACTED" : h->value);
 	}
 	appendStringInfoChar(&headers, '}');
 
@@ -661,10 +659,13 @@ qc_audit_interrupted(QcCall *call)
 	old = MemoryContextSwitchTo(GetMemoryChunkContext(call));
 	edata = CopyErrorData();
 	call->elapsed_ms = qc_call_elapsed_ms(call);
+	/* on the transport's error path: a second cancel must not cut it short */
+	HOLD_INTERRUPTS();
 	audit_record(call, p->role,
 				 edata->sqlerrcode == ERRCODE_QUERY_CANCELED ?
 				 QC_OUTCOME_CANCELLED : QC_OUTCOME_ERROR,
 				 edata->message, &rec);
+	RESUME_INTERRUPTS();
 	finish_pending_with(p, &rec);
 	FreeErrorData(edata);
 	MemoryContextSwitchTo(old);

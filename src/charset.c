@@ -28,7 +28,6 @@
 #include "lib/stringinfo.h"
 #include "mb/pg_wchar.h"
 #include "miscadmin.h"
-#include "utils/memutils.h"
 
 #include "content.h"
 
@@ -719,21 +718,6 @@ qc_to_server_text(const char *data, size_t len, const char *charset)
 	return result;
 }
 
-/* U+FFFD in the database encoding, or "?" where it cannot be written. */
-static const char *
-server_replacement(void)
-{
-	static char *replacement = NULL;
-
-	if (replacement == NULL)
-	{
-		char	   *converted = utf8_to_server(pstrdup(UTF8_REPLACEMENT), 3);
-
-		replacement = MemoryContextStrdup(TopMemoryContext, converted);
-	}
-	return replacement;
-}
-
 char *
 qc_valid_text(const char *s)
 {
@@ -746,8 +730,13 @@ qc_valid_text(const char *s)
 	len = strlen(s);
 	if (pg_verify_mbstr(encoding, s, len, true))
 		return unconstify(char *, s);
+	/*
+	 * No server encoding but UTF8 has U+FFFD.  Deciding that without a
+	 * conversion lookup keeps this free of catalog access, for the audit's
+	 * error and exit paths.
+	 */
 	initStringInfo(&out);
-	append_valid(&out, encoding, s, len, server_replacement());
+	append_valid(&out, encoding, s, len, encoding == PG_UTF8 ? UTF8_REPLACEMENT : "?");
 	return out.data;
 }
 

@@ -42,7 +42,6 @@
 
 /* Backend globals the headers' macros refer to */
 MemoryContext CurrentMemoryContext = NULL;
-MemoryContext TopMemoryContext = NULL;
 sigjmp_buf *PG_exception_stack = NULL;
 ErrorContextCallback *error_context_stack = NULL;
 volatile sig_atomic_t InterruptPending = false;
@@ -311,20 +310,6 @@ pg_verify_mbstr(int encoding, const char *mbstr, int len, bool noError)
 	if (!noError)
 		shim_error("invalid byte sequence", len);
 	return false;
-}
-
-/*
- * Only TopMemoryContext is asked for (what a backend keeps for its life):
- * a copy that qc_fuzz_reset() does not free.
- */
-char *
-MemoryContextStrdup(MemoryContext context, const char *string)
-{
-	char	   *copy = strdup(string);
-
-	if (copy == NULL)
-		shim_error("out of memory", strlen(string));
-	return copy;
 }
 
 /* As the backend's, for the ASCII letters: a palloc'd lower-case copy. */
