@@ -8,11 +8,10 @@
  * tools, every call in it is run (tools.c; beyond
  * queryclaw.llm_max_tool_calls, a call is answered with an error instead),
  * the assistant message and one "tool" message per call id are appended,
- * and the next round starts; the
- * loop ends when the model answers without tool calls, or when max_rounds
- * requests have been made (finish_reason "max_rounds": the calls of that
- * last reply are recorded but not run, since no round is left to read
- * them).
+ * and the next round starts; the loop ends when the model answers without
+ * tool calls, or when max_rounds requests have been made (finish_reason
+ * "max_rounds": the calls of that last reply are recorded but not run,
+ * since no round is left to read them).
  *
  * With an output schema, the answer must be JSON (a surrounding code fence
  * is tolerated) of the schema's top-level type when it names "object" or
