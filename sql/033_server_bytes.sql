@@ -78,6 +78,16 @@ SELECT func, outcome, qc_test.scrub(final_url) AS final_url, qc_test.scrub(reaso
    AND (outcome <> 'ok' OR final_url LIKE '%hello%')
  ORDER BY id;
 
+-- the batch functions' rows too
+SELECT count(*) AS fetched, bool_and(qc_test.valid(concat_ws(' ', url, content, error))) AS valid
+  FROM queryclaw.web_fetch_many(ARRAY(SELECT qc_test.url('/hostile/' || p)
+         FROM unnest(ARRAY['location', 'location-host', 'headers', 'nul-header', 'reason',
+                           'content-type', 'json', 'error-page']) AS p));
+SELECT count(*) AS called, bool_and(qc_test.valid(concat_ws(' ', url, response::text, error))) AS valid
+  FROM queryclaw.api_call_many((SELECT jsonb_agg(jsonb_build_object('url', qc_test.url('/hostile/' || p)))
+         FROM unnest(ARRAY['location', 'location-host', 'headers', 'nul-header', 'reason',
+                           'content-type', 'json', 'error-page']) AS p));
+
 -- 30,000 headers with distinct names: 1000 are kept, the result says how
 -- many were dropped
 SELECT r->'truncated' AS truncated, r->'headers_dropped' AS dropped,
