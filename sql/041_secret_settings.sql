@@ -37,5 +37,17 @@ SELECT name, error FROM pg_file_settings
 ALTER SYSTEM RESET queryclaw.search_api_key;
 ALTER SYSTEM RESET queryclaw.proxy;
 
+-- A value stored before (under release 0.1, or by a session that had not
+-- loaded the library) is refused as every session starts, and not used.
+-- Stored here behind the check's back, as only a catalog update can.
+SET allow_system_table_mods = on;
+UPDATE pg_db_role_setting SET setconfig = setconfig || '{queryclaw.llm_api_key=sk-stored-0123}'
+ WHERE setdatabase = (SELECT oid FROM pg_database WHERE datname = current_database())
+   AND setrole = 0;
+RESET allow_system_table_mods;
+\c
+SELECT current_setting('queryclaw.llm_api_key') <> 'sk-stored-0123' AS not_used;
+ALTER DATABASE :"DBNAME" RESET queryclaw.llm_api_key;
+
 ALTER ROLE qc_secret_role RESET ALL;
 DROP ROLE qc_secret_role;
