@@ -13,9 +13,10 @@ ALTER ROLE ALL SET queryclaw.search_api_key = 'sk-all-0123';
 CREATE FUNCTION qc_test.with_key() RETURNS int LANGUAGE sql
     SET queryclaw.llm_api_key = 'sk-function-0123' AS 'SELECT 1';
 ALTER ROLE qc_secret_role SET queryclaw.proxy = 'http://user:pw@127.0.0.1:3128';
-ALTER ROLE qc_secret_role SET queryclaw.llm_api_key = '';
 
--- a proxy without credentials is no secret, and may differ per role
+-- an empty key (send none) and a proxy without credentials hold no
+-- secret, and may differ per role
+ALTER ROLE qc_secret_role SET queryclaw.llm_api_key = '';
 ALTER ROLE qc_secret_role SET queryclaw.proxy = 'http://127.0.0.1:3128';
 
 -- nothing secret was kept

@@ -172,13 +172,14 @@ kept_readable(GucSource source)
 
 /*
  * A secret is set in postgresql.conf or with ALTER SYSTEM (files only the
- * server's OS user reads), never where every role can read it.  The
+ * server's OS user reads), never where every role can read it.  An empty
+ * value holds none (it may be set to send no key from one database).  The
  * message does not quote the value, as the default one would.
  */
 static bool
-check_secret_source(const char *name, GucSource source)
+check_secret_source(const char *name, const char *value, GucSource source)
 {
-	if (!kept_readable(source))
+	if (!kept_readable(source) || *value == '\0')
 		return true;
 	GUC_check_errcode(ERRCODE_INSUFFICIENT_PRIVILEGE);
 	GUC_check_errmsg("%s cannot be set for a role, a database or a function", name);
@@ -205,7 +206,7 @@ check_proxy(char **newval, void **extra, GucSource source)
 	len = strcspn(authority, "/?#");
 	if (memchr(authority, '@', len) == NULL)
 		return true;
-	return check_secret_source("queryclaw.proxy with credentials", source);
+	return check_secret_source("queryclaw.proxy with credentials", *newval, source);
 }
 
 /* ---- the LLM tool loop and web search (llm.c, tools.c, search.c) ---- */
@@ -216,13 +217,13 @@ check_proxy(char **newval, void **extra, GucSource source)
 static bool
 check_llm_api_key(char **newval, void **extra, GucSource source)
 {
-	return check_secret_source("queryclaw.llm_api_key", source);
+	return check_secret_source("queryclaw.llm_api_key", *newval, source);
 }
 
 static bool
 check_search_api_key(char **newval, void **extra, GucSource source)
 {
-	return check_secret_source("queryclaw.search_api_key", source);
+	return check_secret_source("queryclaw.search_api_key", *newval, source);
 }
 
 static void
