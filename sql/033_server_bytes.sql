@@ -4,7 +4,7 @@
 -- in a Content-Type, in bodies.  None reaches the database as it is: text
 -- gets U+FFFD, URLs are percent-encoded.  Each result and audit row is
 -- checked with qc_test.valid(), then stored in a table and read back.
--- (test/dump_restore.sh dumps and restores such rows with pg_dump.)
+-- (test/hostile_dump.sh dumps and restores such rows with pg_dump.)
 --
 -- Also: the headers object is built in linear time, keeps at most 1000
 -- headers (saying how many it dropped), and a cancel lands while it is
