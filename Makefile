@@ -26,6 +26,7 @@ OBJS = \
 	src/audit.o \
 	src/auditq.o \
 	src/worker.o \
+	src/bgsession.o \
 	src/rolecount.o \
 	src/ratelimit.o \
 	src/budget.o \
