@@ -19,6 +19,8 @@ SET queryclaw.llm_url = '';
 SELECT qc_test.try($$SELECT queryclaw.llm_embed('hello')$$);
 RESET queryclaw.llm_url;
 SELECT qc_test.try($$SELECT queryclaw.llm_embed('EMBED_ERROR')$$);
+-- the embeddings key is a secret: never kept where every role can read it
+SELECT qc_test.try($$ALTER ROLE qc_spender SET queryclaw.embed_api_key = 'sk-role-embed-0123'$$);
 
 -- over its token budget a role is refused (53400) before anything is sent,
 -- for embeddings and chat alike; each request counts the usage reported

@@ -392,6 +392,12 @@ char	   *qc_embed_api_key = NULL;
 int			qc_embed_batch_size = 64;
 int			qc_max_tokens_per_day = 0;
 
+static bool
+check_embed_api_key(char **newval, void **extra, GucSource source)
+{
+	return check_secret_source("queryclaw.embed_api_key", *newval, source);
+}
+
 static void
 define_agent_settings(void)
 {
@@ -419,7 +425,7 @@ define_agent_settings(void)
 							   "Sets the API key sent to the embeddings endpoint as a bearer token.",
 							   "Empty means queryclaw.llm_api_key when the endpoint is on the LLM endpoint's host, else no key.",
 							   &qc_embed_api_key, "", PGC_SUSET, SECRET_FLAGS,
-							   NULL, NULL, NULL);
+							   check_embed_api_key, NULL, NULL);
 	DefineCustomIntVariable("queryclaw.embed_batch_size",
 							"Sets the maximum number of inputs sent in one embeddings request.",
 							NULL,
