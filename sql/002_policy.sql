@@ -194,6 +194,9 @@ SELECT qc_test.try($$SELECT queryclaw.web_fetch('http://10.0.0.999/')$$);
 SELECT qc_test.try($$SELECT queryclaw.web_fetch('http://0x7f.1/')$$);
 SELECT qc_test.try($$SELECT queryclaw.web_fetch('http://ｌｏｃａｌｈｏｓｔ/')$$);
 SELECT qc_test.try($$SELECT queryclaw.web_fetch('http://１０．０．０．１/')$$);
+-- check_url agrees: through a proxy a name is neither looked up nor its
+-- addresses checked (the proxy does both)
+SELECT queryclaw.check_url('http://ｐｒｏｘｉｅｄ．example/echo') - 'port' AS through_proxy;
 SET queryclaw.denied_hosts = 'proxied.example';
 SELECT qc_test.try($$SELECT queryclaw.web_fetch('http://ＰＲＯＸＩＥＤ．example./')$$);
 RESET queryclaw.denied_hosts;

@@ -43,6 +43,8 @@ append_json_text(StringInfo out, const char *key, const char *value)
  * literal address, or the answer of a name lookup.  False (and *refusal)
  * when the lookup fails or, as a real call would be, when any address is
  * one the connect-time check refuses: libcurl may connect to any of them.
+ * Through a proxy, a real call neither resolves the name nor checks its
+ * addresses (the proxy does both), so neither does the check.
  */
 static bool
 resolve_and_check(const QcUrl *url, StringInfo addresses, QcRefusal *refusal)
@@ -51,6 +53,11 @@ resolve_and_check(const QcUrl *url, StringInfo addresses, QcRefusal *refusal)
 	int			naddrs;
 
 	naddrs = qc_url_literal_addresses(url, addrs);
+	if (naddrs == 0 && qc_proxy[0] != '\0')
+	{
+		appendStringInfoString(addresses, "[]");
+		return true;
+	}
 	if (naddrs == 0)
 	{
 		const char *error;
