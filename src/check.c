@@ -82,8 +82,7 @@ resolve_and_check(const QcUrl *url, StringInfo addresses, QcRefusal *refusal)
 		qc_inet_format(&addrs[i], text, sizeof(text));
 		appendStringInfoString(addresses, i ? ", " : "");
 		escape_json(addresses, text);
-		/* through a proxy, the proxy connects: nothing is checked here */
-		if (qc_proxy[0] == '\0' && refusal->message == NULL &&
+		if (refusal->message == NULL &&
 			!qc_policy_address_permitted(&addrs[i], url->port, &cls))
 			qc_policy_address_refusal(&addrs[i], url->port, &cls, refusal);
 	}
