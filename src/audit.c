@@ -72,6 +72,7 @@
 
 #include "audit.h"
 #include "auditq.h"
+#include "content.h"
 #include "queryclaw.h"
 #include "redact.h"
 
@@ -308,10 +309,11 @@ audit_record(const QcCall *call, const char *role, const char *outcome,
 			len = pg_mbcliplen(query, len, room);
 		rec->text[QC_AT_QUERY] = qc_redact_statement(pnstrdup(query, len));
 	}
+	/* nothing that is not valid text is stored, whoever built it */
 	for (int i = 0; i < QC_AUDIT_NTEXT; i++)
-		rec->text[i] = bounded(rec->text[i], text_limit[i]);
+		rec->text[i] = bounded(qc_valid_text(rec->text[i]), text_limit[i]);
 	/* JSON cannot be cut: audit_detail keeps it within its bound itself */
-	rec->text[QC_AT_DETAIL] = audit_detail(call);
+	rec->text[QC_AT_DETAIL] = qc_valid_text(audit_detail(call));
 }
 
 void
@@ -703,10 +705,13 @@ qc_audit_interrupted(QcCall *call)
 	old = MemoryContextSwitchTo(GetMemoryChunkContext(call));
 	edata = CopyErrorData();
 	call->elapsed_ms = qc_call_elapsed_ms(call);
+	/* on the transport's error path: a second cancel must not cut it short */
+	HOLD_INTERRUPTS();
 	audit_record(call, p->role,
 				 edata->sqlerrcode == ERRCODE_QUERY_CANCELED ?
 				 QC_OUTCOME_CANCELLED : QC_OUTCOME_ERROR,
 				 edata->message, &rec);
+	RESUME_INTERRUPTS();
 	finish_pending_with(p, &rec);
 	FreeErrorData(edata);
 	MemoryContextSwitchTo(old);

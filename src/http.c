@@ -42,6 +42,7 @@
 #include "utils/wait_event.h"
 
 #include "audit.h"
+#include "content.h"
 #include "http.h"
 #include "queryclaw.h"
 #include "ratelimit.h"
@@ -373,7 +374,9 @@ static bool
 record_transfer_error(QcCall *call, Transfer *t, CURLcode rc, const char *url)
 {
 	QcRefusal	refusal;
-	const char *why = t->errbuf[0] ? t->errbuf : curl_easy_strerror(rc);
+	/* libcurl's message may quote what the server sent */
+	const char *why = t->errbuf[0] ? qc_to_server_text(t->errbuf, strlen(t->errbuf), NULL) :
+		curl_easy_strerror(rc);
 	const char *shown = qc_redact_url(url);
 
 	if (t->refused)
@@ -657,21 +660,51 @@ drop_lookup(Slot *slot)
 	slot->must_resolve = false;
 }
 
-/* Take over the response of a finished hop; returns its redirect target. */
+/*
+ * A redirect target in printable ASCII: every other byte (controls, space,
+ * DEL, and any byte of another charset, valid UTF-8 or not) is
+ * percent-encoded, so that no byte of a Location header reaches the final
+ * URL as it is.  libcurl encodes some of them already.
+ */
+static char *
+url_encode_bytes(const char *url)
+{
+	StringInfoData out;
+
+	initStringInfo(&out);
+	for (const unsigned char *p = (const unsigned char *) url; *p; p++)
+	{
+		if (*p <= ' ' || *p >= 0x7F)
+			appendStringInfo(&out, "%%%02X", *p);
+		else
+			appendStringInfoChar(&out, (char) *p);
+	}
+	return out.data;
+}
+
+/*
+ * Take over the response of a finished hop; returns its redirect target.
+ * What the server sent in its head becomes valid text here (the body is
+ * decoded later, by its charset).
+ */
 static char *
 take_response(Slot *slot)
 {
 	QcCall	   *call = slot->call;
 	CURL	   *h = slot->easy;
+	char	   *value;
 
 	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &call->status);
-	call->content_type = copy_info_string(h, CURLINFO_CONTENT_TYPE);
-	call->response_headers = copy_bytes(slot->t.head, slot->t.head_len);
+	value = copy_info_string(h, CURLINFO_CONTENT_TYPE);
+	call->content_type = value ? qc_to_server_text(value, strlen(value), NULL) : NULL;
+	call->response_headers = qc_to_server_text(slot->t.head ? slot->t.head : "",
+											   slot->t.head_len, NULL);
 	call->data = copy_bytes(slot->t.body, slot->t.body_len);
 	call->data_len = slot->t.body_len;
 	call->data_cut = slot->t.body_cut;
-	if (call->status >= 300 && call->status < 400)
-		return copy_info_string(h, CURLINFO_REDIRECT_URL);
+	if (call->status >= 300 && call->status < 400 &&
+		(value = copy_info_string(h, CURLINFO_REDIRECT_URL)) != NULL)
+		return url_encode_bytes(value);
 	return NULL;
 }
 

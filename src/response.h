@@ -63,6 +63,13 @@ extern char *qc_fetch_result(QcCall *call, QcFormat format);
 #define QC_QUOTE_CHARS 200
 extern char *qc_text_quote(const char *text);
 
+/*
+ * Most names api_call's headers object keeps: a response with more gets
+ * "headers_dropped" (how many header lines were left out) and "truncated"
+ * true.
+ */
+#define QC_MAX_HEADERS_KEPT 1000
+
 /* api_call's result object; sets call->chars and call->truncated. */
 extern Jsonb *qc_response_jsonb(QcCall *call);
 
