@@ -43,9 +43,14 @@
  */
 #include "postgres.h"
 
+#include "access/genam.h"
+#include "access/htup_details.h"
+#include "access/table.h"
 #include "access/xact.h"
 #include "access/xlog.h"
+#include "catalog/indexing.h"
 #include "catalog/namespace.h"
+#include "catalog/pg_extension.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_type.h"
 #include "commands/dbcommands.h"
@@ -58,6 +63,7 @@
 #include "tcop/tcopprot.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/fmgroids.h"
 #include "utils/json.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
@@ -181,6 +187,31 @@ qc_audit_durable(void)
 		same_database = (get_database_oid(qc_database, true) == MyDatabaseId);
 	/* a standby cannot write; the transactional insert says so at once */
 	return same_database && !RecoveryInProgress();
+}
+
+const char *
+qc_audit_checked_outcome(void)
+{
+	Relation	rel = table_open(ExtensionRelationId, AccessShareLock);
+	ScanKeyData key;
+	SysScanDesc scan;
+	HeapTuple	tuple;
+	bool		release_0_1 = false;
+
+	ScanKeyInit(&key, Anum_pg_extension_extname, BTEqualStrategyNumber,
+				F_NAMEEQ, CStringGetDatum("queryclaw_ext"));
+	scan = systable_beginscan(rel, ExtensionNameIndexId, true, NULL, 1, &key);
+	if (HeapTupleIsValid(tuple = systable_getnext(scan)))
+	{
+		bool		isnull;
+		Datum		version = heap_getattr(tuple, Anum_pg_extension_extversion,
+										   RelationGetDescr(rel), &isnull);
+
+		release_0_1 = !isnull && strcmp(TextDatumGetCString(version), "0.1") == 0;
+	}
+	systable_endscan(scan);
+	table_close(rel, AccessShareLock);
+	return release_0_1 ? QC_OUTCOME_OK : QC_OUTCOME_CHECKED;
 }
 
 /* s, or a copy cut to at most limit bytes that ends with the mark. */

@@ -83,7 +83,10 @@ extern QcCall *qc_api_prepare(const char *func, char *url, const char *method,
 /* api_call's result for a call that has run (audited), or NULL if it failed. */
 extern Jsonb *qc_api_result(QcCall *call);
 
-/* check.c: check_url's result as JSON text. */
-extern char *qc_check_url_json(const char *url);
+/*
+ * check.c: check_url's result as JSON text; the check is audited (with
+ * audit_extra, which may be NULL, in the row's detail) and rate-limited.
+ */
+extern char *qc_check_url_json(const char *url, char *audit_extra);
 
 #endif							/* QC_RESPONSE_H */

@@ -139,7 +139,7 @@ run_web_search(JsonbContainer *args, ToolContext *ctx)
 static char *
 run_check_url(JsonbContainer *args, ToolContext *ctx)
 {
-	return qc_check_url_json(required_arg(args, "url"));
+	return qc_check_url_json(required_arg(args, "url"), ctx->audit_extra);
 }
 
 /* The database tools (sqltool.c); their results are capped like the others'. */
