@@ -36,6 +36,8 @@ OBJS = \
 	src/tools.o \
 	src/search.o \
 	src/retry.o \
+	src/endpoint.o \
+	src/schema.o \
 	src/llm.o
 DATA = sql/queryclaw_ext--0.1.sql sql/queryclaw_ext--0.1--0.2.sql
 PGFILEDESC = "queryclaw_ext - policy-checked, audited HTTP from SQL"
