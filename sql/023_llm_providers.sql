@@ -54,6 +54,30 @@ SELECT queryclaw.llm_chat_tools('SCENARIO:flaky:503,1 nine');
 RESET statement_timeout;
 SELECT clock_timestamp() - :'started'::timestamptz < interval '2 seconds' AS stopped_promptly;
 SET queryclaw.retry_base_delay = '5ms';
+-- seen from another session, the wait between attempts is an Extension
+-- wait event, and pg_cancel_backend ends it at once
+CREATE EXTENSION dblink;
+SELECT dblink_connect('waiter', format('host=%s port=%s dbname=%s',
+       current_setting('unix_socket_directories'), current_setting('port'),
+       current_database())) AS connected;
+SELECT pid AS waiter_pid FROM dblink('waiter', 'SELECT pg_backend_pid()') AS t(pid int) \gset
+SELECT qc_test.audit_flush();
+TRUNCATE queryclaw.audit_log;
+SELECT dblink_exec('waiter', 'SET queryclaw.retry_base_delay = ''20s''') AS set;
+SELECT dblink_send_query('waiter',
+       format('SELECT queryclaw.llm_chat_tools(%L)', 'SCENARIO:flaky:503,1 ten')) AS sent;
+-- once the first attempt's 503 is in the audit log, the session waits
+SELECT qc_test.wait_for_audit(1, 'status = 503') AS first_attempt_rows;
+SELECT qc_test.wait_until(format('EXISTS (SELECT FROM pg_stat_activity WHERE pid = %s
+                                          AND wait_event_type = %L)', :waiter_pid, 'Extension')) AS waiting;
+SELECT state, wait_event_type FROM pg_stat_activity WHERE pid = :waiter_pid;
+SELECT pg_cancel_backend(:waiter_pid) AS cancelled;
+SELECT clock_timestamp() AS cancel_sent \gset
+SELECT * FROM dblink_get_result('waiter') AS t(r jsonb);
+SELECT clock_timestamp() - :'cancel_sent'::timestamptz < interval '0.5 seconds' AS stopped_promptly;
+SELECT count(*) AS rest FROM dblink_get_result('waiter') AS t(r jsonb);
+SELECT dblink_disconnect('waiter');
+DROP EXTENSION dblink;
 
 -- output_schema with tools, on a server that lets response_format govern
 -- the reply: the tool rounds go without it, so the model browses; one
