@@ -80,28 +80,42 @@ qc_retry_backoff_ms(const QcRetrySettings *s, int attempts, double jitter01)
 	return delay - delay / 2 + (int64_t) (jitter01 * (double) (delay / 2));
 }
 
+/*
+ * A whole number with optional white space around it, held at limit (no
+ * overflow); false when the text is anything else.
+ */
+static bool
+parse_count(const char *p, int64_t limit, int64_t *out)
+{
+	int64_t		n = 0;
+
+	while (*p == ' ' || *p == '\t')
+		p++;
+	if (!isdigit((unsigned char) *p))
+		return false;
+	for (; isdigit((unsigned char) *p); p++)
+		if (n <= limit)
+			n = n * 10 + (*p - '0');
+	while (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n')
+		p++;
+	*out = n > limit ? limit : n;
+	return *p == '\0';
+}
+
 bool
 qc_retry_after_parse(const char *value, time_t now, int64_t *ms)
 {
 	const char *p = value;
+	int64_t		seconds;
 	time_t		when;
 
-	while (*p == ' ' || *p == '\t')
-		p++;
-	if (isdigit((unsigned char) *p))
+	if (parse_count(value, RETRY_AFTER_MAX_S, &seconds))
 	{
-		int64_t		seconds = 0;
-
-		for (; isdigit((unsigned char) *p); p++)
-			if (seconds <= RETRY_AFTER_MAX_S)
-				seconds = seconds * 10 + (*p - '0');
-		while (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n')
-			p++;
-		if (*p != '\0')
-			return false;
-		*ms = (seconds > RETRY_AFTER_MAX_S ? RETRY_AFTER_MAX_S : seconds) * 1000;
+		*ms = seconds * 1000;
 		return true;
 	}
+	while (*p == ' ' || *p == '\t')
+		p++;
 	/* "Sun, 06 Nov 1994 08:49:37 GMT" and its two obsolete forms */
 	if (!isalpha((unsigned char) *p) || (when = curl_getdate(p, NULL)) == -1)
 		return false;
@@ -112,31 +126,44 @@ qc_retry_after_parse(const char *value, time_t now, int64_t *ms)
 	return true;
 }
 
-bool
-qc_retry_after_header(const char *head, time_t now, int64_t *ms)
+/*
+ * Copy the value of the header named name (lower case, with its colon)
+ * from a raw header block into value; false when absent or too long.
+ */
+static bool
+header_value(const char *head, const char *name, char *value, size_t size)
 {
-	static const char name[] = "retry-after:";
-	const char *line = head;
+	size_t		namelen = strlen(name);
 
-	while (line != NULL && *line != '\0')
+	for (const char *line = head; line != NULL && *line != '\0';)
 	{
 		const char *end = strchr(line, '\n');
 		size_t		len = end ? (size_t) (end - line) : strlen(line);
 
-		if (len > sizeof(name) - 1 && strncasecmp(line, name, sizeof(name) - 1) == 0)
+		if (len >= namelen && strncasecmp(line, name, namelen) == 0)
 		{
-			char		value[128];
-			size_t		n = len - (sizeof(name) - 1);
-
-			if (n >= sizeof(value))
+			if (len - namelen >= size)
 				return false;
-			memcpy(value, line + sizeof(name) - 1, n);
-			value[n] = '\0';
-			return qc_retry_after_parse(value, now, ms);
+			memcpy(value, line + namelen, len - namelen);
+			value[len - namelen] = '\0';
+			return true;
 		}
 		line = end ? end + 1 : NULL;
 	}
 	return false;
+}
+
+bool
+qc_retry_after_header(const char *head, time_t now, int64_t *ms)
+{
+	char		value[128];
+
+	/* OpenAI's retry-after-ms is the more precise of the two it sends */
+	if (header_value(head, "retry-after-ms:", value, sizeof(value)) &&
+		parse_count(value, (int64_t) RETRY_AFTER_MAX_S * 1000, ms))
+		return true;
+	return header_value(head, "retry-after:", value, sizeof(value)) &&
+		qc_retry_after_parse(value, now, ms);
 }
 
 QcRetryVerdict

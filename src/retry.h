@@ -72,8 +72,9 @@ extern int64_t qc_retry_backoff_ms(const QcRetrySettings *s, int attempts,
 extern bool qc_retry_after_parse(const char *value, time_t now, int64_t *ms);
 
 /*
- * The Retry-After header in a raw response header block (the last
- * response's), parsed as above; false when absent or unreadable.
+ * The wait a raw response header block asks for: retry-after-ms (OpenAI's,
+ * in milliseconds) when present, else Retry-After parsed as above; false
+ * when neither is there and readable.
  */
 extern bool qc_retry_after_header(const char *head, time_t now, int64_t *ms);
 

@@ -108,6 +108,10 @@ test_retry_after(void)
 								now, &ms) && ms == 3000, "found in a header block, any case");
 	check(!qc_retry_after_header("HTTP/1.1 429 Too Many\r\nX-Retry-After: 3\r\n\r\n", now, &ms),
 		  "only the Retry-After header itself");
+	check(qc_retry_after_header("HTTP/1.1 429 Too Many\r\nretry-after: 2\r\nretry-after-ms: 1500\r\n\r\n",
+								now, &ms) && ms == 1500, "retry-after-ms first, in milliseconds");
+	check(qc_retry_after_header("HTTP/1.1 429 Too Many\r\nretry-after-ms: soon\r\nRetry-After: 2\r\n\r\n",
+								now, &ms) && ms == 2000, "an unreadable retry-after-ms is passed over");
 }
 
 int
