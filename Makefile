@@ -26,6 +26,7 @@ OBJS = \
 	src/audit.o \
 	src/auditq.o \
 	src/worker.o \
+	src/bgsession.o \
 	src/ratelimit.o \
 	src/fetch.o \
 	src/api.o \

@@ -131,18 +131,33 @@ static dlist_head pending_calls = DLIST_STATIC_INIT(pending_calls);
 #define AUDIT_PARAMS \
 	"$1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16"
 
+#define AUDIT_UNNEST(n) "pg_catalog.unnest($" #n ")"
+#define AUDIT_UNNESTS \
+	AUDIT_UNNEST(1) ", " AUDIT_UNNEST(2) ", " AUDIT_UNNEST(3) ", " \
+	AUDIT_UNNEST(4) ", " AUDIT_UNNEST(5) ", " AUDIT_UNNEST(6) ", " \
+	AUDIT_UNNEST(7) ", " AUDIT_UNNEST(8) ", " AUDIT_UNNEST(9) ", " \
+	AUDIT_UNNEST(10) ", " AUDIT_UNNEST(11) ", " AUDIT_UNNEST(12) ", " \
+	AUDIT_UNNEST(13) ", " AUDIT_UNNEST(14) ", " AUDIT_UNNEST(15) ", " \
+	AUDIT_UNNEST(16)
+
 /*
  * Two statements: one row from one value per column, for a call audited in
  * its caller's transaction, and many rows from one array per column, so that
  * a batch of the audit writer's is one statement, not an executor run per
  * row.  The same values serve both (see qc_audit_insert).
+ *
+ * Both run under a search_path that others chose (the caller's, or, for
+ * the worker, a pinned one as a second fence: bgsession.c), so every name
+ * in them is schema-qualified and no value needs a cast.  The arrays are
+ * unnested with ROWS FROM and a qualified unnest each, which is what an
+ * unnest of many arrays stands for.
  */
 static const char *const insert_one_sql =
 "INSERT INTO queryclaw.audit_log (" AUDIT_COLUMNS ")"
 " VALUES (" AUDIT_PARAMS ")";
 static const char *const insert_many_sql =
 "INSERT INTO queryclaw.audit_log (" AUDIT_COLUMNS ")"
-" SELECT " AUDIT_COLUMNS " FROM unnest(" AUDIT_PARAMS ") AS r(" AUDIT_COLUMNS ")";
+" SELECT " AUDIT_COLUMNS " FROM ROWS FROM (" AUDIT_UNNESTS ") AS r(" AUDIT_COLUMNS ")";
 static SPIPlanPtr insert_one_plan = NULL;
 static SPIPlanPtr insert_many_plan = NULL;
 
@@ -435,9 +450,9 @@ qc_audit_insert(const QcAuditRecord *recs, int n)
 		elog(ERROR, "could not write audit rows: %s", SPI_result_code_string(rc));
 }
 
-/* The owner of queryclaw.audit_log, as whom rows are inserted. */
-static Oid
-audit_table_owner(void)
+/* The owner of queryclaw.audit_log, as whom callers' rows are inserted. */
+Oid
+qc_audit_table_owner(void)
 {
 	Oid			relid = RangeVarGetRelid(makeRangeVar("queryclaw", "audit_log", -1),
 										 AccessShareLock, false);
@@ -463,7 +478,7 @@ insert_in_caller_transaction(const QcAuditRecord *rec)
 	int			save_sec_context;
 
 	GetUserIdAndSecContext(&save_userid, &save_sec_context);
-	SetUserIdAndSecContext(audit_table_owner(),
+	SetUserIdAndSecContext(qc_audit_table_owner(),
 						   save_sec_context | SECURITY_LOCAL_USERID_CHANGE |
 						   SECURITY_RESTRICTED_OPERATION);
 	if (SPI_connect() != SPI_OK_CONNECT)

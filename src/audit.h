@@ -82,5 +82,6 @@ extern void qc_audit_record_decode(const char *data, QcAuditRecord *rec);
 
 /* Insert n rows; the caller is connected to SPI and may write the table. */
 extern void qc_audit_insert(const QcAuditRecord *recs, int n);
+extern Oid	qc_audit_table_owner(void);
 
 #endif							/* QC_AUDIT_H */
