@@ -121,6 +121,7 @@ SELECT r->'refusal' AS refusal FROM queryclaw.llm_chat_tools('SCENARIO:plain') A
 
 -- reasoning stays out of the answer and out of the JSON
 SELECT r->>'answer' AS answer FROM queryclaw.llm_chat_tools('SCENARIO:think') AS r;
+SELECT r->>'answer' AS answer FROM queryclaw.llm_chat_tools('SCENARIO:think:unopened') AS r;
 SELECT r->'answer' AS answer
   FROM queryclaw.llm_chat_tools('SCENARIO:think', tools => '{}', output_schema => '{"type": "object"}') AS r;
 SELECT r->>'answer' AS answer FROM queryclaw.llm_chat_tools('SCENARIO:reasoning') AS r;

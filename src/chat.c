@@ -335,7 +335,9 @@ read_tool_calls(QcCall *call, QcChat *chat, int round, JsonbContainer *message)
 
 /*
  * The content with reasoning left out: every <think>...</think> block (an
- * unclosed one runs to the end), then the white space around what is left.
+ * unclosed one runs to the end; a "</think>" with no opening tag ends a
+ * block the chat template opened, from the start), then the white space
+ * around what is left.  Content without such blocks is returned as it is;
  * NULL when nothing is left.
  */
 static char *
@@ -343,16 +345,19 @@ without_reasoning(char *content)
 {
 	StringInfoData out;
 	char	   *p = content;
-	char	   *open;
+	char	   *open = strstr(content, "<think>");
+	char	   *close = strstr(content, "</think>");
 	size_t		len;
 
+	if (open == NULL && close == NULL)
+		return content;
+	if (close != NULL && (open == NULL || close < open))
+		p = close + strlen("</think>");
 	initStringInfo(&out);
 	while ((open = strstr(p, "<think>")) != NULL)
 	{
-		char	   *close = strstr(open, "</think>");
-
 		appendBinaryStringInfo(&out, p, open - p);
-		if (close == NULL)
+		if ((close = strstr(open, "</think>")) == NULL)
 		{
 			p = open + strlen(open);
 			break;
