@@ -43,9 +43,14 @@
  */
 #include "postgres.h"
 
+#include "access/genam.h"
+#include "access/htup_details.h"
+#include "access/table.h"
 #include "access/xact.h"
 #include "access/xlog.h"
+#include "catalog/indexing.h"
 #include "catalog/namespace.h"
+#include "catalog/pg_extension.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_type.h"
 #include "commands/dbcommands.h"
@@ -58,6 +63,7 @@
 #include "tcop/tcopprot.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/fmgroids.h"
 #include "utils/json.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
@@ -66,6 +72,7 @@
 
 #include "audit.h"
 #include "auditq.h"
+#include "content.h"
 #include "queryclaw.h"
 #include "redact.h"
 
@@ -182,6 +189,31 @@ qc_audit_durable(void)
 	return same_database && !RecoveryInProgress();
 }
 
+const char *
+qc_audit_checked_outcome(void)
+{
+	Relation	rel = table_open(ExtensionRelationId, AccessShareLock);
+	ScanKeyData key;
+	SysScanDesc scan;
+	HeapTuple	tuple;
+	bool		release_0_1 = false;
+
+	ScanKeyInit(&key, Anum_pg_extension_extname, BTEqualStrategyNumber,
+				F_NAMEEQ, CStringGetDatum("queryclaw_ext"));
+	scan = systable_beginscan(rel, ExtensionNameIndexId, true, NULL, 1, &key);
+	if (HeapTupleIsValid(tuple = systable_getnext(scan)))
+	{
+		bool		isnull;
+		Datum		version = heap_getattr(tuple, Anum_pg_extension_extversion,
+										   RelationGetDescr(rel), &isnull);
+
+		release_0_1 = !isnull && strcmp(TextDatumGetCString(version), "0.1") == 0;
+	}
+	systable_endscan(scan);
+	table_close(rel, AccessShareLock);
+	return release_0_1 ? QC_OUTCOME_OK : QC_OUTCOME_CHECKED;
+}
+
 /* s, or a copy cut to at most limit bytes that ends with the mark. */
 static const char *
 bounded(const char *s, int limit)
@@ -277,10 +309,11 @@ audit_record(const QcCall *call, const char *role, const char *outcome,
 			len = pg_mbcliplen(query, len, room);
 		rec->text[QC_AT_QUERY] = qc_redact_statement(pnstrdup(query, len));
 	}
+	/* nothing that is not valid text is stored, whoever built it */
 	for (int i = 0; i < QC_AUDIT_NTEXT; i++)
-		rec->text[i] = bounded(rec->text[i], text_limit[i]);
+		rec->text[i] = bounded(qc_valid_text(rec->text[i]), text_limit[i]);
 	/* JSON cannot be cut: audit_detail keeps it within its bound itself */
-	rec->text[QC_AT_DETAIL] = audit_detail(call);
+	rec->text[QC_AT_DETAIL] = qc_valid_text(audit_detail(call));
 }
 
 void
@@ -672,10 +705,13 @@ qc_audit_interrupted(QcCall *call)
 	old = MemoryContextSwitchTo(GetMemoryChunkContext(call));
 	edata = CopyErrorData();
 	call->elapsed_ms = qc_call_elapsed_ms(call);
+	/* on the transport's error path: a second cancel must not cut it short */
+	HOLD_INTERRUPTS();
 	audit_record(call, p->role,
 				 edata->sqlerrcode == ERRCODE_QUERY_CANCELED ?
 				 QC_OUTCOME_CANCELLED : QC_OUTCOME_ERROR,
 				 edata->message, &rec);
+	RESUME_INTERRUPTS();
 	finish_pending_with(p, &rec);
 	FreeErrorData(edata);
 	MemoryContextSwitchTo(old);

@@ -73,6 +73,13 @@ extern void qc_audit_interrupted(QcCall *call);
  */
 extern void qc_audit_call(const QcCall *call);
 
+/*
+ * The outcome of an allowed check_url: "checked"; but "ok" while this
+ * database still has release 0.1's audit_log, whose CHECK constraint does
+ * not know "checked" (until ALTER EXTENSION queryclaw_ext UPDATE).
+ */
+extern const char *qc_audit_checked_outcome(void);
+
 /* Are this database's rows written by the audit worker? */
 extern bool qc_audit_durable(void);
 

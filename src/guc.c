@@ -59,6 +59,7 @@ char	   *qc_llm_model = NULL;
 char	   *qc_llm_api_key = NULL;
 int			qc_llm_timeout = 120000;
 int			qc_llm_max_rounds = 10;
+int			qc_llm_max_tool_calls = 16;
 int			qc_llm_max_tokens = 0;
 int			qc_llm_tool_max_chars = 20000;
 char	   *qc_search_url = NULL;
@@ -262,6 +263,11 @@ define_llm_settings(void)
 							"Sets the maximum number of model requests in one llm_chat_tools call.",
 							"A call's max_rounds argument can only lower it.",
 							&qc_llm_max_rounds, 10, 1, 1000, PGC_SUSET, 0,
+							NULL, NULL, NULL);
+	DefineCustomIntVariable("queryclaw.llm_max_tool_calls",
+							"Sets the maximum number of tool calls run from one model reply.",
+							"The calls beyond it are not run; the model is told so in their results.",
+							&qc_llm_max_tool_calls, 16, 1, 1000, PGC_SUSET, 0,
 							NULL, NULL, NULL);
 	DefineCustomIntVariable("queryclaw.llm_max_tokens",
 							"Sets max_tokens for each model request; 0 leaves it to the provider.",

@@ -7,7 +7,7 @@
 # "postgres" OS user; as another user it runs as that user.
 
 QC_PACKAGES="make gcc pkg-config python3 python3-brotli openssl postgresql-15
- postgresql-server-dev-15 libcurl4-openssl-dev libcjson-dev libxml2-dev
+ postgresql-server-dev-15 libcurl4-openssl-dev libcjson-dev libxml2-dev libidn2-dev
  iproute2 util-linux"
 
 QC_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)

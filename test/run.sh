@@ -5,9 +5,11 @@
 # private copy of PostgreSQL (nothing system-wide), runs the unit tests,
 # starts the fixture server and the scripted model (test/fixture/) on free
 # loopback ports and a scratch cluster with the extension preloaded, runs
-# pg_regress over sql/*.sql against expected/, then test/worker_hijack.sh
-# (the audit worker attacked through its database's settings, with
-# restarts), then pg_regress over test/nopreload/ on a cluster without
+# pg_regress over sql/*.sql against expected/, then test/hostile_dump.sh
+# (results and audit rows of servers sending bytes that are not valid
+# text, through pg_dump and pg_restore, in three database encodings), then
+# test/worker_hijack.sh (the audit worker attacked through its database's
+# settings, with restarts), then pg_regress over test/nopreload/ on a cluster without
 # preload, then the upgrade from release 0.1 (test/upgrade/) and a
 # pg_dump/pg_restore round trip on a third cluster, then the README's SQL
 # examples (test/readme/) on a fourth, shows the diffs of any failure,
@@ -131,6 +133,14 @@ fi
 tests=$(echo $tests | sed 's/\bworker_hijack\b//')
 qc_log "regression tests"
 run_suite "$suite" queryclaw_regression $tests
+
+# Results and audit rows from servers sending bytes that are not valid text
+# survive pg_dump and a restore (test/hostile_dump.sh): in the regression
+# database, and in databases of a single-byte and a multibyte encoding.
+qc_log "hostile bytes through pg_dump and pg_restore"
+run_checks bash "$QC_ROOT/test/hostile_dump.sh" "$QC_WORK" "$QC_BINDIR" queryclaw_regression
+run_checks bash "$QC_ROOT/test/hostile_dump.sh" "$QC_WORK" "$QC_BINDIR" qc_bytes_latin1 LATIN1
+run_checks bash "$QC_ROOT/test/hostile_dump.sh" "$QC_WORK" "$QC_BINDIR" qc_bytes_euc_jp EUC_JP
 
 # The audit worker under attack by its database's owner (restarts the
 # cluster); with QC_TESTS, only when it names worker_hijack.
