@@ -97,9 +97,12 @@ SELECT jsonb_pretty(a->'response_format') AS response_format, a->'max_tokens' AS
 RESET queryclaw.llm_token_param;
 RESET queryclaw.llm_max_tokens;
 SET queryclaw.llm_token_param = 'max_output_tokens';
-SELECT ((r->'answer'->>'echo')::jsonb)->'response_format'->'json_schema' ? 'strict' AS strict
-  FROM queryclaw.llm_chat_tools('SCENARIO:echo', tools => '{}',
-       output_schema => '{"type": "object", "properties": {"echo": {"type": "string"}}}') AS r;
+-- no strict for an open object, nor for a keyword strict mode lacks
+SELECT s AS schema, ((r->'answer'->>'echo')::jsonb)->'response_format'->'json_schema' ? 'strict' AS strict
+  FROM unnest(ARRAY['{"type": "object", "properties": {"echo": {"type": "string"}}}',
+                    '{"type": "object", "properties": {"echo": {"type": "string", "maxLength": 5000}},
+                      "required": ["echo"], "additionalProperties": false}']) AS s,
+       LATERAL queryclaw.llm_chat_tools('SCENARIO:echo', tools => '{}', output_schema => s::jsonb) AS r;
 -- the answer is checked against the whole schema: types, required, enums
 SELECT r->'answer' AS answer, r->'rounds' AS rounds
   FROM queryclaw.llm_chat_tools('SCENARIO:wrong_shape_once', tools => '{}',

@@ -15,8 +15,10 @@
  * reported with its place in the answer ($, $.city, $.items[2]).
  *
  * Strict mode (OpenAI's structured outputs) needs an object at the root,
- * and every object schema closed (additionalProperties false) with all its
- * properties required; a schema that is not so is sent without "strict".
+ * every object schema closed (additionalProperties false) with all its
+ * properties required, and none of the keywords it does not support
+ * (allOf, oneOf, not, if, patternProperties, minLength...); a schema that
+ * is not so is sent without "strict", and still checked here.
  *
  *-------------------------------------------------------------------------
  */
@@ -426,6 +428,23 @@ object_closed(JsonbContainer *schema)
 	return true;
 }
 
+/* Does the schema use a keyword strict mode does not support? */
+static bool
+strict_unsupported(JsonbContainer *schema)
+{
+	static const char *const keys[] = {
+		"allOf", "oneOf", "not", "if", "then", "else", "dependentRequired",
+		"dependentSchemas", "patternProperties", "unevaluatedProperties",
+		"propertyNames", "minProperties", "maxProperties", "prefixItems",
+		"unevaluatedItems", "contains", "uniqueItems", "minLength", "maxLength"
+	};
+
+	for (int i = 0; i < lengthof(keys); i++)
+		if (qc_jsonb_get(schema, keys[i]) != NULL)
+			return true;
+	return false;
+}
+
 /* Does this schema, and every schema in it, meet strict mode's rules? */
 static bool
 strict_ok(JsonbContainer *schema, int depth)
@@ -435,7 +454,7 @@ strict_ok(JsonbContainer *schema, int depth)
 	if (!qc_jsonb_is_object(schema) || depth > SCHEMA_MAX_DEPTH)
 		return false;
 	check_stack_depth();
-	return object_closed(schema) &&
+	return !strict_unsupported(schema) && object_closed(schema) &&
 		all_strict_ok(qc_jsonb_get_object(schema, "properties"), depth) &&
 		all_strict_ok(qc_jsonb_get_object(schema, "$defs"), depth) &&
 		all_strict_ok(qc_jsonb_get_object(schema, "definitions"), depth) &&
