@@ -19,6 +19,13 @@ SET queryclaw.llm_url = '';
 SELECT qc_test.try($$SELECT queryclaw.llm_embed('hello')$$);
 RESET queryclaw.llm_url;
 SELECT qc_test.try($$SELECT queryclaw.llm_embed('EMBED_ERROR')$$);
+-- a passing failure is retried, each attempt audited
+SET queryclaw.retry_base_delay = '10ms';
+SELECT array_length(queryclaw.llm_embed('EMBED_FLAKY:one'), 1) AS dims_after_retry;
+RESET queryclaw.retry_base_delay;
+SELECT qc_test.audit_flush();
+SELECT outcome, status, detail->'attempt' AS attempt FROM queryclaw.audit_log
+ WHERE func = 'llm_embed' ORDER BY id DESC LIMIT 2;
 -- the embeddings key is a secret: never kept where every role can read it
 SELECT qc_test.try($$ALTER ROLE qc_spender SET queryclaw.embed_api_key = 'sk-role-embed-0123'$$);
 

@@ -99,16 +99,21 @@ qc_call_fail(QcCall *call, const char *outcome, int sqlerrcode,
 }
 
 const char *
-qc_call_api_reply(QcCall *call, const char *what, const char *key_hint)
+qc_call_api_reply(QcCall *call, const char *what, const char *key_hint,
+				  const char *note)
 {
 	const char *text = qc_redact_keys(qc_to_server_text(call->data, call->data_len,
 														qc_content_type_charset(call->content_type)));
 
 	if (call->status < 200 || call->status > 299)
+	{
+		char	   *quote = qc_text_quote(text);
+
 		qc_call_fail(call, QC_OUTCOME_HTTP_ERROR, ERRCODE_EXTERNAL_ROUTINE_EXCEPTION,
 					 psprintf("HTTP status %ld from %s", call->status, what),
-					 qc_text_quote(text),
+					 note[0] ? psprintf("%s %s", note, quote ? quote : "") : quote,
 					 call->status == 401 || call->status == 403 ? key_hint : NULL);
+	}
 	return text;
 }
 

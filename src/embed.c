@@ -12,10 +12,9 @@
  * only when the endpoint is on the LLM endpoint's host: a key is never
  * sent to a host it was not set for.  The endpoint is the DBA's and is
  * trusted, like llm_url.  Every request is a QcCall (func "llm_embed"),
- * audited with the model, the number of inputs and the tokens.
- *
- * Retries: the shared retry policy (DESIGN.md, "Retries") is not applied
- * here yet; each group is one request (see send_group).
+ * audited with the model, the number of inputs and the tokens, and sent
+ * under the shared retry policy (endpoint.c): every attempt has its audit
+ * row.
  *
  *-------------------------------------------------------------------------
  */
@@ -32,6 +31,7 @@
 
 #include "audit.h"
 #include "budget.h"
+#include "endpoint.h"
 #include "http.h"
 #include "json.h"
 #include "queryclaw.h"
@@ -170,40 +170,40 @@ read_reply(QcCall *call, Jsonb *jb, int n, ArrayType **out, int64 *tokens)
 		qc_jsonb_get_int64(usage, "prompt_tokens", tokens);
 }
 
-/*
- * One request for n inputs.  A single attempt: when the shared retry
- * policy exists, it belongs here.
- */
+/* One request for n inputs, with retries. */
 static void
 send_group(const EmbedTarget *t, char **inputs, int n, ArrayType **out)
 {
-	QcCall	   *call = qc_call_new("llm_embed", "POST",
-								   qc_endpoint_url(t->base, "/embeddings"));
+	QcCall	   *proto = qc_call_new("llm_embed", "POST",
+									qc_endpoint_url(t->base, "/embeddings"));
+	QcCall	   *call;
+	QcAttempts	attempts;
 	const char *text;
 	Jsonb	   *jb;
 	int64		tokens = 0;
 	StringInfoData extra;
 
-	call->trusted = true;
-	call->timeout_ms = qc_llm_timeout;
-	call->timeout_setting = "queryclaw.llm_timeout";
-	call->max_bytes = Max(QC_MAX_BYTES(), (size_t) 64 * 1024 * 1024);
-	call->headers = qc_http_add_header(NIL, "Content-Type", "application/json");
+	proto->trusted = true;
+	proto->timeout_ms = qc_llm_timeout;
+	proto->timeout_setting = "queryclaw.llm_timeout";
+	proto->max_bytes = Max(QC_MAX_BYTES(), (size_t) 64 * 1024 * 1024);
+	proto->headers = qc_http_add_header(NIL, "Content-Type", "application/json");
 	if (t->key != NULL)
-		call->headers = qc_http_add_header(call->headers, "Authorization",
-										   psprintf("Bearer %s", t->key));
-	call->body = request_body(t, inputs, n);
-	call->body_len = strlen(call->body);
+		proto->headers = qc_http_add_header(proto->headers, "Authorization",
+											psprintf("Bearer %s", t->key));
+	proto->body = request_body(t, inputs, n);
+	proto->body_len = strlen(proto->body);
 	initStringInfo(&extra);
 	appendStringInfoString(&extra, "\"model\": ");
 	escape_json(&extra, t->model);
 	appendStringInfo(&extra, ", \"inputs\": %d", n);
-	call->audit_extra = extra.data;
+	proto->audit_extra = extra.data;
 
-	qc_budget_admit(call);
-	qc_http_execute(call);
+	qc_budget_admit(proto);
+	call = qc_endpoint_send(proto, QC_ENDPOINT_EMBED, &attempts);
 	text = qc_call_api_reply(call, "the embeddings endpoint",
-							 "Check queryclaw.embed_api_key (or queryclaw.llm_api_key).");
+							 "Check queryclaw.embed_api_key (or queryclaw.llm_api_key).",
+							 qc_endpoint_attempts_note(&attempts));
 	jb = qc_jsonb_parse(text);
 	if (call->data_cut)
 		fail_reply(call, "The reply is too large.");
@@ -211,6 +211,8 @@ send_group(const EmbedTarget *t, char **inputs, int n, ArrayType **out)
 	qc_budget_count(tokens);
 
 	appendStringInfo(&extra, ", \"total_tokens\": " INT64_FORMAT, tokens);
+	if (attempts.count > 1)
+		appendStringInfo(&extra, ", \"attempt\": %d", attempts.count);
 	call->audit_extra = extra.data;
 	call->chars = 0;
 	call->outcome = QC_OUTCOME_OK;

@@ -128,11 +128,11 @@ extern void qc_call_fail(QcCall *call, const char *outcome, int sqlerrcode,
  * The reply of an API endpoint (embeddings, search) as text in the
  * database encoding, with any configured API key in it replaced; raises
  * 38000, audited as http_error, unless the status is 2xx: "HTTP status N
- * from <what>", the start of the body in the detail, key_hint as the hint
- * for 401 and 403.
+ * from <what>", note (what the attempts were, or "") and the start of the
+ * body in the detail, key_hint as the hint for 401 and 403.
  */
 extern const char *qc_call_api_reply(QcCall *call, const char *what,
-									 const char *key_hint);
+									 const char *key_hint, const char *note);
 
 /* "message: detail" of a failed call, for a batch's error column; or NULL. */
 extern char *qc_call_error_text(const QcCall *call);
