@@ -20,6 +20,7 @@
 #include "audit.h"
 #include "http.h"
 #include "queryclaw.h"
+#include "redact.h"
 
 QcCall *
 qc_call_new(const char *func, const char *method, const char *url)
@@ -48,11 +49,12 @@ void
 qc_call_set_failure(QcCall *call, const char *outcome, int sqlerrcode,
 					const char *message, const char *detail, const char *hint)
 {
+	/* raised, these reach the server log: no secret may be in them */
 	call->outcome = outcome;
 	call->error_code = sqlerrcode;
-	call->reason = pstrdup(message);
-	call->error_detail = detail ? pstrdup(detail) : NULL;
-	call->error_hint = hint ? pstrdup(hint) : NULL;
+	call->reason = qc_redact_text(message);
+	call->error_detail = detail ? qc_redact_text(detail) : NULL;
+	call->error_hint = hint ? qc_redact_text(hint) : NULL;
 	call->elapsed_ms = qc_call_elapsed_ms(call);
 }
 

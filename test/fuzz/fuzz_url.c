@@ -104,11 +104,11 @@ check_redaction(const char *text)
 				   "libcurl still finds a password in the redacted URL");
 	}
 
-	/* every secret-named parameter's value is REDACTED */
+	/* every secret-named parameter's value is REDACTED ('&' or ';' between) */
 	query = strchr(shown, '?');
 	for (const char *p = query ? query + 1 : NULL; p != NULL && *p != '\0';)
 	{
-		size_t		len = strcspn(p, "&");
+		size_t		len = strcspn(p, "&;");
 		const char *eq = memchr(p, '=', len);
 
 		if (eq != NULL)
@@ -120,7 +120,7 @@ check_redaction(const char *text)
 						   "a secret parameter survived redaction");
 		}
 		p += len;
-		if (*p == '&')
+		if (*p == '&' || *p == ';')
 			p++;
 	}
 }
