@@ -277,24 +277,21 @@ token_in_run(const char *run, const char *end, const char *last_digit)
 	return NULL;
 }
 
-/* Does s[0..len), percent-decoded, look like a token (for URLs)? */
+/*
+ * Does [text, end) hold a run of letters and digits long enough and mixing
+ * both, or a bot token?
+ */
 static bool
-looks_like_token(const char *s, size_t len)
+has_token_run(const char *text, const char *end)
 {
-	char	   *text = percent_decode(s, len);
-	const char *end = text + strlen(text);
-	const char *last_digit = NULL;
 	int			run = 0;
 	bool		letters = false;
 	bool		digits = false;
-	bool		token = false;
 
-	for (const char *p = text; p < end && !token; p++)
+	for (const char *p = text; p < end; p++)
 	{
-		if (isdigit((unsigned char) *p))
-			last_digit = p;
 		if ((p == text || !isalnum((unsigned char) p[-1])) && bot_token_length(p, end) > 0)
-			token = true;
+			return true;
 		if (!isalnum((unsigned char) *p))
 		{
 			run = 0;
@@ -305,26 +302,41 @@ looks_like_token(const char *s, size_t len)
 		letters |= isalpha((unsigned char) *p) != 0;
 		digits |= isdigit((unsigned char) *p) != 0;
 		if (run >= MIN_TOKEN_RUN && letters && digits)
-			token = true;
+			return true;
 	}
-	if (!token)
-	{
-		/* prefixes, word by word in each run of name characters */
-		for (const char *p = text; p < end && !token;)
-		{
-			const char *q = p;
+	return false;
+}
 
-			last_digit = NULL;
-			while (q < end && IS_NAME_CHAR(*q))
-			{
-				if (isdigit((unsigned char) *q))
-					last_digit = q;
-				q++;
-			}
-			token = q > p && token_in_run(p, q, last_digit) != NULL;
-			p = q < end ? q + 1 : q;
+/* Does [text, end) hold a token with a well-known prefix, run by run? */
+static bool
+has_token_prefix(const char *text, const char *end)
+{
+	for (const char *p = text; p < end;)
+	{
+		const char *q = p;
+		const char *last_digit = NULL;
+
+		while (q < end && IS_NAME_CHAR(*q))
+		{
+			if (isdigit((unsigned char) *q))
+				last_digit = q;
+			q++;
 		}
+		if (q > p && token_in_run(p, q, last_digit) != NULL)
+			return true;
+		p = q < end ? q + 1 : q;
 	}
+	return false;
+}
+
+/* Does s[0..len), percent-decoded, look like a token (for URLs)? */
+static bool
+looks_like_token(const char *s, size_t len)
+{
+	char	   *text = percent_decode(s, len);
+	const char *end = text + strlen(text);
+	bool		token = has_token_run(text, end) || has_token_prefix(text, end);
+
 	pfree(text);
 	return token;
 }
@@ -746,7 +758,12 @@ redact_value(StringInfo out, const char *p, const char *wrap, bool to_eol)
 		return qlen + len;
 	}
 	if (wrap[0] != '\0' && (*p == '[' || *p == '{'))
+	{
 		len = bracketed_length(p);
+		/* 'REDACTED' then a quote would read as one literal ('a''b') */
+		while (wrap[0] == '\'' && p[len] == '\'')
+			len++;
+	}
 	else if (to_eol)
 		len = strcspn(p, "\r\n\"'\\");
 	else
