@@ -77,8 +77,8 @@ SELECT count(*) AS rows_with_secrets FROM queryclaw.audit_log
        ~ '(HDR0|BODY0|PATH0|QRY0)';
 
 -- what a server echoes back, JSON-escaped ("\u0073k-…", "http:\/\/…"),
--- is redacted in the error raised (which the server log records) and the
--- reason stored
+-- and even without its name (the "values" list), is redacted in the error
+-- raised (which the server log records) and the reason stored
 TRUNCATE queryclaw.audit_log;
 SELECT qc_test.try($$SELECT queryclaw.web_fetch(qc_test.url('/reflect/401?api_key=ECHOs002&note=ghp_ECHO001sabcdefghijk'))$$);
 SELECT qc_test.audit_flush();

@@ -52,9 +52,11 @@ qc_call_set_failure(QcCall *call, const char *outcome, int sqlerrcode,
 	/* raised, these reach the server log: no secret may be in them */
 	call->outcome = outcome;
 	call->error_code = sqlerrcode;
-	call->reason = qc_redact_text(message);
-	call->error_detail = detail ? qc_redact_text(detail) : NULL;
-	call->error_hint = hint ? qc_redact_text(hint) : NULL;
+	call->reason = qc_redact_echo(message, call->url, call->final_url, call->headers);
+	call->error_detail = detail ?
+		qc_redact_echo(detail, call->url, call->final_url, call->headers) : NULL;
+	call->error_hint = hint ?
+		qc_redact_echo(hint, call->url, call->final_url, call->headers) : NULL;
 	call->elapsed_ms = qc_call_elapsed_ms(call);
 }
 

@@ -33,14 +33,18 @@
 #include "postgres.h"
 
 #include "lib/stringinfo.h"
+#include "nodes/pg_list.h"
 #include "utils/builtins.h"
 #include "utils/formatting.h"
 
+#include "http.h"
 #include "queryclaw.h"
 #include "redact.h"
 
 /* Configured API keys shorter than this are not searched for: too many false hits. */
 #define MIN_KEY_LENGTH 8
+/* Nor the secrets of a call (qc_redact_echo) shorter than this */
+#define MIN_ECHO_LENGTH 6
 /* Longest name whose value is looked at in free text */
 #define MAX_NAME_LENGTH 64
 /* A run of letters and digits this long, mixing both, is a token. */
@@ -397,42 +401,60 @@ value_hides_secret(const char *s, size_t len)
 }
 
 /*
+ * Note the secret s[0..len) in *hidden (if not NULL), as written and
+ * %XX-decoded, for qc_redact_echo().
+ */
+static void
+note_hidden(const char *s, size_t len, List **hidden)
+{
+	if (hidden != NULL && len > 0)
+	{
+		*hidden = lappend(*hidden, pnstrdup(s, len));
+		*hidden = lappend(*hidden, percent_decode(s, len));
+	}
+}
+
+/* Append REDACTED in place of the secret s[0..len), noting it. */
+static void
+hide(StringInfo out, const char *s, size_t len, List **hidden)
+{
+	appendStringInfoString(out, REDACTED);
+	note_hidden(s, len, hidden);
+}
+
+/*
  * Append one "name=value" parameter of a query or path: the value hidden
  * when the name is secret or the value looks like a token.
  */
 static void
-append_param(StringInfo out, const char *param, size_t len)
+append_param(StringInfo out, const char *param, size_t len, List **hidden)
 {
 	const char *eq = memchr(param, '=', len);
-	char	   *name;
+	const char *value = eq ? eq + 1 : param;
+	size_t		value_len = param + len - value;
 
-	if (eq == NULL)
+	if (eq == NULL ? (len > 0 && looks_like_token(param, len)) :
+		(qc_name_is_secret(pnstrdup(param, eq - param), false) ||
+		 value_hides_secret(value, value_len)))
 	{
-		if (len > 0 && looks_like_token(param, len))
-			appendStringInfoString(out, REDACTED);
-		else
-			appendBinaryStringInfo(out, param, len);
-		return;
+		appendBinaryStringInfo(out, param, value - param);
+		hide(out, value, value_len, hidden);
 	}
-	name = pnstrdup(param, eq - param);
-	if (qc_name_is_secret(name, false) ||
-		value_hides_secret(eq + 1, param + len - (eq + 1)))
-		appendStringInfo(out, "%s=" REDACTED, name);
 	else
 		appendBinaryStringInfo(out, param, len);
-	pfree(name);
 }
 
 /* Append [p, end) split at any of seps, each part through append_param. */
 static void
-append_params(StringInfo out, const char *p, const char *end, const char *seps)
+append_params(StringInfo out, const char *p, const char *end, const char *seps,
+			  List **hidden)
 {
 	while (p < end)
 	{
 		size_t		len = strcspn(p, seps);
 
 		len = Min(len, (size_t) (end - p));
-		append_param(out, p, len);
+		append_param(out, p, len, hidden);
 		p += len;
 		if (p < end)
 			appendStringInfoChar(out, *p++);
@@ -444,7 +466,7 @@ append_params(StringInfo out, const char *p, const char *end, const char *seps)
  * ";name=value" parameters of each segment treated as query parameters.
  */
 static void
-append_path(StringInfo out, const char *p, const char *end)
+append_path(StringInfo out, const char *p, const char *end, List **hidden)
 {
 	while (p < end)
 	{
@@ -452,11 +474,11 @@ append_path(StringInfo out, const char *p, const char *end)
 		size_t		seg = Min(strcspn(p, ";/"), len);
 
 		if (seg > 0 && looks_like_token(p, seg))
-			appendStringInfoString(out, REDACTED);
+			hide(out, p, seg, hidden);
 		else
 			appendBinaryStringInfo(out, p, seg);
 		if (seg < len)
-			append_params(out, p + seg, p + len, ";");
+			append_params(out, p + seg, p + len, ";", hidden);
 		p += len;
 		if (p < end)
 			appendStringInfoChar(out, *p++);
@@ -509,8 +531,9 @@ skip_userinfo(const char *authority)
 	}
 }
 
-char *
-qc_redact_url(const char *url)
+/* qc_redact_url(), noting in *hidden (if not NULL) what it hid */
+static char *
+redact_url(const char *url, List **hidden)
 {
 	StringInfoData out;
 	const char *authority = authority_start(url);
@@ -524,20 +547,34 @@ qc_redact_url(const char *url)
 	 * userinfo is gone; if what is left reads as a URL, it is one.
 	 */
 	if (authority == url && host != url && authority_start(host) != host)
-		return qc_redact_url(host);
+		return redact_url(host, hidden);
 	if (authority == url)
 		path = host;
 	initStringInfo(&out);
+	/* userinfo: the password, and the user name ("https://TOKEN@host/") */
+	for (const char *u = authority; u < host;)
+	{
+		size_t		len = strcspn(u, ":@");
+
+		note_hidden(u, Min(len, (size_t) (host - u)), hidden);
+		u += len + 1;
+	}
 	appendBinaryStringInfo(&out, url, authority - url);
 	appendBinaryStringInfo(&out, host, path - host);
 	query = memchr(path, '?', end - path);
-	append_path(&out, path, query ? query : end);
+	append_path(&out, path, query ? query : end, hidden);
 	if (query != NULL)
 	{
 		appendStringInfoChar(&out, '?');
-		append_params(&out, query + 1, end, "&;");
+		append_params(&out, query + 1, end, "&;", hidden);
 	}
 	return out.data;
+}
+
+char *
+qc_redact_url(const char *url)
+{
+	return redact_url(url, NULL);
 }
 
 /* ---- configured keys ---- */
@@ -617,16 +654,19 @@ decode_json_escapes(const char *text)
 	return out.data;
 }
 
-/* Replace every occurrence of key in text; text itself when there is none. */
+/*
+ * Replace every occurrence of key in text, unless key is shorter than
+ * min_len; text itself when there is none.
+ */
 static const char *
-replace_key(const char *text, const char *key)
+replace_key(const char *text, const char *key, size_t min_len)
 {
 	StringInfoData out;
 	const char *p = text;
 	const char *hit;
 	size_t		keylen = strlen(key);
 
-	if (keylen < MIN_KEY_LENGTH || strstr(text, key) == NULL)
+	if (keylen < min_len || strstr(text, key) == NULL)
 		return text;
 	initStringInfo(&out);
 	while ((hit = strstr(p, key)) != NULL)
@@ -644,7 +684,52 @@ qc_redact_keys(const char *text)
 {
 	const char *decoded = decode_json_escapes(text);
 
-	return replace_key(replace_key(decoded, qc_llm_api_key), qc_search_api_key);
+	return replace_key(replace_key(decoded, qc_llm_api_key, MIN_KEY_LENGTH),
+					   qc_search_api_key, MIN_KEY_LENGTH);
+}
+
+/*
+ * Note a secret header's value in *hidden: whole, and word by word, but
+ * for the scheme of "Bearer …", which is no secret.
+ */
+static void
+note_header_value(const char *value, List **hidden)
+{
+	note_hidden(value, strlen(value), hidden);
+	for (const char *p = value; *p != '\0';)
+	{
+		size_t		len = strcspn(p, " \t;,=");
+
+		if (p != value || p[len] != ' ')
+			note_hidden(p, len, hidden);
+		p += len;
+		if (*p != '\0')
+			p++;
+	}
+}
+
+char *
+qc_redact_echo(const char *text, const char *url, const char *final_url,
+			   List *headers)
+{
+	List	   *hidden = NIL;
+	const char *t = decode_json_escapes(text);
+	ListCell   *lc;
+
+	if (url != NULL)
+		(void) redact_url(url, &hidden);
+	if (final_url != NULL)
+		(void) redact_url(final_url, &hidden);
+	foreach(lc, headers)
+	{
+		QcHeader   *h = lfirst(lc);
+
+		if (qc_name_is_secret(h->name, true))
+			note_header_value(h->value, &hidden);
+	}
+	foreach(lc, hidden)
+		t = replace_key(t, lfirst(lc), MIN_ECHO_LENGTH);
+	return qc_redact_text(t);
 }
 
 /* ---- free text ---- */

@@ -8,6 +8,8 @@
 #ifndef QC_REDACT_H
 #define QC_REDACT_H
 
+#include "nodes/pg_list.h"
+
 /*
  * Is this a header (or query parameter) name whose value is a secret?
  * Headers: the name holds a telling word ("X-Api-Key", "Cookie",
@@ -48,6 +50,16 @@ extern const char *qc_redact_keys(const char *text);
  * in the text's length; idempotent; errs on the side of hiding.
  */
 extern char *qc_redact_text(const char *text);
+
+/*
+ * qc_redact_text() of what a server said about a call (an error quoting
+ * the response), after removing every value the call's URLs and headers
+ * hold that the redaction hides (6 characters or more), wherever it
+ * occurs: a server may echo a secret without its name.  headers is a List
+ * of QcHeader.
+ */
+extern char *qc_redact_echo(const char *text, const char *url,
+							const char *final_url, List *headers);
 
 /* Statement text fit to store in an audit row: qc_redact_text(). */
 extern char *qc_redact_statement(const char *sql);

@@ -11,7 +11,9 @@
  * key.  Properties checked besides memory safety and the absence of any
  * ERROR:
  * - the planted secret never survives qc_redact_text() (nor
- *   qc_redact_url() when planted in a URL's parameters or path);
+ *   qc_redact_url() when planted in a URL's parameters or path), nor
+ *   qc_redact_echo() when the call's URL or headers held it and the text
+ *   holds it bare;
  * - redacting twice changes nothing: qc_redact_text() and qc_redact_url()
  *   are idempotent;
  * - every call on text of any length finishes (libFuzzer's -timeout);
@@ -21,6 +23,7 @@
  */
 #include "postgres.h"
 
+#include "http.h"
 #include "queryclaw.h"
 #include "redact.h"
 #include "shim.h"
@@ -98,6 +101,22 @@ check(const char *text, bool url)
 	}
 }
 
+/*
+ * A secret a call carried (in its URL, in a header) and a server echoed
+ * back bare, in text, never survives qc_redact_echo().
+ */
+static void
+check_echo(const char *before, const char *secret, const char *after, int where)
+{
+	QcHeader	header = {"X-Api-Key", SECRET};
+	const char *url = where == 0 ? "http://h.example/p?api_key=" SECRET :
+		where == 1 ? "http://u:" SECRET "@h.example/" : "http://h.example/";
+	char	   *shown = qc_redact_echo(psprintf("%s%s%s", before, secret, after), url,
+									   NULL, where == 2 ? list_make1(&header) : NIL);
+
+	FUZZ_CHECK(strstr(shown, SECRET) == NULL, "an echoed secret survived qc_redact_echo");
+}
+
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -149,9 +168,12 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (strchr(before, '\\') == NULL && strchr(before, '"') == NULL &&
 		strchr(before, '\'') == NULL && strchr(after, '\\') == NULL &&
 		strstr(text, "Xw3") == NULL)
+	{
 		check(planted, templates[t].url && !(flags & 0x80) &&
 			  strstr(templates[t].format, "%s%s") == NULL &&
 			  strchr(before, '#') == NULL && strchr(before, 'h') == NULL);
+		check_echo(before, spelling((flags >> 4) & 1), after, t % 3);
+	}
 
 	qc_fuzz_reset();
 	return 0;
