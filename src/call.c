@@ -18,6 +18,7 @@
 #include "utils/timestamp.h"
 
 #include "audit.h"
+#include "content.h"
 #include "http.h"
 #include "queryclaw.h"
 #include "redact.h"
@@ -45,18 +46,28 @@ qc_call_elapsed_ms(const QcCall *call)
 	return (GetCurrentTimestamp() - call->started) / 1000.0;
 }
 
+/*
+ * A message, detail or hint of a failed call as it is kept and raised:
+ * valid text (it may quote a server), and no secret (raised, it reaches
+ * the server log).  NULL for NULL.
+ */
+static char *
+shown_text(const QcCall *call, const char *text)
+{
+	if (text == NULL)
+		return NULL;
+	return qc_redact_echo(qc_valid_text(text), call->url, call->final_url, call->headers);
+}
+
 void
 qc_call_set_failure(QcCall *call, const char *outcome, int sqlerrcode,
 					const char *message, const char *detail, const char *hint)
 {
-	/* raised, these reach the server log: no secret may be in them */
 	call->outcome = outcome;
 	call->error_code = sqlerrcode;
-	call->reason = qc_redact_echo(message, call->url, call->final_url, call->headers);
-	call->error_detail = detail ?
-		qc_redact_echo(detail, call->url, call->final_url, call->headers) : NULL;
-	call->error_hint = hint ?
-		qc_redact_echo(hint, call->url, call->final_url, call->headers) : NULL;
+	call->reason = shown_text(call, message);
+	call->error_detail = shown_text(call, detail);
+	call->error_hint = shown_text(call, hint);
 	call->elapsed_ms = qc_call_elapsed_ms(call);
 }
 

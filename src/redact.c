@@ -506,6 +506,32 @@ authority_start(const char *url)
 }
 
 /*
+ * Control characters written as %XX: a URL that holds them is refused, but
+ * its audit row and error message still show it, and a raw CR, LF or ESC
+ * there could forge lines in a log or drive a terminal.
+ */
+static char *
+escape_controls(char *text)
+{
+	StringInfoData out;
+	const unsigned char *first = (const unsigned char *) text;
+
+	while (*first && *first >= 0x20 && *first != 0x7f)
+		first++;
+	if (*first == '\0')
+		return text;
+	initStringInfo(&out);
+	for (const unsigned char *c = (const unsigned char *) text; *c; c++)
+	{
+		if (*c < 0x20 || *c == 0x7f)
+			appendStringInfo(&out, "%%%02X", *c);
+		else
+			appendStringInfoChar(&out, (char) *c);
+	}
+	return out.data;
+}
+
+/*
  * The host part after any userinfo: the last '@' before the path ends the
  * userinfo.  When nothing is left of the authority, libcurl reads the path
  * that follows as one ("http://u:p@/h/" is "http://h/"): its userinfo goes
@@ -568,7 +594,7 @@ redact_url(const char *url, List **hidden)
 		appendStringInfoChar(&out, '?');
 		append_params(&out, query + 1, end, "&;", hidden);
 	}
-	return out.data;
+	return escape_controls(out.data);
 }
 
 char *

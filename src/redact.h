@@ -25,8 +25,8 @@ extern bool qc_name_is_secret(const char *name, bool is_header);
  * values of query and ";" parameters with secret-looking names (their
  * %XX escapes decoded) or token-looking values, and path segments that
  * look like tokens (a run of 20 or more letters and digits mixing both, or
- * a well-known token prefix), replaced by REDACTED.  Works on any text,
- * including URLs that do not parse.
+ * a well-known token prefix), replaced by REDACTED; control characters
+ * written as %XX.  Works on any text, including URLs that do not parse.
  */
 extern char *qc_redact_url(const char *url);
 

@@ -5,9 +5,15 @@
 # private copy of PostgreSQL (nothing system-wide), runs the unit tests,
 # starts the fixture server and the scripted model (test/fixture/) on free
 # loopback ports and a scratch cluster with the extension preloaded, runs
-# pg_regress over sql/*.sql against expected/, then over test/nopreload/
-# on a cluster without preload, shows the diffs of any failure, stops
-# everything, and ends with "N passed, N failed".
+# pg_regress over sql/*.sql against expected/, then test/hostile_dump.sh
+# (results and audit rows of servers sending bytes that are not valid
+# text, through pg_dump and pg_restore, in three database encodings), then
+# test/worker_hijack.sh (the audit worker attacked through its database's
+# settings, with restarts), then pg_regress over test/nopreload/ on a cluster without
+# preload, then the upgrade from release 0.1 (test/upgrade/) and a
+# pg_dump/pg_restore round trip on a third cluster, then the README's SQL
+# examples (test/readme/) on a fourth, shows the diffs of any failure,
+# stops everything, and ends with "N passed, N failed".
 #
 # As root, everything after the package installation runs in a network
 # namespace of its own that has only loopback, with a DNS fixture as its
@@ -31,12 +37,17 @@ fi
 passed=0
 failed=0
 
+# Count the "ok ..." and "not ok ..." lines of a script's output, in file $1.
+count_checks() {
+	passed=$((passed + $(grep -c '^ok ' "$1")))
+	failed=$((failed + $(grep -c '^not ok ' "$1")))
+}
+
 # Unit tests of the pure C parts: they need no server.
 qc_log "unit tests"
 if make -C "$QC_ROOT" -s unit-tests >"$QC_WORK/unit.log" 2>&1; then
 	cat "$QC_WORK/unit.log"
-	passed=$((passed + $(grep -c '^ok ' "$QC_WORK/unit.log")))
-	failed=$((failed + $(grep -c '^not ok ' "$QC_WORK/unit.log")))
+	count_checks "$QC_WORK/unit.log"
 else
 	cat "$QC_WORK/unit.log"
 	failed=$((failed + 1))
@@ -86,6 +97,21 @@ run_suite() {
 	fi
 }
 
+# Run a command that prints "ok - ..." and "not ok - ..." lines, and add
+# them up; a command that fails without saying "not ok" counts as a failure.
+run_checks() {
+	local log="$QC_WORK/checks.log"
+	"$@" >"$log" 2>&1
+	local rc=$?
+	cat "$log"
+	passed=$((passed + $(grep -c '^ok ' "$log")))
+	failed=$((failed + $(grep -c '^not ok ' "$log")))
+	if [ "$rc" -ne 0 ] && ! grep -q '^not ok ' "$log"; then
+		echo "not ok - $* exited with status $rc"
+		failed=$((failed + 1))
+	fi
+}
+
 # The main suite, with the library preloaded: the audit worker writes into
 # the regression database (it connects once pg_regress has created it), and
 # the queue is small enough for a test to fill it.
@@ -103,8 +129,27 @@ if [ -z "${QC_ISOLATED:-}" ] && [[ " $tests " == *" 019_dns "* ]]; then
 	echo "skip - 019_dns needs the test network namespace (root, unshare, QC_NO_ISOLATION unset)"
 	tests=$(echo $tests | sed 's/\b019_dns\b//')
 fi
+# the attack on the audit worker is a script, not a pg_regress test (below)
+tests=$(echo $tests | sed 's/\bworker_hijack\b//')
 qc_log "regression tests"
 run_suite "$suite" queryclaw_regression $tests
+
+# Results and audit rows from servers sending bytes that are not valid text
+# survive pg_dump and a restore (test/hostile_dump.sh): in the regression
+# database, and in databases of a single-byte and a multibyte encoding.
+qc_log "hostile bytes through pg_dump and pg_restore"
+run_checks bash "$QC_ROOT/test/hostile_dump.sh" "$QC_WORK" "$QC_BINDIR" queryclaw_regression
+run_checks bash "$QC_ROOT/test/hostile_dump.sh" "$QC_WORK" "$QC_BINDIR" qc_bytes_latin1 LATIN1
+run_checks bash "$QC_ROOT/test/hostile_dump.sh" "$QC_WORK" "$QC_BINDIR" qc_bytes_euc_jp EUC_JP
+
+# The audit worker under attack by its database's owner (restarts the
+# cluster); with QC_TESTS, only when it names worker_hijack.
+if [ -z "${QC_TESTS:-}" ] || [[ " $QC_TESTS " == *" worker_hijack "* ]]; then
+	qc_log "the audit worker against its database's settings"
+	bash "$QC_ROOT/test/worker_hijack.sh" "$QC_WORK" "$QC_PGDATA" "$QC_BINDIR" 2>&1 |
+		tee "$QC_WORK/worker_hijack.log"
+	count_checks "$QC_WORK/worker_hijack.log"
+fi
 qc_stop_cluster
 
 # The same setup without preload: what works, and how the audit then
@@ -119,6 +164,34 @@ cp "$QC_ROOT/sql/001_setup.sql" "$QC_ROOT/test/nopreload/sql/"*.sql "$suite/sql/
 cp "$QC_ROOT/expected/001_setup.out" "$QC_ROOT/test/nopreload/expected/"*.out "$suite/expected/"
 qc_log "regression tests without shared_preload_libraries"
 run_suite "$suite" queryclaw_nopreload $(cd "$suite/sql" && ls [0-9]*.sql | sed 's/\.sql$//')
+qc_stop_cluster
+
+# Release 0.1's SQL objects under this library, then ALTER EXTENSION
+# UPDATE (test/upgrade/), on a preloaded cluster whose audit worker writes
+# into the upgrade test's database, so that 0.1's table gets its rows from
+# the worker; then pg_dump and pg_restore of that database.
+qc_start_cluster upgrade <<CONF || exit 1
+$policy
+queryclaw.database = 'queryclaw_upgrade'
+CONF
+suite="$QC_WORK/suite-upgrade"
+mkdir -p "$suite"
+cp -r "$QC_ROOT/test/upgrade/sql" "$QC_ROOT/test/upgrade/expected" "$suite/"
+qc_log "upgrade tests"
+run_suite "$suite" queryclaw_upgrade $(cd "$suite/sql" && ls [0-9]*.sql | sed 's/\.sql$//')
+qc_log "pg_dump and pg_restore"
+run_checks bash "$QC_ROOT/test/dump_restore.sh" "$QC_WORK" "$QC_BINDIR" queryclaw_upgrade
+qc_stop_cluster
+
+# Every SQL example of the README, as written (test/readme/run.sh), on a
+# cluster configured as the README says.  Its example.com is on loopback
+# only inside the test network namespace: elsewhere it is the real one.
+if [ -n "${QC_ISOLATED:-}" ]; then
+	qc_log "README examples"
+	run_checks bash "$QC_ROOT/test/readme/run.sh" "$QC_WORK" "$QC_BINDIR" "$llm_port"
+else
+	echo "skip - the README's examples need the test network namespace (root, unshare, QC_NO_ISOLATION unset)"
+fi
 
 # The tests check results, errors and audit rows for the API key; the
 # server log (every error with its statement) must not hold it either.
