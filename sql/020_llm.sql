@@ -234,6 +234,12 @@ RESET ROLE;
 SELECT replace(current_setting('queryclaw.llm_url'), 'http://', 'http://user:URLPW001@')
        || '/sk-URL002abcdefgh?api-key=URL003' AS secret_llm_url \gset
 SET queryclaw.llm_url = :'secret_llm_url';
+-- such a URL is a secret: it cannot be kept for a role or a database
+-- (pg_db_role_setting is readable by every role); one without credentials can
+ALTER ROLE qc_carol SET queryclaw.llm_url = :'secret_llm_url';
+ALTER ROLE qc_carol SET queryclaw.search_url = 'http://127.0.0.1/search?api_key=K1&q=';
+ALTER ROLE qc_carol SET queryclaw.search_url = 'http://127.0.0.1/search';
+ALTER ROLE qc_carol RESET queryclaw.search_url;
 SELECT qc_test.audit_flush();
 SET ROLE qc_carol;
 SELECT current_setting('queryclaw.llm_url', true);
