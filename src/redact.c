@@ -54,8 +54,12 @@
 
 #define REDACTED "REDACTED"
 
-/* What ends a bare value ("password=…") in free text */
-#define BARE_VALUE_END " \t\r\n\f\v\"'\\&;#,?()[]{}<>"
+/*
+ * What ends a bare value ("password=…") in free text: also everything
+ * that ends a URL there, so that a URL redacted inside a value (its
+ * fragment dropped) cannot make the value longer when redacted again
+ */
+#define BARE_VALUE_END " \t\r\n\f\v\"'`\\&;#,?()[]{}<>"
 
 /* Characters of a name or a token in free text */
 #define IS_NAME_CHAR(c) \
