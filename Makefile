@@ -37,6 +37,9 @@ OBJS = \
 	src/chat.o \
 	src/tools.o \
 	src/search.o \
+	src/retry.o \
+	src/endpoint.o \
+	src/schema.o \
 	src/llm.o
 DATA = sql/queryclaw_ext--0.1.sql sql/queryclaw_ext--0.1--0.2.sql
 PGFILEDESC = "queryclaw_ext - policy-checked, audited HTTP from SQL"
@@ -63,7 +66,7 @@ endif
 
 -include $(OBJS:.o=.d)
 $(OBJS:.o=.bc): %.bc: %.o
-EXTRA_CLEAN = $(OBJS:.o=.d) test/unit/test_rules
+EXTRA_CLEAN = $(OBJS:.o=.d) test/unit/test_rules test/unit/test_retry
 
 .PHONY: test demo deps bench bench-content
 deps:
@@ -100,6 +103,10 @@ UNIT_SRCS = test/unit/test_rules.c src/netaddr.c src/hostname.c src/rules.c
 test/unit/test_rules: $(UNIT_SRCS) src/netaddr.h src/hostname.h src/rules.h
 	$(CC) -std=c99 -D_DEFAULT_SOURCE -Wall -Wextra -Werror -Isrc -o $@ $(UNIT_SRCS) \
 		$(shell pkg-config --cflags --libs libidn2)
+RETRY_SRCS = test/unit/test_retry.c src/retry.c
+test/unit/test_retry: $(RETRY_SRCS) src/retry.h
+	$(CC) -std=c99 -D_DEFAULT_SOURCE -Wall -Wextra -Werror -Isrc -o $@ $(RETRY_SRCS) $(shell pkg-config --libs libcurl)
 .PHONY: unit-tests
-unit-tests: test/unit/test_rules
+unit-tests: test/unit/test_rules test/unit/test_retry
 	./test/unit/test_rules
+	./test/unit/test_retry

@@ -66,6 +66,14 @@ char	   *qc_search_url = NULL;
 char	   *qc_search_api_key = NULL;
 /* ---- end of the LLM and search settings ---- */
 
+/* ---- retries and providers (retry.c, endpoint.c, chat.c) ---- */
+int			qc_retry_max = 3;
+int			qc_retry_base_delay = 1000;
+int			qc_retry_max_delay = 300000;
+int			qc_llm_token_param = QC_TOKEN_PARAM_MAX_TOKENS;
+char	   *qc_llm_api_key_header = NULL;
+/* ---- end of the retry and provider settings ---- */
+
 /* ---- the durable audit and rate limits ---- */
 int			qc_max_calls_per_hour = 0;
 char	   *qc_database = NULL;
@@ -311,6 +319,68 @@ define_llm_settings(void)
 
 /* ---- end of the LLM and search settings ---- */
 
+/* ---- retries and providers (retry.c, endpoint.c, chat.c) ---- */
+
+static const struct config_enum_entry token_param_options[] = {
+	{"max_tokens", QC_TOKEN_PARAM_MAX_TOKENS, false},
+	{"max_completion_tokens", QC_TOKEN_PARAM_MAX_COMPLETION_TOKENS, false},
+	{NULL, 0, false}
+};
+
+/*
+ * The header the LLM key goes in: a header name the audit log recognises
+ * as secret (qc_name_is_secret), so that its value is never stored.
+ */
+static bool
+check_key_header(char **newval, void **extra, GucSource source)
+{
+	for (const char *c = *newval; *c; c++)
+		if (!(isalnum((unsigned char) *c) || strchr("!#$%&'*+-.^_`|~", *c)))
+		{
+			GUC_check_errdetail("A header name consists of letters, digits and !#$%%&'*+-.^_`|~ only.");
+			return false;
+		}
+	if (**newval == '\0' || !qc_name_is_secret(*newval, true))
+	{
+		GUC_check_errdetail("The audit log must recognise the header as holding a secret: its name must contain \"auth\", \"key\" or \"token\".");
+		return false;
+	}
+	return true;
+}
+
+static void
+define_retry_settings(void)
+{
+	DefineCustomIntVariable("queryclaw.retry_max",
+							"Sets how many times a failed request to the LLM, embedding or search endpoint is tried again.",
+							"Connection failures, timeouts, 408, 425, 429, 500, 502, 503 and 504 (and 409 from the LLM endpoint) are retried.",
+							&qc_retry_max, 3, 0, 100, PGC_SUSET, 0,
+							NULL, NULL, NULL);
+	DefineCustomIntVariable("queryclaw.retry_base_delay",
+							"Sets the wait before the first retry; each further retry waits twice as long, with jitter.",
+							NULL,
+							&qc_retry_base_delay, 1000, 1, INT_MAX, PGC_SUSET, GUC_UNIT_MS,
+							NULL, NULL, NULL);
+	DefineCustomIntVariable("queryclaw.retry_max_delay",
+							"Sets the longest wait between two attempts, Retry-After included.",
+							"A longer Retry-After ends the retries at once.",
+							&qc_retry_max_delay, 300000, 1, INT_MAX, PGC_SUSET, GUC_UNIT_MS,
+							NULL, NULL, NULL);
+	DefineCustomEnumVariable("queryclaw.llm_token_param",
+							 "Sets the request member that carries queryclaw.llm_max_tokens.",
+							 "max_tokens (most servers) or max_completion_tokens (OpenAI's newer models).",
+							 &qc_llm_token_param, QC_TOKEN_PARAM_MAX_TOKENS, token_param_options,
+							 PGC_SUSET, 0,
+							 NULL, NULL, NULL);
+	DefineCustomStringVariable("queryclaw.llm_api_key_header",
+							   "Sets the request header that carries queryclaw.llm_api_key.",
+							   "Authorization sends \"Bearer <key>\"; any other header (such as api-key for Azure OpenAI) sends the key as it is.",
+							   &qc_llm_api_key_header, "Authorization", PGC_SUSET, 0,
+							   check_key_header, NULL, NULL);
+}
+
+/* ---- end of the retry and provider settings ---- */
+
 /* ---- the durable audit and rate limits (audit.c, auditq.c, worker.c, ratelimit.c) ---- */
 
 /*
@@ -500,6 +570,7 @@ qc_guc_init(void)
 							&qc_max_host_concurrency, 8, 1, QC_MAX_CONCURRENCY_LIMIT, PGC_SUSET, 0,
 							NULL, NULL, NULL);
 	define_llm_settings();
+	define_retry_settings();
 	define_audit_settings();
 
 	MarkGUCPrefixReserved("queryclaw");

@@ -46,6 +46,18 @@ extern int	qc_llm_tool_max_chars;
 extern char *qc_search_url;
 extern char *qc_search_api_key;
 
+/* retries (retry.c, endpoint.c) and provider differences (chat.c) */
+extern int	qc_retry_max;
+extern int	qc_retry_base_delay;	/* milliseconds */
+extern int	qc_retry_max_delay; /* milliseconds */
+typedef enum QcTokenParam
+{
+	QC_TOKEN_PARAM_MAX_TOKENS,
+	QC_TOKEN_PARAM_MAX_COMPLETION_TOKENS
+} QcTokenParam;
+extern int	qc_llm_token_param;	/* a QcTokenParam */
+extern char *qc_llm_api_key_header;
+
 /* the durable audit and rate limits; the PGC_POSTMASTER ones need preload */
 extern int	qc_max_calls_per_hour;
 extern char *qc_database;
