@@ -28,7 +28,9 @@ OBJS = \
 	src/auditq.o \
 	src/worker.o \
 	src/bgsession.o \
+	src/rolecount.o \
 	src/ratelimit.o \
+	src/budget.o \
 	src/fetch.o \
 	src/api.o \
 	src/batch.o \
@@ -40,6 +42,8 @@ OBJS = \
 	src/retry.o \
 	src/endpoint.o \
 	src/schema.o \
+	src/sqltool.o \
+	src/embed.o \
 	src/llm.o
 DATA = sql/queryclaw_ext--0.1.sql sql/queryclaw_ext--0.1--0.2.sql
 PGFILEDESC = "queryclaw_ext - policy-checked, audited HTTP from SQL"

@@ -39,6 +39,7 @@
 #include "utils/json.h"
 
 #include "audit.h"
+#include "budget.h"
 #include "content.h"
 #include "endpoint.h"
 #include "json.h"
@@ -46,19 +47,6 @@
 #include "queryclaw.h"
 #include "redact.h"
 #include "response.h"
-
-/* The endpoint: llm_url without trailing '/', then the path, then any query. */
-static char *
-endpoint_url(void)
-{
-	size_t		base = strcspn(qc_llm_url, "?");
-	size_t		len = base;
-
-	while (len > 0 && qc_llm_url[len - 1] == '/')
-		len--;
-	return psprintf("%.*s/chat/completions%s", (int) len, qc_llm_url,
-					qc_llm_url + base);
-}
 
 void
 qc_chat_check_config(const char *model)
@@ -557,7 +545,8 @@ repair_escapes(char *text)
 static QcCall *
 new_request(QcChat *chat, int round)
 {
-	QcCall	   *call = qc_call_new("llm", "POST", endpoint_url());
+	QcCall	   *call = qc_call_new("llm", "POST",
+								   qc_endpoint_url(qc_llm_url, "/chat/completions"));
 
 	call->trusted = true;
 	call->timeout_ms = qc_llm_timeout;
@@ -580,10 +569,14 @@ QcChatReply *
 qc_chat_send(QcChat *chat, int round)
 {
 	QcAttempts	attempts;
-	QcCall	   *call = qc_endpoint_send(new_request(chat, round), QC_ENDPOINT_LLM, &attempts);
+	QcCall	   *proto = new_request(chat, round);
+	QcCall	   *call;
 	QcChatReply *reply;
 	char	   *text;
 	Jsonb	   *jb;
+
+	qc_budget_admit(proto);
+	call = qc_endpoint_send(proto, QC_ENDPOINT_LLM, &attempts);
 
 	/* a palloc'd copy of the body, which repair_escapes() may change */
 	text = (char *) qc_redact_keys(qc_to_server_text(call->data, call->data_len,
@@ -595,6 +588,7 @@ qc_chat_send(QcChat *chat, int round)
 	if (call->data_cut)
 		fail_shape(call, psprintf("The reply is larger than %zu bytes.", call->max_bytes));
 	reply = read_reply(call, chat, round, text, jb);
+	qc_budget_count(reply->usage.total_tokens);
 
 	call->audit_extra = audit_extra(chat, round, reply);
 	if (attempts.count > 1)

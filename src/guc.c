@@ -247,6 +247,12 @@ check_search_url(char **newval, void **extra, GucSource source)
 	return check_endpoint_url("queryclaw.search_url with credentials", newval, extra, source);
 }
 
+static bool
+check_embed_url(char **newval, void **extra, GucSource source)
+{
+	return check_endpoint_url("queryclaw.embed_url with credentials", newval, extra, source);
+}
+
 /* The API keys: superuser-only, and left out of SHOW ALL and pg_settings. */
 #define SECRET_FLAGS (GUC_SUPERUSER_ONLY | GUC_NO_SHOW_ALL)
 
@@ -480,6 +486,63 @@ define_audit_settings(void)
 
 /* ---- end of the durable audit and rate limit settings ---- */
 
+/* ---- the database tools, embeddings and token budgets (sqltool.c, embed.c, budget.c) ---- */
+int			qc_sql_timeout = 5000;
+int			qc_sql_max_rows = 100;
+char	   *qc_embed_url = NULL;
+char	   *qc_embed_model = NULL;
+char	   *qc_embed_api_key = NULL;
+int			qc_embed_batch_size = 64;
+int			qc_max_tokens_per_day = 0;
+
+static bool
+check_embed_api_key(char **newval, void **extra, GucSource source)
+{
+	return check_secret_source("queryclaw.embed_api_key", *newval, source);
+}
+
+static void
+define_agent_settings(void)
+{
+	DefineCustomIntVariable("queryclaw.sql_timeout",
+							"Sets the time limit for one statement of sql_query and the database tools.",
+							"The caller's statement_timeout still bounds the whole statement.",
+							&qc_sql_timeout, 5000, 1, INT_MAX, PGC_SUSET, GUC_UNIT_MS,
+							NULL, NULL, NULL);
+	DefineCustomIntVariable("queryclaw.sql_max_rows",
+							"Sets the maximum number of rows sql_query returns.",
+							"The rest are left out, with a note saying so.",
+							&qc_sql_max_rows, 100, 1, 1000000, PGC_SUSET, 0,
+							NULL, NULL, NULL);
+	DefineCustomStringVariable("queryclaw.embed_url",
+							   "Sets the base URL of the OpenAI-compatible embeddings endpoint; empty means queryclaw.llm_url.",
+							   "Requests go to this URL followed by /embeddings.  The endpoint is trusted, like queryclaw.llm_url.",
+							   &qc_embed_url, "", PGC_SUSET, GUC_SUPERUSER_ONLY,
+							   check_embed_url, NULL, NULL);
+	DefineCustomStringVariable("queryclaw.embed_model",
+							   "Sets the embedding model used when a call names none; empty means queryclaw.llm_model.",
+							   NULL,
+							   &qc_embed_model, "", PGC_SUSET, 0,
+							   NULL, NULL, NULL);
+	DefineCustomStringVariable("queryclaw.embed_api_key",
+							   "Sets the API key sent to the embeddings endpoint as a bearer token.",
+							   "Empty means queryclaw.llm_api_key when the endpoint is on the LLM endpoint's host, else no key.",
+							   &qc_embed_api_key, "", PGC_SUSET, SECRET_FLAGS,
+							   check_embed_api_key, NULL, NULL);
+	DefineCustomIntVariable("queryclaw.embed_batch_size",
+							"Sets the maximum number of inputs sent in one embeddings request.",
+							NULL,
+							&qc_embed_batch_size, 64, 1, 2048, PGC_SUSET, 0,
+							NULL, NULL, NULL);
+	DefineCustomIntVariable("queryclaw.max_tokens_per_day",
+							"Sets the maximum number of LLM and embedding tokens a role may use in any 24 hours; 0 means no limit.",
+							"Counted from the usage the providers report, in shared memory: needs shared_preload_libraries.",
+							&qc_max_tokens_per_day, 0, 0, INT_MAX, PGC_SUSET, 0,
+							NULL, NULL, NULL);
+}
+
+/* ---- end of the database tools, embeddings and token budgets ---- */
+
 void
 qc_guc_init(void)
 {
@@ -572,6 +635,7 @@ qc_guc_init(void)
 	define_llm_settings();
 	define_retry_settings();
 	define_audit_settings();
+	define_agent_settings();
 
 	MarkGUCPrefixReserved("queryclaw");
 }

@@ -65,6 +65,15 @@ extern int	qc_audit_queue_size;	/* kilobytes */
 extern char *qc_audit_retention;
 extern int64 qc_audit_retention_us; /* parsed; 0 keeps rows forever */
 
+/* the database tools, embeddings and token budgets */
+extern int	qc_sql_timeout;		/* milliseconds */
+extern int	qc_sql_max_rows;
+extern char *qc_embed_url;
+extern char *qc_embed_model;
+extern char *qc_embed_api_key;
+extern int	qc_embed_batch_size;
+extern int	qc_max_tokens_per_day;
+
 /* parsed forms of the list settings; never NULL once the GUCs exist */
 extern const QcAddrList *qc_local_allowlist_parsed;
 extern const QcHostList *qc_allowed_hosts_parsed;

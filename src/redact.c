@@ -714,8 +714,9 @@ qc_redact_keys(const char *text)
 {
 	const char *decoded = decode_json_escapes(text);
 
-	return replace_key(replace_key(decoded, qc_llm_api_key, MIN_KEY_LENGTH),
-					   qc_search_api_key, MIN_KEY_LENGTH);
+	return replace_key(replace_key(replace_key(decoded, qc_llm_api_key, MIN_KEY_LENGTH),
+								   qc_search_api_key, MIN_KEY_LENGTH),
+					   qc_embed_api_key, MIN_KEY_LENGTH);
 }
 
 /*

@@ -94,7 +94,6 @@ qc_search(const char *query, int num_results, const char *audit_extra)
 	QcCall	   *call;
 	QcAttempts	attempts;
 	const char *text;
-	const char *note;
 	Jsonb	   *jb;
 	JsonbContainer *results;
 	List	   *out;
@@ -119,16 +118,8 @@ qc_search(const char *query, int num_results, const char *audit_extra)
 											psprintf("Bearer %s", qc_search_api_key));
 	call = qc_endpoint_send(proto, QC_ENDPOINT_SEARCH, &attempts);
 
-	text = qc_redact_keys(qc_to_server_text(call->data, call->data_len,
-											qc_content_type_charset(call->content_type)));
-	note = qc_endpoint_attempts_note(&attempts);
-	if (call->status < 200 || call->status > 299)
-		qc_call_fail(call, QC_OUTCOME_HTTP_ERROR, ERRCODE_EXTERNAL_ROUTINE_EXCEPTION,
-					 psprintf("HTTP status %ld from the search API", call->status),
-					 note[0] ? psprintf("%s %s", note, qc_text_quote(text) ? qc_text_quote(text) : "") :
-					 qc_text_quote(text),
-					 call->status == 401 || call->status == 403 ?
-					 "Check queryclaw.search_api_key." : NULL);
+	text = qc_call_api_reply(call, "the search API", "Check queryclaw.search_api_key.",
+							 qc_endpoint_attempts_note(&attempts));
 	jb = qc_jsonb_parse(text);
 	results = jb ? qc_jsonb_get_array(&jb->root, "results") : NULL;
 	if (results == NULL)

@@ -31,6 +31,7 @@
 /* The settings redact.c reads (guc.c is not linked) */
 char	   *qc_llm_api_key = "cfgkey-7Hq2Lz9Wd";
 char	   *qc_search_api_key = "srchkey-4Fv8Tn1Pc";
+char	   *qc_embed_api_key = "mbdkey-2Rk6Yp3Qs";
 
 /* The secret planted; its letters and digits appear in nothing else. */
 #define SECRET "Zq7Xw3Vy9Ju2"

@@ -38,6 +38,7 @@ bool		qc_block_local = true;
 bool		qc_read_only = false;
 char	   *qc_llm_api_key = "sk-fuzz-0123456789";
 char	   *qc_search_api_key = "search-key-fuzz";
+char	   *qc_embed_api_key = "embed-key-fuzz";
 static const QcAddrList empty_addr_list = {0};
 static const QcHostList empty_host_list = {0};
 const QcAddrList *qc_local_allowlist_parsed = &empty_addr_list;
