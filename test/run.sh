@@ -2,7 +2,9 @@
 # test/run.sh: `make test` — every test, on a fresh machine, in one command.
 #
 # Installs what is missing, builds the extension and installs it into a
-# private copy of PostgreSQL (nothing system-wide), runs the unit tests,
+# private copy of PostgreSQL (nothing system-wide), runs the unit tests
+# and the check that no two files of src/ use each other's functions
+# (test/layering/),
 # starts the fixture server and the scripted model (test/fixture/) on free
 # loopback ports and a scratch cluster with the extension preloaded, runs
 # pg_regress over sql/*.sql against expected/, then test/hostile_dump.sh
@@ -111,6 +113,10 @@ run_checks() {
 		failed=$((failed + 1))
 	fi
 }
+
+# No two files of src/ use each other's functions (the build is done).
+qc_log "layering"
+run_checks python3 "$QC_ROOT/test/layering/cycles.py"
 
 # The main suite, with the library preloaded: the audit worker writes into
 # the regression database (it connects once pg_regress has created it), and

@@ -1,0 +1,114 @@
+#!/usr/bin/env python3
+"""test/layering/cycles.py: no two files of src/ use each other's functions.
+
+Reads which src/*.c file uses which other file's functions from the built
+objects (nm: the functions an object defines, and the symbols it leaves
+undefined), and finds the circles in that graph: groups of files in which
+every file uses, directly or through the others, a function of every other
+(the strongly connected components).  A circle means no file of it can be
+read, tested or changed without the others; the layers are meant to go one
+way only, from the SQL entry points down to the transport and the helpers.
+
+Prints one "ok"/"not ok" line for make test.  Circles that are still to be
+removed are listed in known-cycles (one circle a line, its files sorted):
+a circle not in that list fails, and so does a listed one that is gone, so
+that the list can only shrink.  Run by hand after a build:
+    python3 test/layering/cycles.py [-v]   (-v: the whole graph)
+"""
+import os
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+SRC = os.path.join(ROOT, "src")
+
+
+def symbols(obj):
+    """The functions obj defines, and the symbols it uses from elsewhere."""
+    out = subprocess.run(["nm", obj], capture_output=True, text=True,
+                         check=True).stdout
+    defined, used = set(), set()
+    for line in out.splitlines():
+        fields = line.split()
+        if len(fields) == 3 and fields[1] == "T":
+            defined.add(fields[2])
+        elif len(fields) == 2 and fields[0] == "U":
+            used.add(fields[1])
+    return defined, used
+
+
+def graph():
+    """file -> the other files whose functions it uses (stems of src/*.c)."""
+    files = sorted(f[:-2] for f in os.listdir(SRC) if f.endswith(".c"))
+    missing = [f for f in files if not os.path.exists(os.path.join(SRC, f + ".o"))]
+    if missing:
+        sys.exit("not ok - file graph of src/: not built (%s.o missing)" % missing[0])
+    defined, used = {}, {}
+    for f in files:
+        defined[f], used[f] = symbols(os.path.join(SRC, f + ".o"))
+    owner = {sym: f for f in files for sym in defined[f]}
+    return {f: sorted({owner[s] for s in used[f] if owner.get(s, f) != f})
+            for f in files}
+
+
+def circles(g):
+    """The strongly connected components of more than one file (Tarjan)."""
+    index, low, stack, on_stack, found = {}, {}, [], set(), []
+
+    def visit(v):
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in g[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                found.append(" ".join(sorted(comp)))
+
+    for v in g:
+        if v not in index:
+            visit(v)
+    return set(found)
+
+
+def main():
+    g = graph()
+    if "-v" in sys.argv:
+        for f in g:
+            print("%s -> %s" % (f, " ".join(g[f])))
+    known = set()
+    listed = os.path.join(HERE, "known-cycles")
+    if os.path.exists(listed):
+        with open(listed) as fh:
+            known = {" ".join(sorted(l.split())) for l in fh
+                     if l.strip() and not l.startswith("#")}
+    found = circles(g)
+    for c in sorted(found - known):
+        members = c.split()
+        print("# circle: %s" % c)
+        for f in members:
+            print("#   %s uses %s" % (f, " ".join(x for x in g[f] if x in members)))
+    for c in sorted(known - found):
+        print("# gone, remove it from test/layering/known-cycles: %s" % c)
+    if found - known or known - found:
+        print("not ok - no circle in src/'s file graph, but for the listed ones")
+        return 1
+    print("ok - no circle in src/'s file graph%s" %
+          (" but the %d listed" % len(known) if known else ""))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
