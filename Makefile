@@ -18,6 +18,7 @@ OBJS = \
 	src/http.o \
 	src/charset.o \
 	src/html.o \
+	src/content.o \
 	src/text.o \
 	src/article.o \
 	src/markdown.o \

@@ -4,9 +4,10 @@
  *	  Turning response bodies into text that is valid in the database.
  *
  * charset.c names character sets and converts bodies; html.c decides an
- * HTML page's charset and turns the page into text, its main content as
- * text or Markdown, or its metadata (with text.c, article.c, markdown.c
- * and metadata.c, whose shared internals are in html.h).  None of it needs
+ * HTML page's charset and parses it; content.c turns the page into text,
+ * its main content as text or Markdown, or its metadata (with text.c,
+ * article.c, markdown.c and metadata.c, whose shared internals are in
+ * html.h).  None of it needs
  * a network or a fixture server: html_to_text() exposes the same code to
  * SQL for stored HTML.
  *

@@ -4,10 +4,11 @@
  *	  Internals shared by the HTML code: the parsed document, what each
  *	  element means, and the walk over the tree.
  *
- * html.c decides the charset, parses and owns the document; text.c and
+ * html.c decides the charset and parses the document; text.c and
  * markdown.c write it out; article.c chooses the part of it worth
- * writing; metadata.c reads what the page says about itself.  Everything
- * here works on libxml2's tree of UTF-8 strings.
+ * writing; metadata.c reads what the page says about itself; content.c,
+ * above them all, hands the document to the format asked for and frees
+ * it.  Everything here works on libxml2's tree of UTF-8 strings.
  *
  *-------------------------------------------------------------------------
  */
@@ -199,6 +200,12 @@ qc_skip_line_end(const char *p)
 		p++;
 	return p;
 }
+
+/*
+ * Parse UTF-8 HTML into a tree the caller frees with xmlFreeDoc(); NULL
+ * when libxml2 makes nothing of it.  Never raises.
+ */
+extern xmlDocPtr qc_html_parse(const char *utf8, size_t len);
 
 /* All the text under node, with whitespace folded and trimmed (palloc'd). */
 extern char *qc_node_text(xmlNode *node);

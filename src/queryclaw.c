@@ -19,6 +19,7 @@
  *	article.c	the main content of a page (formats article and markdown)
  *	markdown.c	HTML as Markdown
  *	metadata.c	what a page says about itself (format metadata)
+ *	content.c	HTML in the format asked for: the dispatch above the writers
  *	json.c		JSON validation (cJSON)
  *	response.c	what the SQL functions return
  *	audit.c		the audit rows, durable or in the caller's transaction
