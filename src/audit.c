@@ -47,13 +47,11 @@
 #include "access/htup_details.h"
 #include "access/table.h"
 #include "access/xact.h"
-#include "access/xlog.h"
 #include "catalog/indexing.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_extension.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_type.h"
-#include "commands/dbcommands.h"
 #include "executor/spi.h"
 #include "lib/ilist.h"
 #include "mb/pg_wchar.h"
@@ -174,20 +172,6 @@ static const Oid insert_types[AUDIT_NARGS] = {
 	INT4OID, TEXTOID, TEXTOID, INT8OID, INT4OID, BOOLOID, FLOAT8OID,
 	TEXTOID, JSONBOID
 };
-
-bool
-qc_audit_durable(void)
-{
-	/* decided once: a backend's database does not change */
-	static int	same_database = -1;
-
-	if (!qc_auditq_active())
-		return false;
-	if (same_database < 0)
-		same_database = (get_database_oid(qc_database, true) == MyDatabaseId);
-	/* a standby cannot write; the transactional insert says so at once */
-	return same_database && !RecoveryInProgress();
-}
 
 const char *
 qc_audit_checked_outcome(void)
@@ -522,15 +506,14 @@ insert_in_caller_transaction(const QcAuditRecord *rec)
 	SetUserIdAndSecContext(save_userid, save_sec_context);
 }
 
-/* The failure of a call that found no room for its record in time. */
-static void
-set_queue_full(QcCall *call, int waited_ms, const char *setting)
+void
+qc_audit_queue_full(int waited_ms, const char *setting, const char **message,
+					char **detail, const char **hint)
 {
-	qc_call_set_failure(call, QC_OUTCOME_ERROR, ERRCODE_INSUFFICIENT_RESOURCES,
-						"audit queue is full",
-						psprintf("No room came free in the audit queue (queryclaw.audit_queue_size is %d kB) within %s (%d ms); the request was not sent.",
-								 qc_audit_queue_size, setting, waited_ms),
-						"Check that the audit worker is running (queryclaw.audit_status()), or raise queryclaw.audit_queue_size.");
+	*message = "audit queue is full";
+	*detail = psprintf("No room came free in the audit queue (queryclaw.audit_queue_size is %d kB) within %s (%d ms); the request was not sent.",
+					   qc_audit_queue_size, setting, waited_ms);
+	*hint = "Check that the audit worker is running (queryclaw.audit_status()), or raise queryclaw.audit_queue_size.";
 }
 
 static PendingCall *
@@ -634,15 +617,15 @@ audit_exit_callback(int code, Datum arg)
 	}
 }
 
-bool
+QcAuditRoom
 qc_audit_begin(QcCall *call, bool may_defer)
 {
 	static bool callbacks_registered = false;
 	char	   *role;
 	PendingCall *p;
 
-	if (!qc_audit || !qc_audit_durable())
-		return true;
+	if (!qc_audit || !qc_auditq_durable())
+		return QC_AUDIT_ROOM;
 	if (!callbacks_registered)
 	{
 		RegisterXactCallback(audit_xact_callback, NULL);
@@ -654,13 +637,7 @@ qc_audit_begin(QcCall *call, bool may_defer)
 
 	/* nothing below may fail without giving the room back */
 	if (!qc_auditq_reserve(may_defer ? 0 : call->timeout_ms))
-	{
-		if (may_defer)
-			return false;
-		/* not audited: nothing was sent, and there is no room */
-		set_queue_full(call, call->timeout_ms, call->timeout_setting);
-		return true;
-	}
+		return may_defer ? QC_AUDIT_DEFER : QC_AUDIT_NO_ROOM;
 	p = MemoryContextAllocExtended(TopMemoryContext, sizeof(PendingCall),
 								   MCXT_ALLOC_ZERO | MCXT_ALLOC_NO_OOM);
 	if (p == NULL)
@@ -672,7 +649,7 @@ qc_audit_begin(QcCall *call, bool may_defer)
 	strlcpy(p->role, role, NAMEDATALEN);
 	p->nest_level = GetCurrentTransactionNestLevel();
 	dlist_push_tail(&pending_calls, &p->node);
-	return true;
+	return QC_AUDIT_ROOM;
 }
 
 void
@@ -725,7 +702,7 @@ qc_audit_call(const QcCall *call)
 	QcAuditRecord rec;
 	StringInfoData buf;
 
-	if (!qc_audit || !qc_audit_durable())
+	if (!qc_audit || !qc_auditq_durable())
 	{
 		if (p != NULL)
 			finish_pending(p, NULL, 0); /* audit switched off mid-call */
@@ -749,10 +726,17 @@ qc_audit_call(const QcCall *call)
 	qc_audit_record_encode(&rec, &buf);
 	if (!qc_auditq_reserve(call->timeout_ms))
 	{
-		QcCall		failed = {0};
+		const char *message;
+		char	   *detail;
+		const char *hint;
 
-		set_queue_full(&failed, call->timeout_ms, call->timeout_setting);
-		qc_call_raise(&failed);
+		qc_audit_queue_full(call->timeout_ms, call->timeout_setting,
+							&message, &detail, &hint);
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_RESOURCES),
+				 errmsg_internal("%s", message),
+				 errdetail_internal("%s", detail),
+				 errhint("%s", hint)));
 	}
 	qc_auditq_push(buf.data, buf.len);
 }

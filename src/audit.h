@@ -49,22 +49,36 @@ typedef struct QcAuditRecord
 /* Room one encoded record may take, its length word included. */
 #define QC_AUDIT_MAX_RECORD (20 * 1024)
 
+/* Whether a call may start, as far as its audit record goes. */
+typedef enum QcAuditRoom
+{
+	QC_AUDIT_ROOM,				/* it has room for its record (or needs none) */
+	QC_AUDIT_DEFER,				/* no room yet: try again once a call ended */
+	QC_AUDIT_NO_ROOM			/* none came free in time: it must not start */
+} QcAuditRoom;
+
 /*
  * The life of a call, as the transport (http.c) reports it.
  *
  * begin, before anything is sent, reserves room for the call's record in
  * the queue.  With may_defer (other calls of the caller's are in flight),
- * it does not wait: false means no room yet, try again once one of them
- * has ended (waiting would hold up the calls whose end frees room).
- * Otherwise it waits, at most queryclaw.timeout, and returns true: the call
- * has its room, or has failed (53000, kept on the call, not audited).
+ * it does not wait: QC_AUDIT_DEFER means no room yet, try again once one
+ * of them has ended (waiting would hold up the calls whose end frees room).
+ * Otherwise it waits, at most the call's timeout; with QC_AUDIT_NO_ROOM the
+ * caller fails the call (qc_audit_queue_full's words, 53000, not audited:
+ * nothing was sent, and there is no room).
  *
  * response, when the call's transfer ended.  interrupted, on the error path
  * of the transfer (a query cancel): it never waits nor reads the catalogs.
  */
-extern bool qc_audit_begin(QcCall *call, bool may_defer);
+extern QcAuditRoom qc_audit_begin(QcCall *call, bool may_defer);
 extern void qc_audit_response(QcCall *call);
 extern void qc_audit_interrupted(QcCall *call);
+
+/* The error of a call that found no room for its record within waited_ms. */
+extern void qc_audit_queue_full(int waited_ms, const char *setting,
+								const char **message, char **detail,
+								const char **hint);
 
 /*
  * Record the call (whatever its outcome) when queryclaw.audit is on: through
@@ -79,9 +93,6 @@ extern void qc_audit_call(const QcCall *call);
  * not know "checked" (until ALTER EXTENSION queryclaw_ext UPDATE).
  */
 extern const char *qc_audit_checked_outcome(void);
-
-/* Are this database's rows written by the audit worker? */
-extern bool qc_audit_durable(void);
 
 /* Records as the queue carries them. */
 extern void qc_audit_record_encode(const QcAuditRecord *rec, StringInfo buf);

@@ -36,6 +36,8 @@
  */
 #include "postgres.h"
 
+#include "access/xlog.h"
+#include "commands/dbcommands.h"
 #include "fmgr.h"
 #include "funcapi.h"
 #include "miscadmin.h"
@@ -326,6 +328,20 @@ qc_auditq_pending(void)
 	return records;
 }
 
+bool
+qc_auditq_durable(void)
+{
+	/* decided once: a backend's database does not change */
+	static int	same_database = -1;
+
+	if (!qc_auditq_active())
+		return false;
+	if (same_database < 0)
+		same_database = (get_database_oid(qc_database, true) == MyDatabaseId);
+	/* a standby cannot write; the transactional insert says so at once */
+	return same_database && !RecoveryInProgress();
+}
+
 /*
  * queryclaw.audit_status() returns (durable, database, worker_pid, queued,
  * in_flight, written, lost, waits, queue_used, queue_size)
@@ -351,7 +367,7 @@ audit_status(PG_FUNCTION_ARGS)
 	memcpy(&snap, queue, offsetof(QcAuditQueue, data));
 	LWLockRelease(queue->lock);
 
-	values[0] = BoolGetDatum(qc_audit_durable());
+	values[0] = BoolGetDatum(qc_auditq_durable());
 	values[1] = CStringGetTextDatum(qc_database);
 	values[2] = Int32GetDatum(snap.worker_pid);
 	nulls[2] = snap.worker_pid == 0;

@@ -18,6 +18,12 @@ extern void qc_auditq_init(void);
 extern bool qc_auditq_active(void);
 
 /*
+ * Are this database's rows written by the audit worker: the queue exists,
+ * this is queryclaw.database, and not a standby?
+ */
+extern bool qc_auditq_durable(void);
+
+/*
  * Reserve room for one record of at most QC_AUDIT_MAX_RECORD bytes, waiting
  * (interruptibly, at most timeout_ms; 0 does not wait) while the queue is
  * full; false when no room came free in time.  Every reservation is either used by

@@ -22,7 +22,6 @@
 #include "http.h"
 #include "queryclaw.h"
 #include "redact.h"
-#include "response.h"
 
 QcCall *
 qc_call_new(const char *func, const char *method, const char *url)
@@ -50,12 +49,6 @@ qc_endpoint_url(const char *base, const char *path)
 	while (len > 0 && base[len - 1] == '/')
 		len--;
 	return psprintf("%.*s%s%s", (int) len, base, path, base + query);
-}
-
-double
-qc_call_elapsed_ms(const QcCall *call)
-{
-	return (GetCurrentTimestamp() - call->started) / 1000.0;
 }
 
 /*

@@ -778,6 +778,19 @@ qc_clip_chars(char *s, int max_chars)
 	return true;
 }
 
+char *
+qc_text_quote(const char *text)
+{
+	char	   *quote = pstrdup(text);
+	size_t		len;
+
+	qc_clip_chars(quote, QC_QUOTE_CHARS);
+	len = strlen(quote);
+	while (len > 0 && isspace((unsigned char) quote[len - 1]))
+		quote[--len] = '\0';
+	return quote[0] ? psprintf("The response began: %s", quote) : NULL;
+}
+
 int
 qc_count_chars(const char *s)
 {

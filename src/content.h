@@ -116,4 +116,12 @@ extern bool qc_is_utf8(const char *data, size_t len);
 /* Number of characters in s (database encoding). */
 extern int	qc_count_chars(const char *s);
 
+/*
+ * For an error detail: "The response began: ..." with the first
+ * QC_QUOTE_CHARS characters of text (in the database encoding), or NULL
+ * when it is empty.
+ */
+#define QC_QUOTE_CHARS 200
+extern char *qc_text_quote(const char *text);
+
 #endif							/* QC_CONTENT_H */

@@ -871,6 +871,34 @@ resolve_hosts(Slot *slots, int nslots, QcCallDone on_done, void *arg)
 #define QC_LOOKAHEAD 64
 
 /*
+ * Room for a call's audit record (audit.c): false to try again later, once
+ * one of the calls in flight ended.  When none came free in time, the call
+ * fails (start_call then does not start it).
+ */
+static bool
+admit_audit(QcCall *call, bool may_defer)
+{
+	const char *message;
+	char	   *detail;
+	const char *hint;
+
+	switch (qc_audit_begin(call, may_defer))
+	{
+		case QC_AUDIT_ROOM:
+			break;
+		case QC_AUDIT_DEFER:
+			return false;
+		case QC_AUDIT_NO_ROOM:
+			qc_audit_queue_full(call->timeout_ms, call->timeout_setting,
+								&message, &detail, &hint);
+			qc_call_set_failure(call, QC_OUTCOME_ERROR, ERRCODE_INSUFFICIENT_RESOURCES,
+								message, detail, hint);
+			break;
+	}
+	return true;
+}
+
+/*
  * Fill free slots with waiting calls, in input order but skipping (within
  * a window) calls whose host is at queryclaw.max_host_concurrency.  Calls
  * that end at once (refused, invalid URL) are handed to on_done directly.
@@ -890,7 +918,7 @@ fill_slots(Slot *slots, int nslots, QcCall **calls, bool *started, int ncalls,
 			if (started[i] || !host_has_room(slots, nslots, calls[i]))
 				continue;
 			/* room for its audit record, or later, once one of ours ended */
-			if (!qc_audit_begin(calls[i], any_running(slots, nslots)))
+			if (!admit_audit(calls[i], any_running(slots, nslots)))
 				return;
 			started[i] = true;
 			if (start_call(&slots[s], calls[i]))

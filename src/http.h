@@ -11,6 +11,7 @@
 
 #include "datatype/timestamp.h"
 #include "nodes/pg_list.h"
+#include "utils/timestamp.h"
 
 /* A request header, validated by qc_http_validate_header(). */
 typedef struct QcHeader
@@ -93,7 +94,13 @@ typedef void (*QcCallDone) (QcCall *call, void *arg);
 
 /* call.c: start a call record with the defaults (no response yet). */
 extern QcCall *qc_call_new(const char *func, const char *method, const char *url);
-extern double qc_call_elapsed_ms(const QcCall *call);
+
+/* Milliseconds since the call started. */
+static inline double
+qc_call_elapsed_ms(const QcCall *call)
+{
+	return (GetCurrentTimestamp() - call->started) / 1000.0;
+}
 
 /*
  * An API endpoint: base (a setting such as queryclaw.llm_url) without its

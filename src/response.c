@@ -234,19 +234,6 @@ qc_response_text(QcCall *call, QcFormat format)
 											   header_charset));
 }
 
-char *
-qc_text_quote(const char *text)
-{
-	char	   *quote = pstrdup(text);
-	size_t		len;
-
-	qc_clip_chars(quote, QC_QUOTE_CHARS);
-	len = strlen(quote);
-	while (len > 0 && isspace((unsigned char) quote[len - 1]))
-		quote[--len] = '\0';
-	return quote[0] ? psprintf("The response began: %s", quote) : NULL;
-}
-
 /* A status other than 2xx: the error quotes the start of the body. */
 static char *
 fail_status(QcCall *call)

@@ -56,14 +56,6 @@ extern char *qc_response_text(QcCall *call, QcFormat format);
 extern char *qc_fetch_result(QcCall *call, QcFormat format);
 
 /*
- * For an error detail: "The response began: ..." with the first
- * QC_QUOTE_CHARS characters of text (in the database encoding), or NULL
- * when it is empty.
- */
-#define QC_QUOTE_CHARS 200
-extern char *qc_text_quote(const char *text);
-
-/*
  * Most names api_call's headers object keeps: a response with more gets
  * "headers_dropped" (how many header lines were left out) and "truncated"
  * true.

@@ -9,10 +9,8 @@ every file uses, directly or through the others, a function of every other
 read, tested or changed without the others; the layers are meant to go one
 way only, from the SQL entry points down to the transport and the helpers.
 
-Prints one "ok"/"not ok" line for make test.  Circles that are still to be
-removed are listed in known-cycles (one circle a line, its files sorted):
-a circle not in that list fails, and so does a listed one that is gone, so
-that the list can only shrink.  Run by hand after a build:
+Prints one "ok"/"not ok" line for make test, and each circle found with
+the uses that make it.  Run by hand after a build:
     python3 test/layering/cycles.py [-v]   (-v: the whole graph)
 """
 import os
@@ -88,25 +86,16 @@ def main():
     if "-v" in sys.argv:
         for f in g:
             print("%s -> %s" % (f, " ".join(g[f])))
-    known = set()
-    listed = os.path.join(HERE, "known-cycles")
-    if os.path.exists(listed):
-        with open(listed) as fh:
-            known = {" ".join(sorted(l.split())) for l in fh
-                     if l.strip() and not l.startswith("#")}
     found = circles(g)
-    for c in sorted(found - known):
+    for c in sorted(found):
         members = c.split()
         print("# circle: %s" % c)
         for f in members:
             print("#   %s uses %s" % (f, " ".join(x for x in g[f] if x in members)))
-    for c in sorted(known - found):
-        print("# gone, remove it from test/layering/known-cycles: %s" % c)
-    if found - known or known - found:
-        print("not ok - no circle in src/'s file graph, but for the listed ones")
+    if found:
+        print("not ok - no circle in src/'s file graph (%d found)" % len(found))
         return 1
-    print("ok - no circle in src/'s file graph%s" %
-          (" but the %d listed" % len(known) if known else ""))
+    print("ok - no circle in src/'s file graph")
     return 0
 
 
