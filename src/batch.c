@@ -30,6 +30,7 @@
 #include "utils/memutils.h"
 
 #include "http.h"
+#include "json.h"
 #include "queryclaw.h"
 #include "response.h"
 
@@ -186,14 +187,9 @@ web_fetch_many(PG_FUNCTION_ARGS)
 static char *
 request_text(Jsonb *request, const char *key, int ord)
 {
-	JsonbValue	k;
-	JsonbValue *v;
+	JsonbValue *v = qc_jsonb_get(&request->root, key);
 
-	k.type = jbvString;
-	k.val.string.val = (char *) key;
-	k.val.string.len = strlen(key);
-	v = findJsonbValueFromContainer(&request->root, JB_FOBJECT, &k);
-	if (v == NULL || v->type == jbvNull)
+	if (v == NULL)
 		return NULL;
 	if (v->type != jbvString)
 		ereport(ERROR,
@@ -206,16 +202,9 @@ request_text(Jsonb *request, const char *key, int ord)
 static Jsonb *
 request_headers(Jsonb *request)
 {
-	JsonbValue	k;
-	JsonbValue *v;
+	JsonbValue *v = qc_jsonb_get(&request->root, "headers");
 
-	k.type = jbvString;
-	k.val.string.val = "headers";
-	k.val.string.len = strlen("headers");
-	v = findJsonbValueFromContainer(&request->root, JB_FOBJECT, &k);
-	if (v == NULL || v->type == jbvNull)
-		return NULL;
-	return JsonbValueToJsonb(v);
+	return v ? JsonbValueToJsonb(v) : NULL;
 }
 
 /*
