@@ -11,6 +11,9 @@ TRUNCATE queryclaw.audit_log;
 SELECT queryclaw.web_fetch(qc_test.url('/hello')) IS NOT NULL AS fetched;
 SELECT (queryclaw.api_call(qc_test.url('/status/404')))->'status' AS status;
 SELECT (queryclaw.api_call(qc_test.url('/chain/2')))->'status' AS status;
+-- a 3xx that is not followed is not ok: api_call says so, and so does its row
+SELECT r->'status' AS status, r->'ok' AS ok
+  FROM queryclaw.api_call(qc_test.url('/status/304')) AS r;
 SELECT length(queryclaw.web_fetch(qc_test.url('/hello'), max_chars => 3)) AS chars;
 
 SELECT qc_test.audit_flush();

@@ -114,8 +114,7 @@ qc_api_result(QcCall *call)
 	if (call->error_code != 0)
 		return NULL;
 	result = qc_response_jsonb(call);
-	call->outcome = (call->status >= 200 && call->status < 400) ?
-		QC_OUTCOME_OK : QC_OUTCOME_HTTP_ERROR;
+	call->outcome = qc_call_status_ok(call) ? QC_OUTCOME_OK : QC_OUTCOME_HTTP_ERROR;
 	qc_audit_call(call);
 	return result;
 }

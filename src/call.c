@@ -110,7 +110,7 @@ qc_call_api_reply(QcCall *call, const char *what, const char *key_hint,
 	const char *text = qc_redact_keys(qc_to_server_text(call->data, call->data_len,
 														qc_content_type_charset(call->content_type)));
 
-	if (call->status < 200 || call->status > 299)
+	if (!qc_call_status_ok(call))
 	{
 		char	   *quote = qc_text_quote(text);
 

@@ -583,7 +583,7 @@ qc_chat_send(QcChat *chat, int round)
 													 qc_content_type_charset(call->content_type)));
 	repair_escapes(text);
 	jb = qc_jsonb_parse(text);
-	if (call->status < 200 || call->status > 299)
+	if (!qc_call_status_ok(call))
 		fail_status(call, text, jb, &attempts);
 	if (call->data_cut)
 		fail_shape(call, psprintf("The reply is larger than %zu bytes.", call->max_bytes));

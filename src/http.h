@@ -95,6 +95,16 @@ typedef void (*QcCallDone) (QcCall *call, void *arg);
 /* call.c: start a call record with the defaults (no response yet). */
 extern QcCall *qc_call_new(const char *func, const char *method, const char *url);
 
+/*
+ * Did a 2xx response arrive?  The one test of success: api_call's "ok",
+ * the audit outcome "ok", and the errors of web_fetch and the endpoints.
+ */
+static inline bool
+qc_call_status_ok(const QcCall *call)
+{
+	return call->status >= 200 && call->status <= 299;
+}
+
 /* Milliseconds since the call started. */
 static inline double
 qc_call_elapsed_ms(const QcCall *call)

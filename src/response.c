@@ -263,7 +263,7 @@ qc_fetch_result(QcCall *call, QcFormat format)
 
 	if (call->error_code != 0)
 		return NULL;
-	if (call->status < 200 || call->status > 299)
+	if (!qc_call_status_ok(call))
 		return fail_status(call);
 	text = qc_response_text(call, format);
 	if (text != NULL)
@@ -453,7 +453,7 @@ qc_response_jsonb(QcCall *call)
 	initStringInfo(&out);
 	appendStringInfo(&out, "{\"status\": %ld, \"ok\": %s, \"url\": ",
 					 call->status,
-					 call->status >= 200 && call->status < 300 ? "true" : "false");
+					 qc_call_status_ok(call) ? "true" : "false");
 	escape_json(&out, call->final_url);
 	appendStringInfoString(&out, ", \"content_type\": ");
 	qc_json_append_string(&out, call->content_type);
