@@ -7,7 +7,7 @@ SELECT n.nspname, p.proname, pg_get_function_arguments(p.oid) AS arguments,
        pg_get_function_result(p.oid) AS result
   FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
  WHERE n.nspname = 'queryclaw'
- ORDER BY p.proname;
+ ORDER BY p.proname, arguments;
 
 -- every function is documented
 SELECT p.proname, obj_description(p.oid, 'pg_proc') IS NOT NULL AS has_comment

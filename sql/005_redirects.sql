@@ -40,8 +40,9 @@ SELECT c AS code, r->'body'->>'method' AS method, r->'body'->>'body' AS body
   FROM unnest(ARRAY[301, 302, 303, 307, 308]) AS c,
        LATERAL queryclaw.api_call(qc_test.url('/redirect?to=/echo&code=' || c), 'POST', body => 'data') AS r;
 
--- credentials do not follow a redirect to another origin
-SET queryclaw.local_allowlist = '127.0.0.0/8';
+-- credentials do not follow a redirect to another origin (localhost, which
+-- libcurl 8 tries as ::1 first, then as 127.0.0.1)
+SET queryclaw.local_allowlist = '127.0.0.0/8, [::1]';
 SELECT r->'body'->'headers' ? 'authorization' AS same_origin_keeps
   FROM queryclaw.api_call(qc_test.url('/redirect?to=/echo'), headers => '{"Authorization": "Bearer s3cret"}') AS r;
 SELECT r->'body'->'headers' ? 'authorization' AS other_origin_keeps,

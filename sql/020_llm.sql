@@ -203,9 +203,12 @@ SELECT count(*) AS rows_with_key FROM queryclaw.audit_log
 SELECT count(*) AS listed FROM pg_settings WHERE name IN ('queryclaw.llm_api_key', 'queryclaw.search_api_key');
 CREATE ROLE qc_carol;
 SET ROLE qc_carol;
+-- refused with 42501 (worded differently by each PostgreSQL major)
+\set VERBOSITY sqlstate
 SHOW queryclaw.llm_api_key;
 SELECT current_setting('queryclaw.search_api_key');
 SHOW queryclaw.llm_url;
+\set VERBOSITY default
 SHOW queryclaw.llm_model;
 RESET ROLE;
 

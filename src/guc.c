@@ -26,6 +26,7 @@
 #include "utils/guc.h"
 #include "utils/timestamp.h"
 
+#include "compat.h"
 #include "http.h"
 #include "queryclaw.h"
 
@@ -96,13 +97,21 @@ check_list(char **newval, void **extra,
 static void *
 parse_addr_list(const char *text, char *err, size_t errlen)
 {
-	return qc_addr_list_parse(text, err, errlen);
+	QcAddrList *list = qc_addr_list_parse(text, err, errlen);
+
+	return list == NULL ? NULL :
+		qc_guc_extra(list, offsetof(QcAddrList, rules) + list->count * sizeof(QcAddrRule),
+					 err, errlen);
 }
 
 static void *
 parse_host_list(const char *text, char *err, size_t errlen)
 {
-	return qc_host_list_parse(text, err, errlen);
+	QcHostList *list = qc_host_list_parse(text, err, errlen);
+
+	return list == NULL ? NULL :
+		qc_guc_extra(list, offsetof(QcHostList, rules) + list->count * sizeof(QcHostRule),
+					 err, errlen);
 }
 
 static bool
@@ -257,7 +266,7 @@ check_retention(char **newval, void **extra, GucSource source)
 		GUC_check_errdetail("Use a positive interval such as '30 days' or '12 hours', or 0 to keep rows forever.");
 		return false;
 	}
-	parsed = malloc(sizeof(int64));
+	parsed = qc_guc_malloc(sizeof(int64));
 	if (parsed == NULL)
 		return false;
 	*parsed = usecs;

@@ -34,6 +34,7 @@
 #include "utils/wait_event.h"
 
 #include "audit.h"
+#include "compat.h"
 #include "http.h"
 #include "queryclaw.h"
 #include "ratelimit.h"
@@ -86,6 +87,13 @@ grow(char **buf, size_t *cap, size_t need)
 	*cap = newcap;
 	return true;
 }
+
+/* libcurl 8.6 and newer have an error code of their own for huge headers. */
+#if LIBCURL_VERSION_NUM >= 0x080600
+#define QC_CURLE_HEADERS_TOO_LARGE(rc) ((rc) == CURLE_TOO_LARGE)
+#else
+#define QC_CURLE_HEADERS_TOO_LARGE(rc) false
+#endif
 
 /* Body bytes (already decompressed): keep up to body_limit, then stop. */
 static size_t
@@ -380,9 +388,14 @@ record_transfer_error(QcCall *call, Transfer *t, CURLcode rc, const char *url)
 	if (t->out_of_memory)
 		qc_call_record(call, QC_OUTCOME_ERROR, ERRCODE_OUT_OF_MEMORY,
 					   "out of memory receiving the response", NULL, NULL);
-	else if (t->head_overflow || (rc == CURLE_OUT_OF_MEMORY && t->body_len == 0))
+	else if (t->head_overflow || (rc == CURLE_OUT_OF_MEMORY && t->body_len == 0) ||
+			 QC_CURLE_HEADERS_TOO_LARGE(rc))
 	{
-		/* libcurl reports a header line over its 100 kB limit as "out of memory" */
+		/*
+		 * libcurl reports a header line over its 100 kB limit as "out of
+		 * memory" before 8.6, as "too large" (as it does more than 5000
+		 * headers) from 8.6 on
+		 */
 		qc_call_record(call, QC_OUTCOME_ERROR, ERRCODE_CONNECTION_FAILURE,
 					   psprintf("response headers from %s are too large", shown),
 					   psprintf("At most %d kB of headers, and 100 kB in one header line, are accepted.",
@@ -724,7 +737,7 @@ wait_for_activity(void)
 	CURLMcode	mc;
 
 	CHECK_FOR_INTERRUPTS();
-	pgstat_report_wait_start(PG_WAIT_EXTENSION);
+	pgstat_report_wait_start(qc_wait_event(QC_WAIT_HTTP));
 	/* a signal (cancel, timeout) interrupts the poll at once */
 	mc = curl_multi_poll(qc_multi, NULL, 0, QC_POLL_SLICE_MS, NULL);
 	pgstat_report_wait_end();

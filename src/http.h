@@ -12,6 +12,8 @@
 #include "datatype/timestamp.h"
 #include "nodes/pg_list.h"
 
+#include "compat.h"
+
 /* A request header, validated by qc_http_validate_header(). */
 typedef struct QcHeader
 {

@@ -57,9 +57,24 @@ qc_url_parse(const char *text, QcUrl *url, char **error)
 		url->port = atoi(take_curl_string(part));
 	curl_url_cleanup(handle);
 
-	if (rc == CURLUE_BAD_SCHEME)
+	/*
+	 * Refusals libcurl words differently by version, in words of our own:
+	 * no scheme and white space (8 calls both malformed input, 7 a bad
+	 * scheme and a bad host name), no host.
+	 */
+	if (rc == CURLUE_BAD_SCHEME || (rc != CURLUE_OK && strstr(text, "://") == NULL))
 	{
 		*error = pstrdup("A URL must start with http:// or https://.");
+		return false;
+	}
+	if (rc != CURLUE_OK && strpbrk(text, " \t\r\n") != NULL)
+	{
+		*error = pstrdup("A URL cannot contain white space.");
+		return false;
+	}
+	if (rc == CURLUE_NO_HOST)
+	{
+		*error = pstrdup("The URL has no host.");
 		return false;
 	}
 	if (rc != CURLUE_OK)

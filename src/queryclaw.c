@@ -39,11 +39,12 @@
 #include "miscadmin.h"
 
 #include "auditq.h"
+#include "compat.h"
 #include "queryclaw.h"
 #include "ratelimit.h"
 #include "worker.h"
 
-PG_MODULE_MAGIC;
+QC_MODULE_MAGIC;
 
 void		_PG_init(void);
 

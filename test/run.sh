@@ -14,8 +14,15 @@
 # name server (see qc_isolate): the tests cannot reach any other address
 # even by mistake, and 019_dns can show a cancel during name resolution.
 # Elsewhere (QC_NO_ISOLATION=1, or not root) that test is skipped.
+#
+# PG=NN (make test PG=17) runs all this against another PostgreSQL major,
+# from the Debian release that ships it, in a root test/pgroot.sh makes.
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
+
+if [ -n "${PG:-}" ] && [ "$PG" != "$QC_PG_MAJOR" ]; then
+	exec env -u PG bash "$QC_ROOT/test/pgroot.sh" test "$PG" "$@"
+fi
 
 if [ -z "${QC_ISOLATED:-}" ]; then
 	qc_install_deps || exit 1
@@ -41,6 +48,13 @@ else
 	cat "$QC_WORK/unit.log"
 	failed=$((failed + 1))
 fi
+
+# META.json, what PGXN reads: its spec's rules, and the tree.
+qc_log "META.json"
+"$QC_PYTHON" "$QC_ROOT/test/meta/validate.py" >"$QC_WORK/meta.log" 2>&1
+cat "$QC_WORK/meta.log"
+passed=$((passed + $(grep -c '^ok ' "$QC_WORK/meta.log")))
+failed=$((failed + $(grep -c '^not ok ' "$QC_WORK/meta.log")))
 
 qc_make_tls || exit 1
 port=$(qc_start_server "$QC_ROOT/test/fixture/server.py" fixture \
@@ -77,9 +91,16 @@ run_suite() {
 	qc_as_pg "$($QC_PG_CONFIG --pkglibdir)/pgxs/src/test/regress/pg_regress" \
 		--host="$QC_WORK" --port=5432 --inputdir="$suite" --outputdir="$suite" \
 		--bindir="$QC_BINDIR" --dbname="$db" "$@" 2>&1 | tee "$suite/regress.log"
-	passed=$((passed + $(grep -cE '^(ok|test) .* ok( |$)|\.\.\. ok' "$suite/regress.log")))
+	count_results "$suite"
+}
+
+# Add up the results pg_regress wrote to $1/regress.log, and show its diffs.
+count_results() {
+	local suite=$1
+	# pg_regress 15 says "test name ... ok", 16 and newer "ok N - name" (TAP)
+	passed=$((passed + $(grep -cE '^(ok|test) .* ok( |$)|\.\.\. ok|^ok [0-9]+ ' "$suite/regress.log")))
 	# a test without an expected file makes pg_regress say "diff command failed"
-	failed=$((failed + $(grep -cE 'FAILED|failed \(ignored\)|diff command failed' "$suite/regress.log")))
+	failed=$((failed + $(grep -cE 'FAILED|failed \(ignored\)|diff command failed|^not ok [0-9]+ ' "$suite/regress.log")))
 	if [ -s "$suite/regression.diffs" ]; then
 		qc_log "differences"
 		cat "$suite/regression.diffs"
@@ -119,6 +140,20 @@ cp "$QC_ROOT/sql/001_setup.sql" "$QC_ROOT/test/nopreload/sql/"*.sql "$suite/sql/
 cp "$QC_ROOT/expected/001_setup.out" "$QC_ROOT/test/nopreload/expected/"*.out "$suite/expected/"
 qc_log "regression tests without shared_preload_libraries"
 run_suite "$suite" queryclaw_nopreload $(cd "$suite/sql" && ls [0-9]*.sql | sed 's/\.sql$//')
+
+# make installcheck, as a PGXS user runs it against a server of their own:
+# a plain one here (no preload, the default policy), the Makefile's REGRESS.
+qc_stop_cluster
+qc_start_cluster installcheck <<CONF || exit 1
+shared_preload_libraries = ''
+CONF
+suite="$QC_WORK/installcheck-out"
+mkdir -p "$suite"
+[ "$(id -u)" -eq 0 ] && chown postgres: "$suite"
+qc_log "make installcheck"
+qc_as_pg make -C "$QC_ROOT" -s PG_CONFIG="$QC_PG_CONFIG" REGRESS_OUTPUTDIR="$suite" \
+	PGHOST="$QC_WORK" PGPORT=5432 installcheck 2>&1 | tee "$suite/regress.log"
+count_results "$suite"
 
 # The tests check results, errors and audit rows for the API key; the
 # server log (every error with its statement) must not hold it either.
