@@ -49,7 +49,8 @@ PG_CPPFLAGS += -DQC_VERSION='"$(QC_VERSION)"'
 QC_CURL_MIN = 7.87.0
 ifneq ($(filter-out test demo deps deb clean distclean,$(or $(MAKECMDGOALS),all)),)
 ifeq ($(shell pkg-config --atleast-version=$(QC_CURL_MIN) libcurl 2>/dev/null && echo ok),)
-$(error queryclaw_ext needs libcurl $(QC_CURL_MIN) or newer (found: $(or $(shell pkg-config --modversion libcurl 2>/dev/null),none): install libcurl4-openssl-dev from a release that has it)
+QC_CURL_FOUND := $(or $(shell pkg-config --modversion libcurl 2>/dev/null),none)
+$(error queryclaw_ext needs libcurl $(QC_CURL_MIN) or newer, found $(QC_CURL_FOUND): install libcurl4-openssl-dev (Debian 12 or newer has it))
 endif
 endif
 # -Wextra, except for unused parameters: PostgreSQL's own headers (ilist.h,
