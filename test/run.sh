@@ -6,8 +6,11 @@
 # starts the fixture server and the scripted model (test/fixture/) on free
 # loopback ports and a scratch cluster with the extension preloaded, runs
 # pg_regress over sql/*.sql against expected/, then over test/nopreload/
-# on a cluster without preload, shows the diffs of any failure, stops
-# everything, and ends with "N passed, N failed".
+# on a cluster without preload, then the upgrade from release 0.1
+# (test/upgrade/) and a pg_dump/pg_restore round trip on a third cluster,
+# then the README's SQL examples (test/readme/) on a fourth, shows the
+# diffs of any failure, stops everything, and ends with "N passed, N
+# failed".
 #
 # As root, everything after the package installation runs in a network
 # namespace of its own that has only loopback, with a DNS fixture as its
@@ -48,13 +51,6 @@ else
 	cat "$QC_WORK/unit.log"
 	failed=$((failed + 1))
 fi
-
-# META.json, what PGXN reads: its spec's rules, and the tree.
-qc_log "META.json"
-"$QC_PYTHON" "$QC_ROOT/test/meta/validate.py" >"$QC_WORK/meta.log" 2>&1
-cat "$QC_WORK/meta.log"
-passed=$((passed + $(grep -c '^ok ' "$QC_WORK/meta.log")))
-failed=$((failed + $(grep -c '^not ok ' "$QC_WORK/meta.log")))
 
 qc_make_tls || exit 1
 port=$(qc_start_server "$QC_ROOT/test/fixture/server.py" fixture \
@@ -107,6 +103,25 @@ count_results() {
 	fi
 }
 
+# Run a command that prints "ok - ..." and "not ok - ..." lines, and add
+# them up; a command that fails without saying "not ok" counts as a failure.
+run_checks() {
+	local log="$QC_WORK/checks.log"
+	"$@" >"$log" 2>&1
+	local rc=$?
+	cat "$log"
+	passed=$((passed + $(grep -c '^ok ' "$log")))
+	failed=$((failed + $(grep -c '^not ok ' "$log")))
+	if [ "$rc" -ne 0 ] && ! grep -q '^not ok ' "$log"; then
+		echo "not ok - $* exited with status $rc"
+		failed=$((failed + 1))
+	fi
+}
+
+# META.json, what PGXN reads: its spec's rules, and the tree.
+qc_log "META.json"
+run_checks "$QC_PYTHON" "$QC_ROOT/test/meta/validate.py"
+
 # The main suite, with the library preloaded: the audit worker writes into
 # the regression database (it connects once pg_regress has created it), and
 # the queue is small enough for a test to fill it.
@@ -140,6 +155,34 @@ cp "$QC_ROOT/sql/001_setup.sql" "$QC_ROOT/test/nopreload/sql/"*.sql "$suite/sql/
 cp "$QC_ROOT/expected/001_setup.out" "$QC_ROOT/test/nopreload/expected/"*.out "$suite/expected/"
 qc_log "regression tests without shared_preload_libraries"
 run_suite "$suite" queryclaw_nopreload $(cd "$suite/sql" && ls [0-9]*.sql | sed 's/\.sql$//')
+qc_stop_cluster
+
+# Release 0.1's SQL objects under this library, then ALTER EXTENSION
+# UPDATE (test/upgrade/), on a preloaded cluster whose audit worker writes
+# into the upgrade test's database, so that 0.1's table gets its rows from
+# the worker; then pg_dump and pg_restore of that database.
+qc_start_cluster upgrade <<CONF || exit 1
+$policy
+queryclaw.database = 'queryclaw_upgrade'
+CONF
+suite="$QC_WORK/suite-upgrade"
+mkdir -p "$suite"
+cp -r "$QC_ROOT/test/upgrade/sql" "$QC_ROOT/test/upgrade/expected" "$suite/"
+qc_log "upgrade tests"
+run_suite "$suite" queryclaw_upgrade $(cd "$suite/sql" && ls [0-9]*.sql | sed 's/\.sql$//')
+qc_log "pg_dump and pg_restore"
+run_checks bash "$QC_ROOT/test/dump_restore.sh" "$QC_WORK" "$QC_BINDIR" queryclaw_upgrade
+qc_stop_cluster
+
+# Every SQL example of the README, as written (test/readme/run.sh), on a
+# cluster configured as the README says.  Its example.com is on loopback
+# only inside the test network namespace: elsewhere it is the real one.
+if [ -n "${QC_ISOLATED:-}" ]; then
+	qc_log "README examples"
+	run_checks bash "$QC_ROOT/test/readme/run.sh" "$QC_WORK" "$QC_BINDIR" "$llm_port"
+else
+	echo "skip - the README's examples need the test network namespace (root, unshare, QC_NO_ISOLATION unset)"
+fi
 
 # make installcheck, as a PGXS user runs it against a server of their own:
 # a plain one here (no preload, the default policy), the Makefile's REGRESS.

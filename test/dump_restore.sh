@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# test/dump_restore.sh: pg_dump and pg_restore keep the extension's rows.
+#
+# Usage (from test/run.sh, with the cluster of qc_start_cluster running):
+#     test/dump_restore.sh WORKDIR BINDIR DATABASE
+#
+# Dumps DATABASE (custom format, with the cluster's own pg_dump), restores
+# it into a new database with pg_restore, and compares, for every table
+# and sequence the extension marks with pg_extension_config_dump, the rows
+# (and the sequence's position) before and after.  Prints one "ok - " or
+# "not ok - " line per check, for test/run.sh to count.
+set -uo pipefail
+. "$(dirname "$0")/lib.sh"
+QC_WORK=$1
+QC_BINDIR=$2
+db=$3
+restored=${db}_restored
+dump="$QC_WORK/$db.dump"
+
+sql() {
+	qc_as_pg "$QC_BINDIR/psql" -X -At -v ON_ERROR_STOP=1 -h "$QC_WORK" -p 5432 "$@"
+}
+
+# The extension's config-dump relations, one per line, as kind and name.
+config_relations() {
+	sql -d "$1" -c "SELECT c.relkind::text || ' ' || c.oid::regclass::text
+	                  FROM pg_extension e, unnest(e.extconfig) AS x(oid)
+	                  JOIN pg_class c ON c.oid = x.oid
+	                 WHERE e.extname = 'queryclaw_ext' ORDER BY 1"
+}
+
+# A relation's contents as one line: rows (count and digest, in a stable
+# order) for a table, the position for a sequence.
+contents() {
+	local database=$1 kind=$2 rel=$3
+	if [ "$kind" = S ]; then
+		sql -d "$database" -c "SELECT 'at ' || last_value || CASE WHEN is_called THEN ', called' ELSE '' END FROM $rel"
+	else
+		sql -d "$database" -c "SELECT count(*) || ' rows, ' || coalesce(md5(string_agg(r::text, E'\n' ORDER BY r::text)), 'none')
+		                         FROM $rel r"
+	fi
+}
+
+ok() { echo "ok - $*"; }
+not_ok() { echo "not ok - $*"; }
+
+relations=$(config_relations "$db") || { not_ok "could not list the extension's config-dump tables"; exit 1; }
+if ! grep -q ' queryclaw.audit_log$' <<<"$relations"; then
+	not_ok "queryclaw.audit_log is not marked with pg_extension_config_dump"
+fi
+# Every table of the extension holds rows that matter (there is no cache
+# table yet): a table added without pg_extension_config_dump would be
+# emptied by a dump and restore.
+unmarked=$(sql -d "$db" -c "SELECT string_agg(c.oid::regclass::text, ', ')
+                              FROM pg_depend d JOIN pg_class c ON c.oid = d.objid
+                             WHERE d.classid = 'pg_class'::regclass AND d.deptype = 'e'
+                               AND d.refobjid = (SELECT oid FROM pg_extension WHERE extname = 'queryclaw_ext')
+                               AND c.relkind = 'r'
+                               AND c.oid <> ALL ((SELECT extconfig FROM pg_extension
+                                                   WHERE extname = 'queryclaw_ext')::oid[])")
+if [ -n "$unmarked" ]; then
+	not_ok "tables of the extension not marked with pg_extension_config_dump: $unmarked"
+else
+	ok "every table of the extension is marked with pg_extension_config_dump"
+fi
+rows=$(sql -d "$db" -c "SELECT count(*) FROM queryclaw.audit_log")
+[ "${rows:-0}" -gt 0 ] || not_ok "database $db has no audit rows to dump"
+
+sql -d postgres -q -c "SET client_min_messages = warning" -c "DROP DATABASE IF EXISTS $restored"
+if qc_as_pg "$QC_BINDIR/pg_dump" -h "$QC_WORK" -p 5432 -Fc -f "$dump" "$db" 2>"$dump.log" &&
+	sql -d postgres -q -c "CREATE DATABASE $restored" &&
+	qc_as_pg "$QC_BINDIR/pg_restore" -h "$QC_WORK" -p 5432 --exit-on-error -d "$restored" "$dump" 2>>"$dump.log"; then
+	ok "pg_dump -Fc of $db and pg_restore into a new database"
+else
+	not_ok "pg_dump -Fc of $db and pg_restore into a new database"
+	cat "$dump.log"
+	exit 1
+fi
+
+version=$(sql -d "$db" -c "SELECT extversion FROM pg_extension WHERE extname = 'queryclaw_ext'")
+restored_version=$(sql -d "$restored" -c "SELECT extversion FROM pg_extension WHERE extname = 'queryclaw_ext'")
+if [ "$version" = "$restored_version" ]; then
+	ok "the restored database has queryclaw_ext $restored_version"
+else
+	not_ok "the restored database has queryclaw_ext '$restored_version', the dumped one '$version'"
+fi
+
+while read -r kind rel; do
+	before=$(contents "$db" "$kind" "$rel")
+	after=$(contents "$restored" "$kind" "$rel")
+	if [ -n "$before" ] && [ "$before" = "$after" ]; then
+		ok "$rel kept by pg_dump and pg_restore (${before%%,*})"
+	else
+		not_ok "$rel changed by pg_dump and pg_restore: before $before, after ${after:-nothing}"
+	fi
+done <<<"$relations"
+
+# A restored log goes on: the next row gets the next id.
+next=$(sql -q -d "$restored" -c "INSERT INTO queryclaw.audit_log (role, pid, func, method, url, outcome)
+                              VALUES (current_user, 0, 'restore_test', 'GET', 'http://restored/', 'ok')
+                              RETURNING id > (SELECT max(id) FROM queryclaw.audit_log WHERE func <> 'restore_test')")
+if [ "$next" = t ]; then
+	ok "a row added after the restore gets an id above every restored one"
+else
+	not_ok "a row added after the restore reuses an id (got: ${next:-an error})"
+fi
+sql -d postgres -q -c "DROP DATABASE $restored"

@@ -1,0 +1,213 @@
+--
+-- Upgrades: release 0.1's SQL objects under the new library, then
+-- ALTER EXTENSION queryclaw_ext UPDATE.
+--
+-- This database is queryclaw.database (test/run.sh), so its calls go
+-- through the durable audit: the audit worker writes into 0.1's table.  A
+-- second database shows the transactional audit on 0.1's objects, and a
+-- third, installed fresh, is what the updated one must equal.
+--
+-- Every change to SQL objects comes with its upgrade script, and this test
+-- calls every function before and after the update: a new function shows
+-- in the list at the end, and gets its calls here.
+--
+CREATE EXTENSION queryclaw_ext VERSION '0.1';
+SELECT extversion FROM pg_extension WHERE extname = 'queryclaw_ext';
+
+-- The fixture's address varies from run to run: shown as BASE.
+CREATE SCHEMA upgrade_test;
+CREATE FUNCTION upgrade_test.url(path text) RETURNS text LANGUAGE sql STABLE
+AS $$ SELECT current_setting('qc_test.base') || path $$;
+CREATE FUNCTION upgrade_test.scrub(t text) RETURNS text LANGUAGE sql STABLE
+AS $$ SELECT replace(t, current_setting('qc_test.base'), 'BASE') $$;
+-- the audit rows of this database, once the worker has written them all
+CREATE FUNCTION upgrade_test.audit() RETURNS TABLE (func text, outcome text, n bigint)
+LANGUAGE plpgsql AS $$
+BEGIN
+    FOR i IN 1..750 LOOP
+        EXIT WHEN (SELECT queued + in_flight FROM queryclaw.audit_status()) = 0;
+        PERFORM pg_sleep(0.02);
+    END LOOP;
+    RETURN QUERY SELECT a.func, a.outcome, count(*) FROM queryclaw.audit_log a
+                  GROUP BY 1, 2 ORDER BY 1, 2;
+END
+$$;
+
+-- queryclaw.stats with the servers' ports hidden
+CREATE FUNCTION upgrade_test.stats() RETURNS TABLE (host text, calls bigint, ok bigint, refused bigint)
+LANGUAGE sql AS $$
+SELECT CASE s.host WHEN substring(current_setting('qc_test.base') FROM '//(.*)') THEN 'fixture'
+                   WHEN substring(current_setting('qc_test.llm_base') FROM '//(.*)') THEN 'model and search'
+                   ELSE s.host END, s.calls, s.ok, s.refused
+  FROM queryclaw.stats s ORDER BY 1
+$$;
+
+-- Every function of 0.1, called by the new library.  (What must and what
+-- must not be audited, and how, is the other tests' business: here, that
+-- each works and that the worker can write every row into 0.1's table.)
+-- (A function, not a view: a view would hold the functions it calls, and
+-- an update script may need to drop one.)
+CREATE FUNCTION upgrade_test.calls() RETURNS TABLE (call text, result text)
+LANGUAGE plpgsql AS $$
+BEGIN
+RETURN QUERY
+SELECT 'web_fetch', rtrim(queryclaw.web_fetch(upgrade_test.url('/hello')), E'\n')
+UNION ALL
+SELECT 'web_fetch markdown', split_part(queryclaw.web_fetch(upgrade_test.url('/html'), 'markdown'), E'\n', 1)
+UNION ALL
+SELECT 'web_fetch json', queryclaw.web_fetch(upgrade_test.url('/json'), 'json')::jsonb->>'name'
+UNION ALL
+SELECT 'api_call', format('%s %s %s', r->'status', r->'body'->>'method', r->'body'->>'body')
+  FROM queryclaw.api_call(upgrade_test.url('/echo'), 'POST', '{"X-Test": "1"}', '{"a": 1}') AS r
+UNION ALL
+SELECT 'check_url', (queryclaw.check_url(upgrade_test.url('/hello')) - 'port')::text
+UNION ALL
+SELECT 'check_url refused', queryclaw.check_url('http://10.0.0.1/')->>'reason'
+UNION ALL
+SELECT 'html_to_text', queryclaw.html_to_text('<p>Hello <b>there</b></p>')
+UNION ALL
+SELECT 'web_fetch_many', string_agg(coalesce(rtrim(content, E'\n'), split_part(upgrade_test.scrub(error), ':', 1), 'NULL'),
+                                ' | ' ORDER BY ord)
+  FROM queryclaw.web_fetch_many(ARRAY[upgrade_test.url('/hello'), upgrade_test.url('/status/404'), NULL])
+UNION ALL
+SELECT 'api_call_many', string_agg(status::text, ', ' ORDER BY ord)
+  FROM queryclaw.api_call_many(jsonb_build_array(jsonb_build_object('url', upgrade_test.url('/hello')),
+           jsonb_build_object('url', upgrade_test.url('/echo'), 'method', 'PUT', 'body', 'x')))
+UNION ALL
+SELECT 'web_search', string_agg(title, ', ' ORDER BY rank) FROM queryclaw.web_search('upgrade', 2)
+UNION ALL
+SELECT 'llm_chat_tools', upgrade_test.scrub(queryclaw.llm_chat_tools(
+           'SCENARIO:tool_call URL:' || upgrade_test.url('/hello'))->>'answer')
+UNION ALL
+SELECT 'llm_chat_tools messages', queryclaw.llm_chat_tools(
+           '[{"role": "user", "content": "SCENARIO:plain hi"}]'::jsonb)->>'answer'
+UNION ALL
+SELECT 'web_fetch extract_prompt', queryclaw.web_fetch(upgrade_test.url('/hello'),
+           extract_prompt => 'The first line.');
+END
+$$;
+
+SELECT * FROM upgrade_test.calls();
+-- refused calls too, one aborting its statement, one caught
+SELECT queryclaw.web_fetch('http://10.0.0.1/');
+DO $$ BEGIN PERFORM queryclaw.api_call('http://10.0.0.2/'); EXCEPTION WHEN insufficient_privilege THEN NULL; END $$;
+
+-- the worker wrote every row into 0.1's table, and lost none
+SELECT * FROM upgrade_test.audit();
+SELECT durable, database, lost FROM queryclaw.audit_status();
+SELECT count(*) > 0 AS own_rows FROM queryclaw.my_audit;
+SELECT * FROM upgrade_test.stats();
+
+-- The transactional audit (another database than queryclaw.database) on
+-- 0.1's objects: rows in the caller's transaction.
+CREATE DATABASE queryclaw_upgrade_tx;
+\c queryclaw_upgrade_tx
+CREATE EXTENSION queryclaw_ext VERSION '0.1';
+SELECT durable FROM queryclaw.audit_status();
+SELECT queryclaw.web_fetch(current_setting('qc_test.base') || '/hello');
+SELECT queryclaw.check_url('http://10.0.0.1/')->>'allowed' AS allowed;
+SELECT (queryclaw.api_call(current_setting('qc_test.base') || '/status/500'))->'status' AS status;
+SELECT count(*) FROM queryclaw.web_search('tx', 1);
+SELECT func, outcome, count(*) FROM queryclaw.audit_log GROUP BY 1, 2 ORDER BY 1, 2;
+ALTER EXTENSION queryclaw_ext UPDATE;
+SELECT extversion FROM pg_extension WHERE extname = 'queryclaw_ext';
+SELECT func, outcome, count(*) FROM queryclaw.audit_log GROUP BY 1, 2 ORDER BY 1, 2;
+\c queryclaw_upgrade
+DROP DATABASE queryclaw_upgrade_tx;
+
+-- The update.  The rows are kept, byte for byte: 0.1's columns of every row.
+CREATE FUNCTION upgrade_test.row01(a queryclaw.audit_log) RETURNS text LANGUAGE sql AS $$
+SELECT (a.id, a.at, a.role, a.pid, a.func, a.method, a.url, a.final_url, a.status, a.outcome,
+        a.reason, a.bytes, a.chars, a.truncated, a.elapsed_ms, a.query, a.detail)::text
+$$;
+SELECT md5(string_agg(upgrade_test.row01(a), E'\n' ORDER BY id)) AS rows_before, count(*) AS n_before
+  FROM queryclaw.audit_log a \gset
+ALTER EXTENSION queryclaw_ext UPDATE;
+SELECT extversion FROM pg_extension WHERE extname = 'queryclaw_ext';
+SELECT md5(string_agg(upgrade_test.row01(a), E'\n' ORDER BY id)) = :'rows_before' AS rows_kept,
+       count(*) = :n_before AS same_count
+  FROM queryclaw.audit_log a;
+
+-- Every function again, on 0.2's objects, audited by the same worker.
+SELECT * FROM upgrade_test.calls();
+SELECT queryclaw.web_fetch('http://10.0.0.1/');
+SELECT * FROM upgrade_test.audit();
+SELECT durable, database, lost FROM queryclaw.audit_status();
+SELECT * FROM upgrade_test.stats();
+
+-- The updated database holds the same objects as a fresh install: every
+-- member of the extension with its comment, initial privileges and whole
+-- definition (a function's text, a table's columns, constraints, indexes,
+-- policies and privileges, a view's query), and the tables whose rows
+-- pg_dump keeps.  Nothing here names an object: what is added to the
+-- upgrade script is compared too.  While CREATE EXTENSION reaches 0.2 by
+-- the same update script, the two differ only if the script does
+-- something else in a database in use; once a release ships a complete
+-- install script of its own, this is what keeps it equal to the update.
+SELECT $describe$
+SELECT pg_describe_object(d.classid, d.objid, 0)
+       || coalesce(E'\n  comment: ' || obj_description(d.objid, d.classid::regclass::text::name), '')
+       || coalesce(E'\n  initial privileges: ' || (SELECT i.initprivs::text FROM pg_init_privs i
+                   WHERE (i.classoid, i.objoid, i.objsubid) = (d.classid, d.objid, 0)), '')
+       || coalesce(E'\n  ' || CASE d.classid
+            WHEN 'pg_proc'::regclass THEN
+                (SELECT pg_get_functiondef(p.oid) || E'\n  acl: ' || coalesce(p.proacl::text, 'default')
+                   FROM pg_proc p WHERE p.oid = d.objid)
+            WHEN 'pg_class'::regclass THEN
+                (SELECT concat_ws(E'\n  ', 'kind ' || c.relkind::text, 'acl: ' || coalesce(c.relacl::text, 'default'),
+                        'options: ' || c.reloptions::text,
+                        CASE WHEN c.relrowsecurity THEN 'row level security' END,
+                        CASE WHEN c.relforcerowsecurity THEN 'forced row level security' END,
+                        CASE WHEN c.relkind = 'v' THEN 'query: ' || pg_get_viewdef(c.oid) END,
+                        (SELECT string_agg(format('column %s %s%s%s%s%s%s%s', a.attname,
+                                    format_type(a.atttypid, a.atttypmod),
+                                    CASE WHEN a.attnotnull THEN ' not null' END,
+                                    ' identity ' || nullif(a.attidentity::text, ''),
+                                    ' generated ' || nullif(a.attgenerated::text, ''),
+                                    ' default ' || pg_get_expr(ad.adbin, ad.adrelid),
+                                    ' acl ' || a.attacl::text,
+                                    ' comment ' || col_description(c.oid, a.attnum)), E'\n  ' ORDER BY a.attnum)
+                           FROM pg_attribute a
+                           LEFT JOIN pg_attrdef ad ON (ad.adrelid, ad.adnum) = (a.attrelid, a.attnum)
+                          WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped),
+                        (SELECT string_agg('constraint ' || co.conname || ' ' || pg_get_constraintdef(co.oid),
+                                           E'\n  ' ORDER BY co.conname)
+                           FROM pg_constraint co WHERE co.conrelid = c.oid),
+                        (SELECT string_agg(pg_get_indexdef(i.indexrelid), E'\n  ' ORDER BY 1)
+                           FROM pg_index i WHERE i.indrelid = c.oid),
+                        (SELECT string_agg(format('policy %s %s %s to %s using %s check %s', po.polname,
+                                    po.polcmd::text, CASE WHEN po.polpermissive THEN 'permissive' ELSE 'restrictive' END,
+                                    (SELECT string_agg(CASE WHEN r = 0 THEN 'public' ELSE r::regrole::text END, ',')
+                                       FROM unnest(po.polroles) r),
+                                    pg_get_expr(po.polqual, po.polrelid), pg_get_expr(po.polwithcheck, po.polrelid)),
+                                    E'\n  ' ORDER BY po.polname)
+                           FROM pg_policy po WHERE po.polrelid = c.oid),
+                        (SELECT string_agg(pg_get_triggerdef(t.oid), E'\n  ' ORDER BY t.tgname)
+                           FROM pg_trigger t WHERE t.tgrelid = c.oid AND NOT t.tgisinternal),
+                        (SELECT format('sequence %s start %s increment %s min %s max %s cycle %s',
+                                       s.seqtypid::regtype, s.seqstart, s.seqincrement, s.seqmin, s.seqmax, s.seqcycle)
+                           FROM pg_sequence s WHERE s.seqrelid = c.oid))
+                   FROM pg_class c WHERE c.oid = d.objid)
+            WHEN 'pg_namespace'::regclass THEN
+                (SELECT 'acl: ' || coalesce(n.nspacl::text, 'default') FROM pg_namespace n WHERE n.oid = d.objid)
+          END, '')
+  FROM pg_depend d
+ WHERE d.refclassid = 'pg_extension'::regclass AND d.deptype = 'e'
+   AND d.refobjid = (SELECT oid FROM pg_extension WHERE extname = 'queryclaw_ext')
+UNION ALL
+SELECT 'schema queryclaw acl: ' || coalesce(nspacl::text, 'default') FROM pg_namespace WHERE nspname = 'queryclaw'
+UNION ALL
+SELECT 'dumped with its rows: ' || c::regclass::text || coalesce(' where ' || nullif(w, ''), '')
+  FROM pg_extension e, unnest(e.extconfig, e.extcondition) AS x(c, w)
+ WHERE e.extname = 'queryclaw_ext'
+$describe$ AS describe \gset
+CREATE DATABASE queryclaw_upgrade_fresh;
+\c queryclaw_upgrade_fresh
+CREATE EXTENSION queryclaw_ext;
+SELECT array_agg(m.d ORDER BY m.d) AS fresh FROM (:describe) AS m(d) \gset
+\c queryclaw_upgrade
+DROP DATABASE queryclaw_upgrade_fresh;
+-- the objects compared (each function is called above)
+SELECT split_part(m.d, E'\n', 1) AS member FROM (:describe) AS m(d) ORDER BY 1;
+SELECT m.d AS only_after_update FROM (:describe) AS m(d) EXCEPT SELECT unnest(:'fresh'::text[]);
+SELECT unnest(:'fresh'::text[]) AS only_in_fresh_install EXCEPT SELECT m.d FROM (:describe) AS m(d);
