@@ -22,11 +22,9 @@ QC_ROOTS_DIR=${QC_ROOTS_DIR:-/var/cache/queryclaw_ext/roots}
 QC_ROOT_MAX_AGE_DAYS=${QC_ROOT_MAX_AGE_DAYS:-7}
 QC_SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
-# What every root has besides PostgreSQL: what test/lib.sh installs, and
-# what `make deb` builds with.
-QC_ROOT_PACKAGES="make gcc pkg-config python3 python3-brotli openssl
- libcurl4-openssl-dev libcjson-dev libxml2-dev iproute2 util-linux
- ca-certificates build-essential debhelper postgresql-server-dev-all fakeroot"
+# What a root has besides what test/lib.sh installs (QC_PACKAGES): what
+# `make deb` builds with.
+QC_ROOT_PACKAGES="ca-certificates build-essential debhelper postgresql-server-dev-all fakeroot"
 
 log() { printf '== %s\n' "$*" >&2; }
 
@@ -72,9 +70,10 @@ newest_major() {
 		sed 's/postgresql-//' | sort -n | tail -1
 }
 
-# Everything a root of major $1 must have.
+# Everything a root of major $1 must have: the tests run in it with
+# nothing to install (it has no network then).
 root_packages() {
-	echo $QC_ROOT_PACKAGES postgresql-$1 postgresql-server-dev-$1
+	echo $QC_ROOT_PACKAGES $(QC_PG_MAJOR=$1 bash -c '. "$0/test/lib.sh" && echo $QC_PACKAGES' "$QC_SRC")
 }
 
 # Is the root whole: its stamp there, and every package it needs installed?
