@@ -10,6 +10,7 @@ OBJS = \
 	src/queryclaw.o \
 	src/guc.o \
 	src/netaddr.o \
+	src/hostname.o \
 	src/rules.o \
 	src/policy.o \
 	src/redact.o \
@@ -26,6 +27,7 @@ OBJS = \
 	src/audit.o \
 	src/auditq.o \
 	src/worker.o \
+	src/bgsession.o \
 	src/ratelimit.o \
 	src/fetch.o \
 	src/api.o \
@@ -40,7 +42,7 @@ OBJS = \
 DATA = sql/queryclaw_ext--0.1.sql sql/queryclaw_ext--0.1--0.2.sql
 PGFILEDESC = "queryclaw_ext - policy-checked, audited HTTP from SQL"
 
-DEPS_PKGS = libcurl libcjson libxml-2.0
+DEPS_PKGS = libcurl libcjson libxml-2.0 libidn2
 PG_CPPFLAGS = $(shell pkg-config --cflags $(DEPS_PKGS) 2>/dev/null)
 # The version the module reports (PG_MODULE_MAGIC_EXT, 18 and newer).
 QC_VERSION := $(shell sed -n "s/^default_version = '\(.*\)'/\1/p" $(dir $(lastword $(MAKEFILE_LIST)))queryclaw_ext.control)
@@ -64,7 +66,7 @@ SHLIB_LINK = $(shell pkg-config --libs $(DEPS_PKGS) 2>/dev/null)
 # extension installed): the tests that need only that server, no fixture
 # servers and no preload; the library is loaded into each session so that
 # its settings exist.  Everything else needs make test's fixtures.
-REGRESS = 010_settings 030_content 040_server_only
+REGRESS = 010_settings 030_content 050_server_only
 REGRESS_OPTS = --load-extension=queryclaw_ext $(if $(REGRESS_OUTPUTDIR),--outputdir=$(REGRESS_OUTPUTDIR))
 ENCODING = UTF8
 NO_LOCALE = 1
@@ -123,9 +125,10 @@ bench-load:
 	bash test/bench/load.sh
 
 # The pure C policy code, tested without a server.
-UNIT_SRCS = test/unit/test_rules.c src/netaddr.c src/rules.c
-test/unit/test_rules: $(UNIT_SRCS) src/netaddr.h src/rules.h
-	$(CC) -std=c99 -D_DEFAULT_SOURCE -Wall -Wextra -Werror -Isrc -o $@ $(UNIT_SRCS)
+UNIT_SRCS = test/unit/test_rules.c src/netaddr.c src/hostname.c src/rules.c
+test/unit/test_rules: $(UNIT_SRCS) src/netaddr.h src/hostname.h src/rules.h
+	$(CC) -std=c99 -D_DEFAULT_SOURCE -Wall -Wextra -Werror -Isrc -o $@ $(UNIT_SRCS) \
+		$(shell pkg-config --cflags --libs libidn2)
 .PHONY: unit-tests
 unit-tests: test/unit/test_rules
 	./test/unit/test_rules

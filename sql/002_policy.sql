@@ -128,3 +128,96 @@ SET queryclaw.enabled = off;
 SELECT queryclaw.web_fetch('http://example.com/');
 SELECT queryclaw.check_url('http://example.com/')->>'reason' AS reason;
 RESET queryclaw.enabled;
+
+-- Hosts as browsers and libcurl see them: full-width forms, Unicode full
+-- stops, case, a final dot and percent-escapes are mapped away (IDNA,
+-- UTS #46) before any decision, and the lists match the A-label
+SET queryclaw.denied_hosts = 'example.com, *.bücher.de';
+SELECT spelling, r->>'host' AS host, r->>'allowed' AS allowed, r->>'detail' AS detail
+  FROM (VALUES ('full width', 'http://ｅｘａｍｐｌｅ．ｃｏｍ/'),
+               ('ideographic full stop', 'http://example。com/'),
+               ('halfwidth ideographic full stop', 'http://example｡com/'),
+               ('upper case, final dot', 'http://EXAMPLE.COM./'),
+               ('percent-escape', 'http://ex%61mple.com/'),
+               ('Unicode', 'http://www.BÜCHER.de/'),
+               ('A-label', 'http://www.xn--bcher-kva.de/')) AS t(spelling, u),
+       LATERAL queryclaw.check_url(u) AS r;
+-- a real call is refused the same way, before any lookup
+SELECT qc_test.try($$SELECT queryclaw.web_fetch('http://ｅｘａｍｐｌｅ．ｃｏｍ/')$$);
+-- entries written in Unicode, full width or as A-labels match every spelling
+SET queryclaw.denied_hosts = 'ｅｘａｍｐｌｅ．ｃｏｍ, xn--fa-hia.de';
+SELECT queryclaw.check_url('http://example.com/')->>'detail' AS full_width_entry;
+SELECT queryclaw.check_url('http://FAß.de/')->>'detail' AS a_label_entry;
+RESET queryclaw.denied_hosts;
+SET queryclaw.allowed_hosts = 'bücher.de';
+SELECT queryclaw.check_url('http://example.com/')->>'hint' AS allowed_hosts_hint;
+-- the allowed host in a full-width spelling reaches the fixture, and libcurl
+-- is given the mapped host: the request says Host: 127.0.0.1
+SET queryclaw.allowed_hosts = '１２７．０．０．１';
+SELECT qc_test.scrub(r->'body'->'headers'->>'host') AS host_sent, qc_test.scrub(r->>'url') AS url
+  FROM queryclaw.api_call('http://１２７．０．０．１:' || current_setting('qc_test.port') || '/echo') AS r;
+RESET queryclaw.allowed_hosts;
+
+-- a host that ends in a number is an IPv4 address, in any form browsers
+-- and libcurl accept, checked as the address it denotes ...
+SELECT u AS url, r->>'host' AS host, r->>'reason' AS reason
+  FROM unnest(ARRAY[
+    'http://１２７．０．０．１/',
+    'http://127.0.0.1./',
+    'http://0x7f.1/',
+    'http://0X7F.0.0.1/',
+    'http://2130706433/',
+    'http://0177.0.0.1/',
+    'http://ｌｏｃａｌｈｏｓｔ/',
+    'http://a.localhost/'
+  ]) AS u, LATERAL queryclaw.check_url(u) AS r;
+-- ... or the URL is not valid (22023), and no name is looked up
+SELECT u AS url, r->>'reason' AS reason, r->>'detail' AS detail
+  FROM unnest(ARRAY[
+    'http://10.0.0.999/',
+    'http://0x1ffffffff/',
+    'http://1.2.3.4.5/',
+    'http://256.1.1.1/',
+    'http://1.2.3.08/',
+    'http://4294967296/',
+    'http://foo.123/',
+    'http://a％2fb.example/',
+    'http://a%25b.example/',
+    'http://。/'
+  ]) AS u, LATERAL queryclaw.check_url(u) AS r;
+SELECT qc_test.try($$SELECT queryclaw.web_fetch('http://10.0.0.999/')$$);
+SELECT qc_test.try($$SELECT queryclaw.api_call('http://0x1ffffffff/')$$);
+-- the same through a proxy: refused before anything is sent to it
+SELECT qc_test.reset_requests();
+DO $$ BEGIN EXECUTE format('SET queryclaw.proxy = %L', current_setting('qc_test.base')); END $$;
+SELECT qc_test.try($$SELECT queryclaw.web_fetch('http://10.0.0.999/')$$);
+SELECT qc_test.try($$SELECT queryclaw.web_fetch('http://0x7f.1/')$$);
+SELECT qc_test.try($$SELECT queryclaw.web_fetch('http://ｌｏｃａｌｈｏｓｔ/')$$);
+SELECT qc_test.try($$SELECT queryclaw.web_fetch('http://１０．０．０．１/')$$);
+-- check_url agrees: through a proxy a name is neither looked up nor its
+-- addresses checked (the proxy does both)
+SELECT queryclaw.check_url('http://ｐｒｏｘｉｅｄ．example/echo') - 'port' AS through_proxy;
+SET queryclaw.denied_hosts = 'proxied.example';
+SELECT qc_test.try($$SELECT queryclaw.web_fetch('http://ＰＲＯＸＩＥＤ．example./')$$);
+RESET queryclaw.denied_hosts;
+RESET queryclaw.proxy;
+SELECT qc_test.requests_served() AS requests_sent_to_proxy;
+
+-- control characters in a URL: invalid input, refused before anything is
+-- sent, and written escaped (never raw) in the audit row and the message
+SELECT qc_test.try(format('SELECT queryclaw.web_fetch(%L)', 'http://ctl.example/a' || c || 'b'))
+  FROM unnest(ARRAY[chr(13), chr(10), chr(27), chr(9), chr(127), chr(1)]) AS c;
+SELECT queryclaw.check_url('http://ctl.example/' || chr(13) || chr(10) || 'Host: x')->>'detail' AS check_url;
+SELECT qc_test.audit_flush();
+SELECT url, outcome, reason, url ~ '[\x01-\x1f\x7f]' AS raw_control_stored
+  FROM queryclaw.audit_log WHERE url LIKE 'http://ctl.example/%' ORDER BY id;
+
+-- check_url is audited, once per check: the outcome a real call would have
+-- had, with "checked" where it would have sent a request
+SELECT queryclaw.check_url(qc_test.url('/checked'))->>'allowed' AS allowed;
+SELECT queryclaw.check_url('http://ＥＸＡＭＰＬＥ.com@１２７．０．０．１:9/refused')->>'allowed' AS allowed;
+SELECT queryclaw.check_url('http://10.0.0.999/invalid')->>'allowed' AS allowed;
+SELECT qc_test.audit_flush();
+SELECT func, method, qc_test.scrub(url) AS url, qc_test.scrub(final_url) AS final_url, outcome,
+       reason, status, detail->'addresses' AS addresses
+  FROM queryclaw.audit_log WHERE func = 'check_url' AND url ~ '/(checked|refused|invalid)$' ORDER BY id;

@@ -31,6 +31,13 @@ SELECT qc_test.try($$SELECT queryclaw.web_fetch(qc_test.url('/redirect?to=file:/
 SELECT qc_test.try($$SELECT queryclaw.web_fetch(qc_test.url('/redirect?to=gopher://127.0.0.1/'))$$);
 SET queryclaw.denied_hosts = 'blocked.example';
 SELECT qc_test.try($$SELECT queryclaw.web_fetch(qc_test.url('/redirect?to=http://blocked.example/'))$$);
+-- a redirect target's host is mapped as the first URL's is: full width
+-- (ｂｌｏｃｋｅｄ．ｅｘａｍｐｌｅ, percent-encoded in the Location header),
+-- case, a final dot, or a number that is not an IPv4 address
+SELECT qc_test.try($$SELECT queryclaw.web_fetch(qc_test.url('/redirect?to=http://%EF%BD%82%EF%BD%8C%EF%BD%8F%EF%BD%83%EF%BD%8B%EF%BD%85%EF%BD%84%EF%BC%8E%EF%BD%85%EF%BD%98%EF%BD%81%EF%BD%8D%EF%BD%90%EF%BD%8C%EF%BD%85/'))$$);
+SELECT qc_test.try($$SELECT queryclaw.web_fetch(qc_test.url('/redirect?to=http://BLOCKED.example./'))$$);
+SELECT qc_test.try($$SELECT queryclaw.web_fetch(qc_test.url('/redirect?to=http://10.0.0.999/'))$$);
+SELECT qc_test.try($$SELECT queryclaw.web_fetch(qc_test.url('/redirect?to=http://0x7f.1:22/'))$$);
 RESET queryclaw.denied_hosts;
 -- the same server on another port is another target: not in the allowlist
 SELECT qc_test.try($$SELECT queryclaw.web_fetch(qc_test.url('/redirect?to=http://127.0.0.1:1/'))$$);
@@ -40,9 +47,9 @@ SELECT c AS code, r->'body'->>'method' AS method, r->'body'->>'body' AS body
   FROM unnest(ARRAY[301, 302, 303, 307, 308]) AS c,
        LATERAL queryclaw.api_call(qc_test.url('/redirect?to=/echo&code=' || c), 'POST', body => 'data') AS r;
 
--- credentials do not follow a redirect to another origin (localhost, which
--- libcurl 8 tries as ::1 first, then as 127.0.0.1)
-SET queryclaw.local_allowlist = '127.0.0.0/8, [::1]';
+-- credentials do not follow a redirect to another origin (localhost is
+-- 127.0.0.1 and ::1, and both must be allowed)
+SET queryclaw.local_allowlist = '127.0.0.0/8, ::1';
 SELECT r->'body'->'headers' ? 'authorization' AS same_origin_keeps
   FROM queryclaw.api_call(qc_test.url('/redirect?to=/echo'), headers => '{"Authorization": "Bearer s3cret"}') AS r;
 SELECT r->'body'->'headers' ? 'authorization' AS other_origin_keeps,

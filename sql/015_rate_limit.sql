@@ -42,10 +42,26 @@ SELECT ord, status, content, error
 RESET ROLE;
 RESET queryclaw.max_calls_per_hour;
 
+-- check_url's lookups count like calls, and over the limit it is refused
+-- (53400) before looking anything up
+CREATE ROLE qc_frank;
+GRANT USAGE ON SCHEMA qc_test TO qc_frank;
+GRANT EXECUTE ON FUNCTION queryclaw.web_fetch(text, text, integer, text),
+                          queryclaw.check_url(text) TO qc_frank;
+SET queryclaw.max_calls_per_hour = 3;
+SET ROLE qc_frank;
+SELECT queryclaw.check_url(qc_test.url('/hello'))->>'allowed' AS check_1,
+       queryclaw.check_url('http://10.0.0.1/')->>'allowed' AS check_2;
+SELECT length(queryclaw.web_fetch(qc_test.url('/hello'))) AS call_3;
+SELECT qc_test.try($$SELECT queryclaw.check_url(qc_test.url('/hello'))$$) AS check_4;
+SELECT qc_test.try($$SELECT queryclaw.web_fetch(qc_test.url('/hello'))$$) AS call_5;
+RESET ROLE;
+RESET queryclaw.max_calls_per_hour;
+
 -- the refusals are audited
 SELECT qc_test.audit_flush();
 SELECT role, func, outcome, reason, status
-  FROM queryclaw.audit_log WHERE role IN ('qc_carol', 'qc_dave', 'qc_eve') ORDER BY role, outcome, id;
+  FROM queryclaw.audit_log WHERE role IN ('qc_carol', 'qc_dave', 'qc_eve', 'qc_frank') ORDER BY role, outcome, id;
 
 -- a superuser sets the limit per role; the count is shared by all the
 -- role's sessions: a new session of carol's has no call left this hour
@@ -68,5 +84,5 @@ DROP EXTENSION dblink;
 
 SELECT qc_test.audit_flush();
 SELECT lost - :lost_before AS lost FROM queryclaw.audit_status();
-DROP OWNED BY qc_carol, qc_dave, qc_eve;
-DROP ROLE qc_carol, qc_dave, qc_eve;
+DROP OWNED BY qc_carol, qc_dave, qc_eve, qc_frank;
+DROP ROLE qc_carol, qc_dave, qc_eve, qc_frank;

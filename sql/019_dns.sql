@@ -43,3 +43,39 @@ SELECT qc_test.cancel_stop($$SELECT queryclaw.llm_chat_tools('SCENARIO:tool_call
     AS llm_tool;
 RESET statement_timeout;
 SELECT queryclaw.web_fetch(qc_test.url('/hello')) AS next_call_works;
+
+-- a name with several addresses is refused when any of them is refused,
+-- by check_url and by the real call alike, whichever address libcurl would
+-- have tried first; nothing is sent to them (the fixture listens on
+-- 127.0.0.1, which is allowlisted; 127.0.0.2 is not)
+CREATE FUNCTION pg_temp.sorted(a jsonb) RETURNS jsonb LANGUAGE sql
+AS $$ SELECT jsonb_agg(e ORDER BY e) FROM jsonb_array_elements(a) AS e $$;
+SELECT qc_test.reset_requests();
+SELECT r->>'allowed' AS allowed, r->>'reason' AS reason, pg_temp.sorted(r->'addresses') AS addresses
+  FROM queryclaw.check_url('http://www.multi.test:' || current_setting('qc_test.port') || '/hello') AS r;
+SELECT qc_test.try($$SELECT queryclaw.web_fetch('http://www.multi.test:' || current_setting('qc_test.port') || '/hello')$$)
+    AS multi;
+SELECT r->>'allowed' AS allowed, r->>'reason' AS reason, pg_temp.sorted(r->'addresses') AS addresses
+  FROM queryclaw.check_url('http://www.mixed.test/') AS r;
+SELECT qc_test.try($$SELECT queryclaw.web_fetch('http://www.mixed.test/')$$) AS mixed;
+SELECT qc_test.try($$SELECT queryclaw.web_fetch(qc_test.url('/redirect?to=http://www.mixed.test/'))$$)
+    AS mixed_on_redirect;
+-- one request: the redirect's own
+SELECT qc_test.requests_served() AS requests;
+-- once every address is allowed, both agree again
+DO $$ BEGIN EXECUTE format('SET queryclaw.local_allowlist = %L',
+                           '127.0.0.1:' || current_setting('qc_test.port') || ', 127.0.0.2'); END $$;
+SELECT queryclaw.check_url('http://www.multi.test:' || current_setting('qc_test.port') || '/hello')->>'allowed'
+    AS allowed;
+SELECT queryclaw.web_fetch('http://www.multi.test:' || current_setting('qc_test.port') || '/hello') AS fetched;
+RESET queryclaw.local_allowlist;
+
+-- names are looked up, and sent, as A-labels
+SELECT qc_test.scrub(r->'body'->'headers'->>'host') AS host_sent
+  FROM unnest(ARRAY['ｗｗｗ．ｌｏｏｐｂａｃｋ．ｔｅｓｔ', 'Bücher.loopback.test.']) AS h,
+       LATERAL queryclaw.api_call('http://' || h || ':' || current_setting('qc_test.port') || '/echo') AS r;
+
+-- check_url's lookups are audited
+SELECT qc_test.audit_flush();
+SELECT func, qc_test.scrub(url) AS url, outcome, reason, pg_temp.sorted(detail->'addresses') AS addresses
+  FROM queryclaw.audit_log WHERE func = 'check_url' AND url ~ '(multi|mixed)\.test' ORDER BY id;

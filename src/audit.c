@@ -43,9 +43,14 @@
  */
 #include "postgres.h"
 
+#include "access/genam.h"
+#include "access/htup_details.h"
+#include "access/table.h"
 #include "access/xact.h"
 #include "access/xlog.h"
+#include "catalog/indexing.h"
 #include "catalog/namespace.h"
+#include "catalog/pg_extension.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_type.h"
 #include "commands/dbcommands.h"
@@ -58,6 +63,7 @@
 #include "tcop/tcopprot.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/fmgroids.h"
 #include "utils/json.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
@@ -66,6 +72,7 @@
 
 #include "audit.h"
 #include "auditq.h"
+#include "content.h"
 #include "queryclaw.h"
 #include "redact.h"
 
@@ -131,18 +138,33 @@ static dlist_head pending_calls = DLIST_STATIC_INIT(pending_calls);
 #define AUDIT_PARAMS \
 	"$1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16"
 
+#define AUDIT_UNNEST(n) "pg_catalog.unnest($" #n ")"
+#define AUDIT_UNNESTS \
+	AUDIT_UNNEST(1) ", " AUDIT_UNNEST(2) ", " AUDIT_UNNEST(3) ", " \
+	AUDIT_UNNEST(4) ", " AUDIT_UNNEST(5) ", " AUDIT_UNNEST(6) ", " \
+	AUDIT_UNNEST(7) ", " AUDIT_UNNEST(8) ", " AUDIT_UNNEST(9) ", " \
+	AUDIT_UNNEST(10) ", " AUDIT_UNNEST(11) ", " AUDIT_UNNEST(12) ", " \
+	AUDIT_UNNEST(13) ", " AUDIT_UNNEST(14) ", " AUDIT_UNNEST(15) ", " \
+	AUDIT_UNNEST(16)
+
 /*
  * Two statements: one row from one value per column, for a call audited in
  * its caller's transaction, and many rows from one array per column, so that
  * a batch of the audit writer's is one statement, not an executor run per
  * row.  The same values serve both (see qc_audit_insert).
+ *
+ * Both run under a search_path that others chose (the caller's, or, for
+ * the worker, a pinned one as a second fence: bgsession.c), so every name
+ * in them is schema-qualified and no value needs a cast.  The arrays are
+ * unnested with ROWS FROM and a qualified unnest each, which is what an
+ * unnest of many arrays stands for.
  */
 static const char *const insert_one_sql =
 "INSERT INTO queryclaw.audit_log (" AUDIT_COLUMNS ")"
 " VALUES (" AUDIT_PARAMS ")";
 static const char *const insert_many_sql =
 "INSERT INTO queryclaw.audit_log (" AUDIT_COLUMNS ")"
-" SELECT " AUDIT_COLUMNS " FROM unnest(" AUDIT_PARAMS ") AS r(" AUDIT_COLUMNS ")";
+" SELECT " AUDIT_COLUMNS " FROM ROWS FROM (" AUDIT_UNNESTS ") AS r(" AUDIT_COLUMNS ")";
 static SPIPlanPtr insert_one_plan = NULL;
 static SPIPlanPtr insert_many_plan = NULL;
 
@@ -165,6 +187,31 @@ qc_audit_durable(void)
 		same_database = (get_database_oid(qc_database, true) == MyDatabaseId);
 	/* a standby cannot write; the transactional insert says so at once */
 	return same_database && !RecoveryInProgress();
+}
+
+const char *
+qc_audit_checked_outcome(void)
+{
+	Relation	rel = table_open(ExtensionRelationId, AccessShareLock);
+	ScanKeyData key;
+	SysScanDesc scan;
+	HeapTuple	tuple;
+	bool		release_0_1 = false;
+
+	ScanKeyInit(&key, Anum_pg_extension_extname, BTEqualStrategyNumber,
+				F_NAMEEQ, CStringGetDatum("queryclaw_ext"));
+	scan = systable_beginscan(rel, ExtensionNameIndexId, true, NULL, 1, &key);
+	if (HeapTupleIsValid(tuple = systable_getnext(scan)))
+	{
+		bool		isnull;
+		Datum		version = heap_getattr(tuple, Anum_pg_extension_extversion,
+										   RelationGetDescr(rel), &isnull);
+
+		release_0_1 = !isnull && strcmp(TextDatumGetCString(version), "0.1") == 0;
+	}
+	systable_endscan(scan);
+	table_close(rel, AccessShareLock);
+	return release_0_1 ? QC_OUTCOME_OK : QC_OUTCOME_CHECKED;
 }
 
 /* s, or a copy cut to at most limit bytes that ends with the mark. */
@@ -262,10 +309,11 @@ audit_record(const QcCall *call, const char *role, const char *outcome,
 			len = pg_mbcliplen(query, len, room);
 		rec->text[QC_AT_QUERY] = qc_redact_statement(pnstrdup(query, len));
 	}
+	/* nothing that is not valid text is stored, whoever built it */
 	for (int i = 0; i < QC_AUDIT_NTEXT; i++)
-		rec->text[i] = bounded(rec->text[i], text_limit[i]);
+		rec->text[i] = bounded(qc_valid_text(rec->text[i]), text_limit[i]);
 	/* JSON cannot be cut: audit_detail keeps it within its bound itself */
-	rec->text[QC_AT_DETAIL] = audit_detail(call);
+	rec->text[QC_AT_DETAIL] = qc_valid_text(audit_detail(call));
 }
 
 void
@@ -435,9 +483,9 @@ qc_audit_insert(const QcAuditRecord *recs, int n)
 		elog(ERROR, "could not write audit rows: %s", SPI_result_code_string(rc));
 }
 
-/* The owner of queryclaw.audit_log, as whom rows are inserted. */
-static Oid
-audit_table_owner(void)
+/* The owner of queryclaw.audit_log, as whom callers' rows are inserted. */
+Oid
+qc_audit_table_owner(void)
 {
 	Oid			relid = RangeVarGetRelid(makeRangeVar("queryclaw", "audit_log", -1),
 										 AccessShareLock, false);
@@ -463,7 +511,7 @@ insert_in_caller_transaction(const QcAuditRecord *rec)
 	int			save_sec_context;
 
 	GetUserIdAndSecContext(&save_userid, &save_sec_context);
-	SetUserIdAndSecContext(audit_table_owner(),
+	SetUserIdAndSecContext(qc_audit_table_owner(),
 						   save_sec_context | SECURITY_LOCAL_USERID_CHANGE |
 						   SECURITY_RESTRICTED_OPERATION);
 	if (SPI_connect() != SPI_OK_CONNECT)
@@ -657,10 +705,13 @@ qc_audit_interrupted(QcCall *call)
 	old = MemoryContextSwitchTo(GetMemoryChunkContext(call));
 	edata = CopyErrorData();
 	call->elapsed_ms = qc_call_elapsed_ms(call);
+	/* on the transport's error path: a second cancel must not cut it short */
+	HOLD_INTERRUPTS();
 	audit_record(call, p->role,
 				 edata->sqlerrcode == ERRCODE_QUERY_CANCELED ?
 				 QC_OUTCOME_CANCELLED : QC_OUTCOME_ERROR,
 				 edata->message, &rec);
+	RESUME_INTERRUPTS();
 	finish_pending_with(p, &rec);
 	FreeErrorData(edata);
 	MemoryContextSwitchTo(old);

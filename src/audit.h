@@ -73,6 +73,13 @@ extern void qc_audit_interrupted(QcCall *call);
  */
 extern void qc_audit_call(const QcCall *call);
 
+/*
+ * The outcome of an allowed check_url: "checked"; but "ok" while this
+ * database still has release 0.1's audit_log, whose CHECK constraint does
+ * not know "checked" (until ALTER EXTENSION queryclaw_ext UPDATE).
+ */
+extern const char *qc_audit_checked_outcome(void);
+
 /* Are this database's rows written by the audit worker? */
 extern bool qc_audit_durable(void);
 
@@ -82,5 +89,6 @@ extern void qc_audit_record_decode(const char *data, QcAuditRecord *rec);
 
 /* Insert n rows; the caller is connected to SPI and may write the table. */
 extern void qc_audit_insert(const QcAuditRecord *recs, int n);
+extern Oid	qc_audit_table_owner(void);
 
 #endif							/* QC_AUDIT_H */

@@ -18,6 +18,7 @@
 #include "utils/timestamp.h"
 
 #include "audit.h"
+#include "content.h"
 #include "http.h"
 #include "queryclaw.h"
 
@@ -48,11 +49,12 @@ void
 qc_call_set_failure(QcCall *call, const char *outcome, int sqlerrcode,
 					const char *message, const char *detail, const char *hint)
 {
+	/* messages may quote servers: what is kept is valid text */
 	call->outcome = outcome;
 	call->error_code = sqlerrcode;
-	call->reason = pstrdup(message);
-	call->error_detail = detail ? pstrdup(detail) : NULL;
-	call->error_hint = hint ? pstrdup(hint) : NULL;
+	call->reason = pstrdup(qc_valid_text(message));
+	call->error_detail = detail ? pstrdup(qc_valid_text(detail)) : NULL;
+	call->error_hint = hint ? pstrdup(qc_valid_text(hint)) : NULL;
 	call->elapsed_ms = qc_call_elapsed_ms(call);
 }
 

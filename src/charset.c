@@ -37,9 +37,9 @@
 /* Bytes of UTF-8 converted to the database encoding per call */
 #define CONVERSION_CHUNK 65536
 
-/* Bounds of the windows append_utf8() verifies at once */
-#define UTF8_MIN_WINDOW 64
-#define UTF8_MAX_WINDOW (1024 * 1024)
+/* Bounds of the windows append_valid() verifies at once */
+#define VERIFY_MIN_WINDOW 64
+#define VERIFY_MAX_WINDOW (1024 * 1024)
 
 /*
  * The WHATWG labels of each encoding we decode, and the name iconv knows it
@@ -359,45 +359,60 @@ utf8_window(const char *p, const char *end, int max)
 }
 
 /*
- * Append the UTF-8 in data to out, replacing each invalid sequence by
- * U+FFFD and dropping NUL bytes.
+ * Append len bytes of text in the given encoding to out, replacing each
+ * invalid sequence by replacement (valid in that encoding) and dropping NUL
+ * bytes.  In UTF-8 one replacement stands for a maximal subpart (see
+ * invalid_utf8_length), elsewhere for one byte.
  *
  * PostgreSQL's verifier has a fast path that checks its whole input before
  * it looks for where an error lies, which would make this loop quadratic on
  * a body full of bad bytes; so it is given windows that double while the
- * text is valid and shrink at each error.
+ * text is valid and shrink at each error.  A window may end inside a valid
+ * character: the next window then starts with it, whole.
  */
 static void
-append_utf8(StringInfo out, const char *data, size_t len)
+append_valid(StringInfo out, int encoding, const char *data, size_t len,
+			 const char *replacement)
 {
 	const char *p = data;
 	const char *end = data + len;
-	int			window = UTF8_MIN_WINDOW;
+	int			window = VERIFY_MIN_WINDOW;
 
 	while (p < end)
 	{
-		int			chunk = utf8_window(p, end, window);
+		int			chunk = Min(end - p, window);
 		int			valid;
 
 		CHECK_FOR_INTERRUPTS();
-		valid = pg_encoding_verifymbstr(PG_UTF8, p, chunk);
+		valid = pg_encoding_verifymbstr(encoding, p, chunk);
 		appendBinaryStringInfo(out, p, valid);
 		p += valid;
 		if (valid == chunk)
 		{
-			window = Min(window * 2, UTF8_MAX_WINDOW);
+			window = Min(window * 2, VERIFY_MAX_WINDOW);
 			continue;
 		}
-		window = UTF8_MIN_WINDOW;
+		/* cut by the window's end, not invalid (chunk >= any character) */
+		if (valid > 0 && pg_encoding_verifymbchar(encoding, p, end - p) > 0)
+			continue;
+		window = VERIFY_MIN_WINDOW;
 		if (*p == '\0')
 			p++;
 		else
 		{
-			appendBinaryStringInfo(out, UTF8_REPLACEMENT, 3);
-			p += invalid_utf8_length((const unsigned char *) p,
-									 (const unsigned char *) end);
+			appendStringInfoString(out, replacement);
+			p += encoding == PG_UTF8 ?
+				invalid_utf8_length((const unsigned char *) p,
+									(const unsigned char *) end) : 1;
 		}
 	}
+}
+
+/* Append UTF-8 to out, each invalid sequence becoming U+FFFD. */
+static void
+append_utf8(StringInfo out, const char *data, size_t len)
+{
+	append_valid(out, PG_UTF8, data, len, UTF8_REPLACEMENT);
 }
 
 /* Remove the NUL bytes in out from offset start on. */
@@ -701,6 +716,54 @@ qc_to_server_text(const char *data, size_t len, const char *charset)
 	if (result != utf8)
 		pfree(utf8);
 	return result;
+}
+
+char *
+qc_valid_text(const char *s)
+{
+	int			encoding = GetDatabaseEncoding();
+	size_t		len;
+	StringInfoData out;
+
+	if (s == NULL)
+		return NULL;
+	len = strlen(s);
+	if (pg_verify_mbstr(encoding, s, len, true))
+		return unconstify(char *, s);
+	/*
+	 * No server encoding but UTF8 has U+FFFD.  Deciding that without a
+	 * conversion lookup keeps this free of catalog access, for the audit's
+	 * error and exit paths.
+	 */
+	initStringInfo(&out);
+	append_valid(&out, encoding, s, len, encoding == PG_UTF8 ? UTF8_REPLACEMENT : "?");
+	return out.data;
+}
+
+bool
+qc_is_utf8(const char *data, size_t len)
+{
+	const char *p = data;
+	const char *end = data + len;
+
+	while (p < end)
+	{
+		int			chunk = utf8_window(p, end, VERIFY_MAX_WINDOW);
+
+		CHECK_FOR_INTERRUPTS();
+		if (pg_encoding_verifymbstr(PG_UTF8, p, chunk) != chunk)
+			return false;
+		p += chunk;
+	}
+	return true;
+}
+
+bool
+qc_exceeds_chars(const char *s, int max_chars)
+{
+	int			len = strlen(s);
+
+	return pg_mbcharcliplen(s, len, Max(max_chars, 0)) < len;
 }
 
 bool

@@ -24,6 +24,7 @@
 #include "postgres.h"
 
 #include "mb/pg_wchar.h"
+#include "miscadmin.h"
 #include "utils/builtins.h"
 #include "utils/json.h"
 
@@ -235,6 +236,7 @@ read_tool_calls(QcCall *call, JsonbContainer *message)
 		JsonbValue *args;
 		QcToolCall *tc = palloc0(sizeof(QcToolCall));
 
+		CHECK_FOR_INTERRUPTS();
 		if (e->type != jbvBinary || !qc_jsonb_is_object(e->val.binary.data))
 			fail_shape(call, psprintf("choices[0].message.tool_calls[%d] is not an object.", i));
 		fn = qc_jsonb_get_object(e->val.binary.data, "function");

@@ -5,7 +5,11 @@
  *
  * check_url() applies the same policy as a real call and resolves the host
  * name, but opens no connection and sends nothing: it lets a DBA or an
- * agent see whether, and why, a URL would be refused.
+ * agent see whether, and why, a URL would be refused.  Its verdict is the
+ * real call's: the host mapped the same way, every address it resolves to
+ * checked.  The lookup is a message sent out all the same (a name server
+ * can be told things in a name), so each check is audited and counts
+ * against queryclaw.max_calls_per_hour like a call.
  *
  *-------------------------------------------------------------------------
  */
@@ -17,8 +21,10 @@
 #include "utils/json.h"
 #include "utils/jsonb.h"
 
+#include "audit.h"
 #include "json.h"
 #include "queryclaw.h"
+#include "ratelimit.h"
 #include "resolve.h"
 #include "response.h"
 
@@ -33,25 +39,33 @@ append_json_text(StringInfo out, const char *key, const char *value)
 }
 
 /*
- * Resolve the host into its addresses.  Returns the first refusal if no
- * address may be connected to, appending every address to out.
+ * The addresses of the URL's host, as a JSON array in addresses: its
+ * literal address, or the answer of a name lookup.  False (and *refusal)
+ * when the lookup fails or, as a real call would be, when any address is
+ * one the connect-time check refuses: libcurl may connect to any of them.
+ * Through a proxy, a real call neither resolves the name nor checks its
+ * addresses (the proxy does both), so neither does the check.
  */
 static bool
-resolve_and_check(const QcUrl *url, StringInfo out, QcRefusal *refusal)
+resolve_and_check(const QcUrl *url, StringInfo addresses, QcRefusal *refusal)
 {
 	QcInetAddr	addrs[32];
-	int			naddrs = 0;
-	bool		any_allowed = false;
+	int			naddrs;
 
-	if (url->host_is_ip)
-		addrs[naddrs++] = url->addr;
-	else
+	naddrs = qc_url_literal_addresses(url, addrs);
+	if (naddrs == 0 && qc_proxy[0] != '\0')
+	{
+		appendStringInfoString(addresses, "[]");
+		return true;
+	}
+	if (naddrs == 0)
 	{
 		const char *error;
 
 		naddrs = qc_resolve_host(url->host, addrs, lengthof(addrs), &error);
 		if (naddrs < 0)
 		{
+			refusal->sqlerrcode = ERRCODE_SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION;
 			refusal->message = psprintf("could not resolve host \"%s\"", url->host);
 			refusal->detail = pstrdup(error);
 			refusal->hint = NULL;
@@ -59,40 +73,76 @@ resolve_and_check(const QcUrl *url, StringInfo out, QcRefusal *refusal)
 		}
 	}
 
-	appendStringInfoString(out, ", \"addresses\": [");
+	appendStringInfoChar(addresses, '[');
 	for (int i = 0; i < naddrs; i++)
 	{
 		char		text[64];
 		QcAddrClass cls;
 
 		qc_inet_format(&addrs[i], text, sizeof(text));
-		appendStringInfoString(out, i ? ", " : "");
-		escape_json(out, text);
-		if (qc_proxy[0] != '\0' ||
-			qc_policy_address_permitted(&addrs[i], url->port, &cls))
-			any_allowed = true;
-		else if (!any_allowed && refusal->message == NULL)
+		appendStringInfoString(addresses, i ? ", " : "");
+		escape_json(addresses, text);
+		if (refusal->message == NULL &&
+			!qc_policy_address_permitted(&addrs[i], url->port, &cls))
 			qc_policy_address_refusal(&addrs[i], url->port, &cls, refusal);
 	}
-	appendStringInfoChar(out, ']');
-	return any_allowed;
+	appendStringInfoChar(addresses, ']');
+	return refusal->message == NULL;
+}
+
+/*
+ * Audit the check as one row: the outcome a real call would have had, with
+ * "checked" where it would have sent a request.
+ */
+static void
+audit_check(QcCall *call, const QcUrl *url, bool allowed, const char *outcome,
+			const QcRefusal *refusal, const char *addresses)
+{
+	if (url != NULL)
+		call->final_url = url->url;
+	if (addresses != NULL)
+		call->audit_extra = call->audit_extra ?
+			psprintf("%s, \"addresses\": %s", call->audit_extra, addresses) :
+			psprintf("\"addresses\": %s", addresses);
+	if (!allowed)
+	{
+		qc_call_record(call, outcome, refusal->sqlerrcode, refusal->message,
+					   refusal->detail, refusal->hint);
+		return;
+	}
+	call->outcome = qc_audit_checked_outcome();
+	call->elapsed_ms = qc_call_elapsed_ms(call);
+	qc_audit_call(call);
 }
 
 char *
-qc_check_url_json(const char *given)
+qc_check_url_json(const char *given, char *audit_extra)
 {
 	StringInfoData out;
+	StringInfoData addresses;
+	QcCall	   *call = qc_call_new("check_url", "GET", given);
 	QcUrl		url;
 	QcRefusal	refusal = {0};
 	char	   *error;
 	bool		allowed;
+	bool		parsed;
+	const char *outcome = QC_OUTCOME_REFUSED;
+
+	/* a lookup goes out like a request: it counts, and over the limit, 53400 */
+	call->audit_extra = audit_extra;
+	if (!qc_ratelimit_check(call))
+		qc_call_raise(call);
 
 	initStringInfo(&out);
-	if (!qc_url_parse(given, &url, &error))
+	initStringInfo(&addresses);
+	parsed = qc_url_parse(given, &url, &error);
+	if (!parsed)
 	{
+		refusal.sqlerrcode = ERRCODE_INVALID_PARAMETER_VALUE;
 		refusal.message = "invalid URL";
 		refusal.detail = error;
 		allowed = false;
+		outcome = QC_OUTCOME_ERROR;
 	}
 	else
 	{
@@ -100,8 +150,17 @@ qc_check_url_json(const char *given)
 		appendStringInfo(&out, ", \"port\": %d", url.port);
 		append_json_text(&out, "host", url.host);
 		if (allowed)
-			allowed = resolve_and_check(&url, &out, &refusal);
+		{
+			allowed = resolve_and_check(&url, &addresses, &refusal);
+			if (addresses.len > 0)
+				appendStringInfo(&out, ", \"addresses\": %s", addresses.data);
+			else
+				outcome = QC_OUTCOME_ERROR;
+		}
 	}
+	audit_check(call, parsed ? &url : NULL, allowed, outcome, &refusal,
+				addresses.len > 0 ? addresses.data : NULL);
+
 	append_json_text(&out, "reason", allowed ? NULL : refusal.message);
 	append_json_text(&out, "detail", allowed ? NULL : refusal.detail);
 	append_json_text(&out, "hint", allowed ? NULL : refusal.hint);
@@ -116,7 +175,7 @@ qc_check_url_json(const char *given)
 Datum
 check_url(PG_FUNCTION_ARGS)
 {
-	char	   *json = qc_check_url_json(text_to_cstring(PG_GETARG_TEXT_PP(0)));
+	char	   *json = qc_check_url_json(text_to_cstring(PG_GETARG_TEXT_PP(0)), NULL);
 
 	PG_RETURN_DATUM(DirectFunctionCall1(jsonb_in, CStringGetDatum(json)));
 }

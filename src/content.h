@@ -41,6 +41,15 @@ extern bool qc_content_type_is_text(const char *content_type);
 extern char *qc_to_server_text(const char *data, size_t len, const char *charset);
 
 /*
+ * Text in the database encoding that is valid there: s itself when it is,
+ * else a palloc'd copy in which each invalid sequence is replaced by U+FFFD
+ * (or '?' where the database encoding cannot hold it).  The last guard
+ * before text built from several sources (an error message, an audit row,
+ * a result object) is stored or sent.  NULL gives NULL.
+ */
+extern char *qc_valid_text(const char *s);
+
+/*
  * The iconv name of the encoding a charset label denotes ("latin1" gives
  * "WINDOWS-1252", as browsers decide), or NULL for an unknown label.
  */
@@ -90,6 +99,18 @@ extern char *qc_html_convert(const char *html, size_t len, const char *charset,
  * characters, on a character boundary.  Returns true when it cut.
  */
 extern bool qc_clip_chars(char *s, int max_chars);
+
+/*
+ * Does s (database encoding) have more than max_chars characters?  Looks
+ * at no more than that many, however long s is.
+ */
+extern bool qc_exceeds_chars(const char *s, int max_chars);
+
+/*
+ * Is data (len bytes) valid UTF-8 without NUL bytes?  Checked a window at
+ * a time, with interrupts checked between windows.
+ */
+extern bool qc_is_utf8(const char *data, size_t len);
 
 /* Number of characters in s (database encoding). */
 extern int	qc_count_chars(const char *s);

@@ -9,6 +9,11 @@
  * and address lists and the proxy are also GUC_SUPERUSER_ONLY: they describe
  * the network and may hold credentials, so other roles cannot read them.
  *
+ * The secrets (the API keys, a proxy URL with credentials) are refused
+ * for a role, a database or a function, where every role could read them
+ * (see kept_readable); a check hook only runs where the library is loaded,
+ * hence in every session only with shared_preload_libraries.
+ *
  * The lists are parsed by their check hooks, and the parsed form is kept as
  * the setting's "extra" data: a typo is rejected when it is set, never
  * discovered at request time.
@@ -54,6 +59,7 @@ char	   *qc_llm_model = NULL;
 char	   *qc_llm_api_key = NULL;
 int			qc_llm_timeout = 120000;
 int			qc_llm_max_rounds = 10;
+int			qc_llm_max_tool_calls = 16;
 int			qc_llm_max_tokens = 0;
 int			qc_llm_tool_max_chars = 20000;
 char	   *qc_search_url = NULL;
@@ -158,10 +164,77 @@ check_http_url(char **newval, void **extra, GucSource source)
 	return false;
 }
 
+/*
+ * Is the value being set one that is kept where every role can read it?
+ * Values set for a role or a database (ALTER ROLE/DATABASE ... SET) are
+ * kept in pg_db_role_setting, and those set for a function (CREATE
+ * FUNCTION ... SET) in pg_proc; GUC_SUPERUSER_ONLY only hides SHOW.  Such
+ * a value is checked with source PGC_S_TEST before it is stored, and
+ * applied with the source of its role or database when a session starts
+ * (one stored while the library was not loaded, see the README).
+ */
+static bool
+kept_readable(GucSource source)
+{
+	return source == PGC_S_TEST ||
+		(source >= PGC_S_GLOBAL && source <= PGC_S_DATABASE_USER);
+}
+
+/*
+ * A secret is set in postgresql.conf or with ALTER SYSTEM (files only the
+ * server's OS user reads), never where every role can read it.  An empty
+ * value holds none (it may be set to send no key from one database).  The
+ * message does not quote the value, as the default one would.
+ */
+static bool
+check_secret_source(const char *name, const char *value, GucSource source)
+{
+	if (!kept_readable(source) || *value == '\0')
+		return true;
+	GUC_check_errcode(ERRCODE_INSUFFICIENT_PRIVILEGE);
+	GUC_check_errmsg("%s cannot be set for a role, a database or a function", name);
+	GUC_check_errdetail("Such values are kept in pg_db_role_setting or pg_proc, which every role can read.");
+	GUC_check_errhint("Set it in postgresql.conf or with ALTER SYSTEM.");
+	return false;
+}
+
+/*
+ * The proxy is no secret, and may differ per role, unless its URL holds a
+ * user name or password (user:password@ before the host).
+ */
+static bool
+check_proxy(char **newval, void **extra, GucSource source)
+{
+	const char *authority = strstr(*newval, "://");
+	size_t		len;
+
+	if (!check_http_url(newval, extra, source))
+		return false;
+	if (authority == NULL)
+		return true;
+	authority += 3;
+	len = strcspn(authority, "/?#");
+	if (memchr(authority, '@', len) == NULL)
+		return true;
+	return check_secret_source("queryclaw.proxy with credentials", *newval, source);
+}
+
 /* ---- the LLM tool loop and web search (llm.c, tools.c, search.c) ---- */
 
 /* The API keys: superuser-only, and left out of SHOW ALL and pg_settings. */
 #define SECRET_FLAGS (GUC_SUPERUSER_ONLY | GUC_NO_SHOW_ALL)
+
+static bool
+check_llm_api_key(char **newval, void **extra, GucSource source)
+{
+	return check_secret_source("queryclaw.llm_api_key", *newval, source);
+}
+
+static bool
+check_search_api_key(char **newval, void **extra, GucSource source)
+{
+	return check_secret_source("queryclaw.search_api_key", *newval, source);
+}
 
 static void
 define_llm_settings(void)
@@ -180,7 +253,7 @@ define_llm_settings(void)
 							   "Sets the API key sent to the LLM endpoint as a bearer token.",
 							   "Empty means no Authorization header.",
 							   &qc_llm_api_key, "", PGC_SUSET, SECRET_FLAGS,
-							   NULL, NULL, NULL);
+							   check_llm_api_key, NULL, NULL);
 	DefineCustomIntVariable("queryclaw.llm_timeout",
 							"Sets the time limit for one request to the LLM endpoint.",
 							NULL,
@@ -190,6 +263,11 @@ define_llm_settings(void)
 							"Sets the maximum number of model requests in one llm_chat_tools call.",
 							"A call's max_rounds argument can only lower it.",
 							&qc_llm_max_rounds, 10, 1, 1000, PGC_SUSET, 0,
+							NULL, NULL, NULL);
+	DefineCustomIntVariable("queryclaw.llm_max_tool_calls",
+							"Sets the maximum number of tool calls run from one model reply.",
+							"The calls beyond it are not run; the model is told so in their results.",
+							&qc_llm_max_tool_calls, 16, 1, 1000, PGC_SUSET, 0,
 							NULL, NULL, NULL);
 	DefineCustomIntVariable("queryclaw.llm_max_tokens",
 							"Sets max_tokens for each model request; 0 leaves it to the provider.",
@@ -210,7 +288,7 @@ define_llm_settings(void)
 							   "Sets the API key sent to the search API as a bearer token.",
 							   "Empty means no Authorization header.",
 							   &qc_search_api_key, "", PGC_SUSET, SECRET_FLAGS,
-							   NULL, NULL, NULL);
+							   check_search_api_key, NULL, NULL);
 }
 
 /* ---- end of the LLM and search settings ---- */
@@ -376,7 +454,7 @@ qc_guc_init(void)
 							   "Sets the HTTP proxy used for every request; empty means none.",
 							   "Proxy environment variables are always ignored.",
 							   &qc_proxy, "", PGC_SUSET, GUC_SUPERUSER_ONLY | GUC_NO_SHOW_ALL,
-							   check_http_url, NULL, NULL);
+							   check_proxy, NULL, NULL);
 	DefineCustomStringVariable("queryclaw.ca_file",
 							   "Sets a file of PEM certificates trusted for HTTPS instead of the system's.",
 							   "For servers whose certificates a private CA signed; empty means the system's trust store.",

@@ -14,6 +14,14 @@
  * whole policy (scheme, host lists, literal addresses, read_only) and
  * credentials are not carried to another origin.
  *
+ * A host name is resolved here too (resolve.c, a thread per lookup, woken
+ * into this loop), before libcurl sees the hop: every address the name has
+ * is checked, as check_url() checks them, and libcurl is given exactly
+ * those (CURLOPT_RESOLVE), so it cannot pick an unchecked one, and a name
+ * with one local address among public ones is refused whichever libcurl
+ * would have tried first.  The connect-time check stays, for reused
+ * connections and as a second line.
+ *
  * The libcurl callbacks only copy bytes into malloc'd buffers and set flags;
  * they never palloc, ereport or longjmp.  Everything they allocate is freed
  * in a PG_FINALLY block, so an error or a cancel leaks nothing.
@@ -35,15 +43,19 @@
 
 #include "audit.h"
 #include "compat.h"
+#include "content.h"
 #include "http.h"
 #include "queryclaw.h"
 #include "ratelimit.h"
 #include "redact.h"
+#include "resolve.h"
 
 /* Most bytes of response headers kept for one response. */
 #define QC_MAX_HEADER_BYTES (256 * 1024)
 /* Longest single wait before interrupts are checked again. */
 #define QC_POLL_SLICE_MS 100
+/* Most addresses of one name that are checked and handed to libcurl. */
+#define QC_MAX_ADDRESSES 32
 
 static CURLM *qc_multi = NULL;
 
@@ -370,7 +382,9 @@ static bool
 record_transfer_error(QcCall *call, Transfer *t, CURLcode rc, const char *url)
 {
 	QcRefusal	refusal;
-	const char *why = t->errbuf[0] ? t->errbuf : curl_easy_strerror(rc);
+	/* libcurl's message may quote what the server sent */
+	const char *why = t->errbuf[0] ? qc_to_server_text(t->errbuf, strlen(t->errbuf), NULL) :
+		curl_easy_strerror(rc);
 	const char *shown = qc_redact_url(url);
 
 	if (t->refused)
@@ -453,6 +467,9 @@ typedef struct Slot
 	const char *body;
 	size_t		body_len;
 	List	   *headers;		/* credentials dropped off-origin */
+	bool		must_resolve;	/* the hop waits for a lookup to start */
+	QcLookup   *lookup;			/* the hop's host being resolved, or NULL */
+	struct curl_slist *resolve_list;	/* its checked addresses, for libcurl */
 } Slot;
 
 /* Release what libcurl and the callbacks hold for a slot's hop. */
@@ -462,10 +479,14 @@ release_hop(Slot *slot)
 	curl_multi_remove_handle(qc_multi, slot->easy);
 	curl_slist_free_all(slot->header_list);
 	slot->header_list = NULL;
+	curl_slist_free_all(slot->resolve_list);
+	slot->resolve_list = NULL;
 	free(slot->t.body);
 	free(slot->t.head);
 	memset(&slot->t, 0, sizeof(slot->t));
 }
+
+static void launch_hop(Slot *slot, long remaining);
 
 /*
  * Check a hop's URL against the policy and start it.  Returns false when
@@ -477,10 +498,10 @@ start_hop(Slot *slot, const char *target)
 	QcCall	   *call = slot->call;
 	QcRefusal	refusal;
 	char	   *error;
+	QcInetAddr	addrs[2];
 	long		remaining = call->timeout_ms - (long) qc_call_elapsed_ms(call);
 	/* see QcCall.trusted: the DBA's own endpoint, first hop only */
 	bool		trusted = call->trusted && call->redirects == 0;
-	CURLMcode	mc;
 
 	if (!qc_url_parse(target, &slot->hop, &error))
 	{
@@ -510,31 +531,193 @@ start_hop(Slot *slot, const char *target)
 	memset(&slot->t, 0, sizeof(slot->t));
 	slot->t.body_limit = call->max_bytes;
 	slot->t.check_addresses = (qc_proxy[0] == '\0') && !trusted;
+	/* a name is resolved first (resolve_hosts), unless a proxy connects */
+	slot->must_resolve = slot->t.check_addresses &&
+		qc_url_literal_addresses(&slot->hop, addrs) == 0;
+	if (!slot->must_resolve)
+		launch_hop(slot, remaining);
+	return true;
+}
+
+/* Hand a hop whose URL passed the policy to libcurl. */
+static void
+launch_hop(Slot *slot, long remaining)
+{
+	CURLMcode	mc;
+
 	slot->header_list = append_headers(NULL, slot->headers);
 	configure(slot->easy, &slot->t, slot->hop.url, slot->method, slot->body,
 			  slot->body_len, slot->header_list, remaining);
+	if (slot->resolve_list != NULL)
+		curl_easy_setopt(slot->easy, CURLOPT_RESOLVE, slot->resolve_list);
 	curl_easy_setopt(slot->easy, CURLOPT_PRIVATE, slot);
 	mc = curl_multi_add_handle(qc_multi, slot->easy);
 	if (mc != CURLM_OK)
 		elog(ERROR, "could not start transfer: %s", curl_multi_strerror(mc));
+}
+
+/* A lookup thread has its answer: end the wait in wait_for_activity. */
+static void
+wake_transport(void *arg)
+{
+	curl_multi_wakeup((CURLM *) arg);
+}
+
+/*
+ * "+host:port:addr,addr" for CURLOPT_RESOLVE: libcurl connects to these
+ * addresses only ("+": the entry expires like a looked-up one).
+ */
+static struct curl_slist *
+resolve_entry(const QcUrl *hop, const QcInetAddr *addrs, int naddrs)
+{
+	StringInfoData entry;
+	struct curl_slist *list;
+
+	initStringInfo(&entry);
+	appendStringInfo(&entry, "+%s:%d:", hop->host, hop->port);
+	for (int i = 0; i < naddrs; i++)
+	{
+		char		text[64];
+
+		qc_inet_format(&addrs[i], text, sizeof(text));
+		appendStringInfo(&entry, addrs[i].family == AF_INET6 ? "%s[%s]" : "%s%s",
+						 i ? "," : "", text);
+	}
+	list = curl_slist_append(NULL, entry.data);
+	pfree(entry.data);
+	if (list == NULL)
+		elog(ERROR, "out of memory building the address list");
+	return list;
+}
+
+/*
+ * The answer for a hop's host is in: refuse the hop if any address is one
+ * the policy refuses (libcurl might connect to any of them), else start it
+ * on exactly those addresses.  Returns false when the call ended.
+ */
+static bool
+hop_resolved(Slot *slot, int naddrs, const QcInetAddr *addrs)
+{
+	QcCall	   *call = slot->call;
+	QcAddrClass cls;
+	QcRefusal	refusal;
+
+	if (naddrs <= 0)
+	{
+		qc_call_record(call, QC_OUTCOME_ERROR, ERRCODE_SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION,
+					   psprintf("could not connect to %s", qc_redact_url(slot->hop.url)),
+					   psprintf("Could not resolve host: %s", slot->hop.host), NULL);
+		return false;
+	}
+	for (int i = 0; i < naddrs; i++)
+	{
+		if (!qc_policy_address_permitted(&addrs[i], slot->hop.port, &cls))
+		{
+			qc_policy_address_refusal(&addrs[i], slot->hop.port, &cls, &refusal);
+			qc_call_record(call, QC_OUTCOME_REFUSED, refusal.sqlerrcode,
+						   refusal.message, refusal.detail, refusal.hint);
+			return false;
+		}
+	}
+	slot->resolve_list = resolve_entry(&slot->hop, addrs, naddrs);
+	launch_hop(slot, call->timeout_ms - (long) qc_call_elapsed_ms(call));
 	return true;
 }
 
-/* Take over the response of a finished hop; returns its redirect target. */
+/*
+ * Move a hop that waits for its host's addresses along: start its lookup
+ * (later, when every lookup thread is taken and others of this batch will
+ * free one), or take the answer.  Returns false when the call ended.
+ */
+static bool
+resolve_hop(Slot *slot, bool others_resolving)
+{
+	QcCall	   *call = slot->call;
+	QcInetAddr	addrs[QC_MAX_ADDRESSES];
+	const char *error = NULL;
+	int			naddrs;
+
+	if (qc_call_elapsed_ms(call) >= call->timeout_ms)
+	{
+		record_timeout(call, slot->hop.url);
+		return false;
+	}
+	if (slot->lookup == NULL)
+	{
+		slot->lookup = qc_lookup_start(slot->hop.host, wake_transport, qc_multi, &error);
+		if (slot->lookup == NULL && others_resolving)
+			return true;
+		if (slot->lookup == NULL)
+		{
+			qc_call_record(call, QC_OUTCOME_ERROR, ERRCODE_SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION,
+						   psprintf("could not connect to %s", qc_redact_url(slot->hop.url)),
+						   error, NULL);
+			return false;
+		}
+	}
+	if (!qc_lookup_done(slot->lookup))
+		return true;
+	naddrs = qc_lookup_finish(slot->lookup, addrs, lengthof(addrs), &error);
+	slot->lookup = NULL;
+	slot->must_resolve = false;
+	return hop_resolved(slot, naddrs, addrs);
+}
+
+/* Stop a slot's lookup, if it has one (the call ended or was cancelled). */
+static void
+drop_lookup(Slot *slot)
+{
+	if (slot->lookup != NULL)
+		qc_lookup_abandon(slot->lookup);
+	slot->lookup = NULL;
+	slot->must_resolve = false;
+}
+
+/*
+ * A redirect target in printable ASCII: every other byte (controls, space,
+ * DEL, and any byte of another charset, valid UTF-8 or not) is
+ * percent-encoded, so that no byte of a Location header reaches the final
+ * URL as it is.  libcurl encodes some of them already.
+ */
+static char *
+url_encode_bytes(const char *url)
+{
+	StringInfoData out;
+
+	initStringInfo(&out);
+	for (const unsigned char *p = (const unsigned char *) url; *p; p++)
+	{
+		if (*p <= ' ' || *p >= 0x7F)
+			appendStringInfo(&out, "%%%02X", *p);
+		else
+			appendStringInfoChar(&out, (char) *p);
+	}
+	return out.data;
+}
+
+/*
+ * Take over the response of a finished hop; returns its redirect target.
+ * What the server sent in its head becomes valid text here (the body is
+ * decoded later, by its charset).
+ */
 static char *
 take_response(Slot *slot)
 {
 	QcCall	   *call = slot->call;
 	CURL	   *h = slot->easy;
+	char	   *value;
 
 	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &call->status);
-	call->content_type = copy_info_string(h, CURLINFO_CONTENT_TYPE);
-	call->response_headers = copy_bytes(slot->t.head, slot->t.head_len);
+	value = copy_info_string(h, CURLINFO_CONTENT_TYPE);
+	call->content_type = value ? qc_to_server_text(value, strlen(value), NULL) : NULL;
+	call->response_headers = qc_to_server_text(slot->t.head ? slot->t.head : "",
+											   slot->t.head_len, NULL);
 	call->data = copy_bytes(slot->t.body, slot->t.body_len);
 	call->data_len = slot->t.body_len;
 	call->data_cut = slot->t.body_cut;
-	if (call->status >= 300 && call->status < 400)
-		return copy_info_string(h, CURLINFO_REDIRECT_URL);
+	if (call->status >= 300 && call->status < 400 &&
+		(value = copy_info_string(h, CURLINFO_REDIRECT_URL)) != NULL)
+		return url_encode_bytes(value);
 	return NULL;
 }
 
@@ -644,6 +827,32 @@ any_running(Slot *slots, int nslots)
 		if (slots[s].call != NULL)
 			return true;
 	return false;
+}
+
+/* Is a hop waiting for its host's addresses? */
+static bool
+any_resolving(Slot *slots, int nslots)
+{
+	for (int s = 0; s < nslots; s++)
+		if (slots[s].call != NULL && slots[s].lookup != NULL)
+			return true;
+	return false;
+}
+
+/* Move every hop that waits for its host's addresses along. */
+static void
+resolve_hosts(Slot *slots, int nslots, QcCallDone on_done, void *arg)
+{
+	for (int s = 0; s < nslots; s++)
+	{
+		if (slots[s].call == NULL || !slots[s].must_resolve)
+			continue;
+		if (!resolve_hop(&slots[s], any_resolving(slots, nslots)))
+		{
+			drop_lookup(&slots[s]);
+			end_call(&slots[s], on_done, arg);
+		}
+	}
 }
 
 /* How far ahead of the first waiting call to look for one whose host has room. */
@@ -781,6 +990,7 @@ qc_http_execute_many(QcCall **calls, int ncalls, int concurrency,
 			CURLMcode	mc;
 
 			fill_slots(slots, nslots, calls, started, ncalls, &first_waiting, on_done, arg);
+			resolve_hosts(slots, nslots, on_done, arg);
 			if (!any_running(slots, nslots) && first_waiting >= ncalls)
 				break;
 
@@ -788,7 +998,7 @@ qc_http_execute_many(QcCall **calls, int ncalls, int concurrency,
 			if (mc != CURLM_OK)
 				elog(ERROR, "transfer failed: %s", curl_multi_strerror(mc));
 			collect_finished(on_done, arg);
-			if (running > 0)
+			if (running > 0 || any_resolving(slots, nslots))
 				wait_for_activity();
 		}
 	}
@@ -799,6 +1009,7 @@ qc_http_execute_many(QcCall **calls, int ncalls, int concurrency,
 			/* only an error (a cancel) leaves a call in a slot: audit it */
 			if (slots[s].call != NULL)
 				qc_audit_interrupted(slots[s].call);
+			drop_lookup(&slots[s]);
 			release_hop(&slots[s]);
 			slots[s].call = NULL;
 		}

@@ -28,6 +28,7 @@ typedef struct QcHeader
 #define QC_OUTCOME_TIMEOUT		"timeout"
 #define QC_OUTCOME_ERROR		"error"
 #define QC_OUTCOME_CANCELLED	"cancelled"
+#define QC_OUTCOME_CHECKED		"checked"	/* check_url; see audit.h */
 
 typedef struct QcCall
 {

@@ -5,12 +5,13 @@
  *	  prompt and messages forms, and web_fetch's extract_prompt.
  *
  * One round is one request to the model (chat.c).  When the reply asks for
- * tools, every call in it is run (tools.c), the assistant message and one
- * "tool" message per call id are appended, and the next round starts; the
- * loop ends when the model answers without tool calls, or when max_rounds
- * requests have been made (finish_reason "max_rounds": the calls of that
- * last reply are recorded but not run, since no round is left to read
- * them).
+ * tools, every call in it is run (tools.c; beyond
+ * queryclaw.llm_max_tool_calls, a call is answered with an error instead),
+ * the assistant message and one "tool" message per call id are appended,
+ * and the next round starts; the loop ends when the model answers without
+ * tool calls, or when max_rounds requests have been made (finish_reason
+ * "max_rounds": the calls of that last reply are recorded but not run,
+ * since no round is left to read them).
  *
  * With an output schema, the answer must be JSON (a surrounding code fence
  * is tolerated) of the schema's top-level type when it names "object" or
@@ -111,7 +112,11 @@ json_answer(const char *content, const char *want, char **why)
 	return text;
 }
 
-/* Run every tool call of a reply, appending one tool message per call. */
+/*
+ * Run the tool calls of a reply, appending one tool message per call.  Only
+ * the first queryclaw.llm_max_tool_calls are run, so that one reply cannot
+ * fan out without limit; each of the others is answered with an error.
+ */
 static void
 run_tool_calls(QcChat *chat, List *tools, int round, QcChatReply *reply,
 			   LoopResult *out)
@@ -126,7 +131,8 @@ run_tool_calls(QcChat *chat, List *tools, int round, QcChatReply *reply,
 		CHECK_FOR_INTERRUPTS();
 		rec->round = round;
 		rec->call = lfirst(lc);
-		rec->result = qc_tool_run(chat, tools, round, rec->call);
+		rec->result = foreach_current_index(lc) < qc_llm_max_tool_calls ?
+			qc_tool_run(chat, tools, round, rec->call) : qc_tool_not_run();
 		qc_chat_add(chat, "tool", rec->result->content, rec->call->id);
 		out->records = lappend(out->records, rec);
 	}

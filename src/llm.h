@@ -94,6 +94,12 @@ extern char *qc_tools_json(List *tools);
 extern QcToolResult *qc_tool_run(const QcChat *chat, List *tools, int round,
 								 const QcToolCall *tc);
 
+/*
+ * The result of a tool call that is not run because its reply holds more
+ * than queryclaw.llm_max_tool_calls calls: an error the model can read.
+ */
+extern QcToolResult *qc_tool_not_run(void);
+
 /* Raise 42501 unless the current role may execute the function. */
 extern void qc_require_execute(const char *signature, const char *detail);
 

@@ -4,9 +4,13 @@
  *	  The rules every request obeys, applied to its URL before it is sent
  *	  and to every address it connects to.
  *
+ * Every decision is made on the host as qc_url_parse() maps it (hostname.c:
+ * IDNA, case, final dot, the IPv4 forms browsers accept), and the URL given
+ * to libcurl holds that same host, so what is checked is what is reached.
+ *
  * Two layers enforce queryclaw.block_local.  qc_policy_check_url() refuses a
- * literal address in the URL before anything is sent (so a refusal of
- * 10.0.0.1 never produces a packet).  qc_policy_address_permitted() is the
+ * literal address in the URL, and "localhost", before anything is sent (so
+ * a refusal of 10.0.0.1 never produces a packet, with or without a proxy).  qc_policy_address_permitted() is the
  * connect-time check that http.c runs from libcurl's socket-open and
  * pre-request callbacks on the address actually used, which is what defeats
  * DNS names that resolve to private addresses, DNS rebinding, and redirects.
@@ -15,6 +19,7 @@
  */
 #include "postgres.h"
 
+#include <ctype.h>
 #include <curl/curl.h>
 #include <sys/socket.h>
 
@@ -32,69 +37,175 @@ take_curl_string(char *s)
 	return copy;
 }
 
+/* The first control character (C0 or DEL) in text, or 0. */
+static int
+control_character(const char *text)
+{
+	for (const unsigned char *c = (const unsigned char *) text; *c; c++)
+		if (*c < 0x20 || *c == 0x7f)
+			return *c;
+	return 0;
+}
+
+/*
+ * Map the host libcurl found to the form policy and libcurl both use
+ * (hostname.c), and put that form back into the URL.
+ */
+static bool
+map_host(CURLU *handle, QcUrl *url, char **error)
+{
+	QcHostName	name;
+	char		why[256];
+
+	if (!qc_host_to_ascii(url->host, &name, why, sizeof(why)))
+	{
+		*error = pstrdup(why);
+		return false;
+	}
+	url->host = pstrdup(name.name);
+	url->host_is_ip = name.is_ip;
+	url->addr = name.addr;
+	if (curl_url_set(handle, CURLUPART_HOST,
+					 name.addr.family == AF_INET6 ? psprintf("[%s]", name.name) : name.name,
+					 0) != CURLUE_OK)
+	{
+		*error = psprintf("The host \"%s\" cannot be put back into the URL.", name.name);
+		return false;
+	}
+	return true;
+}
+
+/* Read the parts of a URL libcurl has parsed; the host is mapped first. */
+static bool
+read_parts(CURLU *handle, QcUrl *url, char **error)
+{
+	char	   *part = NULL;
+
+	if (curl_url_get(handle, CURLUPART_SCHEME, &part, 0) != CURLUE_OK)
+	{
+		*error = pstrdup("The URL has no scheme.");
+		return false;
+	}
+	url->scheme = take_curl_string(part);
+	url->scheme = asc_tolower(url->scheme, strlen(url->scheme));
+	/* file:///x has no host: let the scheme rule refuse it, by name */
+	url->host = curl_url_get(handle, CURLUPART_HOST, &part, 0) == CURLUE_OK ?
+		take_curl_string(part) : pstrdup("");
+	if (url->host[0] == '\0')
+	{
+		if (strcmp(url->scheme, "http") == 0 || strcmp(url->scheme, "https") == 0)
+		{
+			*error = pstrdup("The URL has no host.");
+			return false;
+		}
+	}
+	else if (!map_host(handle, url, error))
+		return false;
+	if (curl_url_get(handle, CURLUPART_PORT, &part, CURLU_DEFAULT_PORT) == CURLUE_OK)
+		url->port = atoi(take_curl_string(part));
+	if (curl_url_get(handle, CURLUPART_URL, &part, 0) != CURLUE_OK)
+	{
+		*error = pstrdup("The URL cannot be put together again.");
+		return false;
+	}
+	url->url = take_curl_string(part);
+	return true;
+}
+
+/*
+ * The first printable ASCII character of the URL's host that no host name
+ * has, or 0: libcurl 8 refuses such a host itself ("Bad hostname"), 7
+ * leaves it to qc_host_to_ascii(), and both are worded as the latter does.
+ */
+static char
+refused_host_char(const char *text)
+{
+	const char *host = strstr(text, "://");
+	size_t		len;
+
+	if (host == NULL)
+		return 0;
+	host += 3;
+	len = strcspn(host, "/?#");
+	for (const char *at = memchr(host, '@', len); at != NULL; at = memchr(host, '@', len))
+	{
+		len -= at + 1 - host;
+		host = at + 1;
+	}
+	for (size_t i = 0; i < len && host[i] != ':'; i++)
+	{
+		unsigned char c = (unsigned char) host[i];
+
+		if (c > 0x20 && c < 0x7f && !isalnum(c) && strchr("-._[]", c) == NULL)
+			return (char) c;
+	}
+	return 0;
+}
+
 bool
 qc_url_parse(const char *text, QcUrl *url, char **error)
 {
-	CURLU	   *handle = curl_url();
+	CURLU	   *handle;
 	CURLUcode	rc;
-	unsigned int flags = CURLU_NON_SUPPORT_SCHEME;
-	char	   *part = NULL;
+	int			control = control_character(text);
+	char		bad;
+	bool		ok;
 
 	memset(url, 0, sizeof(*url));
-	if (handle == NULL)
+	/* CR, LF, ESC and kin: refused as they are, never cleaned up */
+	if (control != 0)
+	{
+		*error = psprintf("The URL contains the control character 0x%02X.", control);
+		return false;
+	}
+	if ((handle = curl_url()) == NULL)
 		elog(ERROR, "out of memory creating a URL handle");
-
-	rc = curl_url_set(handle, CURLUPART_URL, text, flags);
+	rc = curl_url_set(handle, CURLUPART_URL, text, CURLU_NON_SUPPORT_SCHEME);
 	if (rc == CURLUE_OK)
 		rc = curl_url_set(handle, CURLUPART_FRAGMENT, NULL, 0);
-	if (rc == CURLUE_OK && curl_url_get(handle, CURLUPART_URL, &part, 0) == CURLUE_OK)
-		url->url = take_curl_string(part);
-	if (rc == CURLUE_OK && curl_url_get(handle, CURLUPART_SCHEME, &part, 0) == CURLUE_OK)
-		url->scheme = take_curl_string(part);
-	if (rc == CURLUE_OK && curl_url_get(handle, CURLUPART_HOST, &part, 0) == CURLUE_OK)
-		url->host = take_curl_string(part);
-	if (rc == CURLUE_OK && curl_url_get(handle, CURLUPART_PORT, &part, CURLU_DEFAULT_PORT) == CURLUE_OK)
-		url->port = atoi(take_curl_string(part));
-	curl_url_cleanup(handle);
-
 	/*
 	 * Refusals libcurl words differently by version, in words of our own:
-	 * no scheme and white space (8 calls both malformed input, 7 a bad
-	 * scheme and a bad host name), no host.
+	 * no scheme and a space (8 calls both malformed input, 7 a bad scheme
+	 * and a bad host name), no host.
 	 */
 	if (rc == CURLUE_BAD_SCHEME || (rc != CURLUE_OK && strstr(text, "://") == NULL))
-	{
 		*error = pstrdup("A URL must start with http:// or https://.");
-		return false;
-	}
-	if (rc != CURLUE_OK && strpbrk(text, " \t\r\n") != NULL)
-	{
+	else if (rc != CURLUE_OK && strchr(text, ' ') != NULL)
 		*error = pstrdup("A URL cannot contain white space.");
-		return false;
-	}
-	if (rc == CURLUE_NO_HOST)
-	{
+	else if (rc == CURLUE_NO_HOST)
 		*error = pstrdup("The URL has no host.");
-		return false;
-	}
-	if (rc != CURLUE_OK)
-	{
+	else if (rc == CURLUE_BAD_HOSTNAME && (bad = refused_host_char(text)) != 0)
+		*error = psprintf("The host contains \"%c\", which host names cannot contain.", bad);
+	else if (rc != CURLUE_OK)
 		*error = psprintf("%s.", curl_url_strerror(rc));
-		return false;
-	}
-	url->scheme = asc_tolower(url->scheme, strlen(url->scheme));
-	/* file:///x has no host: let the scheme rule refuse it, by name */
-	if (url->host == NULL)
-		url->host = pstrdup("");
-	if (url->host[0] == '\0' &&
-		(strcmp(url->scheme, "http") == 0 || strcmp(url->scheme, "https") == 0))
+	ok = rc == CURLUE_OK && read_parts(handle, url, error);
+	curl_url_cleanup(handle);
+	return ok;
+}
+
+/* "localhost" and "*.localhost" (RFC 6761), as browsers and libcurl read them */
+static bool
+is_localhost(const char *host)
+{
+	size_t		len = strlen(host);
+
+	return strcmp(host, "localhost") == 0 ||
+		(len > 10 && strcmp(host + len - 10, ".localhost") == 0);
+}
+
+int
+qc_url_literal_addresses(const QcUrl *url, QcInetAddr *addrs)
+{
+	if (url->host_is_ip)
 	{
-		*error = pstrdup("The URL has no host.");
-		return false;
+		addrs[0] = url->addr;
+		return 1;
 	}
-	qc_host_normalise(url->host);
-	url->host_is_ip = qc_inet_parse(url->host, &url->addr);
-	return true;
+	if (!is_localhost(url->host))
+		return 0;
+	qc_inet_parse("127.0.0.1", &addrs[0]);
+	qc_inet_parse("::1", &addrs[1]);
+	return 2;
 }
 
 static void
@@ -132,6 +243,8 @@ qc_policy_check_url(const QcUrl *url, const char *method, QcRefusal *refusal)
 {
 	const QcHostRule *rule;
 	QcAddrClass cls;
+	QcInetAddr	addrs[2];
+	int			naddrs;
 
 	if (!qc_policy_check_trusted_url(url, refusal))
 		return false;
@@ -154,11 +267,14 @@ qc_policy_check_url(const QcUrl *url, const char *method, QcRefusal *refusal)
 			   psprintf("Add \"%s\" to queryclaw.allowed_hosts to allow it.", url->host));
 		return false;
 	}
-	if (url->host_is_ip &&
-		!qc_policy_address_permitted(&url->addr, url->port, &cls))
+	naddrs = qc_url_literal_addresses(url, addrs);
+	for (int i = 0; i < naddrs; i++)
 	{
-		qc_policy_address_refusal(&url->addr, url->port, &cls, refusal);
-		return false;
+		if (!qc_policy_address_permitted(&addrs[i], url->port, &cls))
+		{
+			qc_policy_address_refusal(&addrs[i], url->port, &cls, refusal);
+			return false;
+		}
 	}
 	if (qc_read_only && strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0)
 	{

@@ -13,9 +13,9 @@
 /* A URL as libcurl's URL parser understands it. */
 typedef struct QcUrl
 {
-	char	   *url;			/* normalised URL, fragment dropped */
+	char	   *url;			/* normalised URL (host as below), no fragment */
 	char	   *scheme;			/* lower case */
-	char	   *host;			/* lower case, no brackets, no final dot */
+	char	   *host;			/* as qc_host_to_ascii() maps it; "" if none */
 	int			port;			/* explicit or the scheme's default */
 	bool		host_is_ip;
 	QcInetAddr	addr;			/* valid when host_is_ip */
@@ -31,10 +31,19 @@ typedef struct QcRefusal
 } QcRefusal;
 
 /*
- * Parse an absolute URL.  Returns false with *error set to a sentence when
- * the text is not a URL; any scheme parses (refusing it is policy).
+ * Parse an absolute URL and map its host (hostname.c).  Returns false with
+ * *error set to a sentence when the text is not a URL, holds a control
+ * character, or names a host that is not valid; any scheme parses
+ * (refusing it is policy).
  */
 extern bool qc_url_parse(const char *text, QcUrl *url, char **error);
+
+/*
+ * The addresses a URL names without any lookup: its literal address, or
+ * 127.0.0.1 and ::1 for "localhost" and "*.localhost".  addrs has room for
+ * two; returns how many.
+ */
+extern int	qc_url_literal_addresses(const QcUrl *url, QcInetAddr *addrs);
 
 /*
  * Everything that can be decided from the URL and method alone: the master

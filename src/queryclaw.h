@@ -40,6 +40,7 @@ extern char *qc_llm_model;
 extern char *qc_llm_api_key;
 extern int	qc_llm_timeout;		/* milliseconds */
 extern int	qc_llm_max_rounds;
+extern int	qc_llm_max_tool_calls;
 extern int	qc_llm_max_tokens;	/* 0: not sent */
 extern int	qc_llm_tool_max_chars;
 extern char *qc_search_url;

@@ -116,6 +116,32 @@ authority_start(const char *url)
 	return p;
 }
 
+/*
+ * Control characters written as %XX: a URL that holds them is refused, but
+ * its audit row and error message still show it, and a raw CR, LF or ESC
+ * there could forge lines in a log or drive a terminal.
+ */
+static char *
+escape_controls(char *text)
+{
+	StringInfoData out;
+	const unsigned char *first = (const unsigned char *) text;
+
+	while (*first && *first >= 0x20 && *first != 0x7f)
+		first++;
+	if (*first == '\0')
+		return text;
+	initStringInfo(&out);
+	for (const unsigned char *c = (const unsigned char *) text; *c; c++)
+	{
+		if (*c < 0x20 || *c == 0x7f)
+			appendStringInfo(&out, "%%%02X", *c);
+		else
+			appendStringInfoChar(&out, (char) *c);
+	}
+	return out.data;
+}
+
 char *
 qc_redact_url(const char *url)
 {
@@ -142,7 +168,7 @@ qc_redact_url(const char *url)
 	if (query != NULL)
 		append_query(&out, query, end);
 	/* so redact what is now the authority too; each pass drops an '@' */
-	return host_gone ? qc_redact_url(out.data) : out.data;
+	return host_gone ? qc_redact_url(out.data) : escape_controls(out.data);
 }
 
 /* Replace every occurrence of key in text; text itself when there is none. */

@@ -13,8 +13,9 @@ extern bool qc_name_is_secret(const char *name, bool is_header);
 
 /*
  * A copy of url fit to show or store: userinfo and fragment removed, the
- * values of secret-looking query parameters replaced by REDACTED.  Works on
- * any text, including URLs that do not parse.
+ * values of secret-looking query parameters replaced by REDACTED, control
+ * characters written as %XX.  Works on any text, including URLs that do
+ * not parse.
  */
 extern char *qc_redact_url(const char *url);
 

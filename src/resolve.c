@@ -1,14 +1,16 @@
 /*-------------------------------------------------------------------------
  *
  * resolve.c
- *	  Name resolution for check_url(), cancellable and bounded in time.
+ *	  Name resolution, cancellable and bounded in time: for check_url(),
+ *	  and for every request whose addresses are checked (http.c), which
+ *	  needs all the addresses a name has, not only the one libcurl tries.
  *
  * getaddrinfo() blocks until the name server answers or gives up, which
  * may be ten seconds or more, and no query cancel can stop it.  So the
  * lookup runs in a thread of its own while the backend waits in short
  * slices, answering a cancel or statement_timeout between them, and stops
- * waiting at queryclaw.timeout.  (libcurl resolves the same way for the
- * requests themselves.)
+ * waiting at queryclaw.timeout.  The transport (http.c) starts lookups
+ * without waiting and drives them from its own loop, woken by the thread.
  *
  * The thread touches nothing of PostgreSQL's: it calls getaddrinfo() on a
  * malloc'd lookup and marks it done, with every signal blocked, so that
@@ -49,15 +51,19 @@ static pthread_mutex_t threads_mutex = PTHREAD_MUTEX_INITIALIZER;
 static int	threads_running = 0;
 
 /* One lookup, shared by the backend and the thread that runs it */
-typedef struct Lookup
+struct QcLookup
 {
 	pthread_mutex_t mutex;
 	bool		done;			/* the thread has its answer */
 	bool		abandoned;		/* the backend stopped waiting */
 	int			rc;				/* getaddrinfo()'s result */
 	struct addrinfo *result;
+	QcLookupWake wake;			/* called by the thread once done, or NULL */
+	void	   *wake_arg;
 	char		host[FLEXIBLE_ARRAY_MEMBER];
-} Lookup;
+};
+
+typedef struct QcLookup Lookup;
 
 static void
 lookup_free(Lookup *lookup)
@@ -104,11 +110,16 @@ lookup_thread(void *arg)
 {
 	Lookup	   *lookup = arg;
 	struct addrinfo hints = {0};
+	QcLookupWake wake = lookup->wake;
+	void	   *wake_arg = lookup->wake_arg;
 
 	hints.ai_socktype = SOCK_STREAM;
 	lookup->rc = getaddrinfo(lookup->host, NULL, &hints, &lookup->result);
+	/* once let go of, the lookup may be freed: its wake-up was copied */
 	if (let_go(lookup, true))
 		lookup_free(lookup);
+	else if (wake != NULL)
+		wake(wake_arg);
 	pthread_mutex_lock(&threads_mutex);
 	threads_running--;
 	pthread_mutex_unlock(&threads_mutex);
@@ -195,13 +206,12 @@ wait_for_lookup(Lookup *lookup)
 	return done;
 }
 
-int
-qc_resolve_host(const char *host, QcInetAddr *addrs, int max, const char **error)
+QcLookup *
+qc_lookup_start(const char *host, QcLookupWake wake, void *wake_arg,
+				const char **error)
 {
 	size_t		len = strlen(host);
 	Lookup	   *lookup;
-	bool		done;
-	int			n;
 
 	lookup = calloc(1, offsetof(Lookup, host) + len + 1);
 	if (lookup == NULL)
@@ -209,32 +219,29 @@ qc_resolve_host(const char *host, QcInetAddr *addrs, int max, const char **error
 				(errcode(ERRCODE_OUT_OF_MEMORY),
 				 errmsg("out of memory")));
 	pthread_mutex_init(&lookup->mutex, NULL);
+	lookup->wake = wake;
+	lookup->wake_arg = wake_arg;
 	memcpy(lookup->host, host, len + 1);
 	if (!start_lookup(lookup, error))
 	{
 		lookup_free(lookup);
-		return -1;
+		return NULL;
 	}
+	return lookup;
+}
 
-	PG_TRY();
-	{
-		done = wait_for_lookup(lookup);
-	}
-	PG_CATCH();
-	{
-		if (let_go(lookup, false))
-			lookup_free(lookup);
-		PG_RE_THROW();
-	}
-	PG_END_TRY();
+bool
+qc_lookup_done(QcLookup *lookup)
+{
+	return lookup_done(lookup);
+}
 
-	if (!done)
-	{
-		if (let_go(lookup, false))
-			lookup_free(lookup);
-		*error = "Name resolution timed out (queryclaw.timeout).";
-		return -1;
-	}
+int
+qc_lookup_finish(QcLookup *lookup, QcInetAddr *addrs, int max, const char **error)
+{
+	int			n;
+
+	Assert(lookup_done(lookup));
 	if (lookup->rc != 0)
 	{
 		*error = gai_strerror(lookup->rc);
@@ -244,4 +251,39 @@ qc_resolve_host(const char *host, QcInetAddr *addrs, int max, const char **error
 		n = copy_addresses(lookup->result, addrs, max);
 	lookup_free(lookup);
 	return n;
+}
+
+void
+qc_lookup_abandon(QcLookup *lookup)
+{
+	if (let_go(lookup, false))
+		lookup_free(lookup);
+}
+
+int
+qc_resolve_host(const char *host, QcInetAddr *addrs, int max, const char **error)
+{
+	QcLookup   *lookup = qc_lookup_start(host, NULL, NULL, error);
+	bool		done;
+
+	if (lookup == NULL)
+		return -1;
+	PG_TRY();
+	{
+		done = wait_for_lookup(lookup);
+	}
+	PG_CATCH();
+	{
+		qc_lookup_abandon(lookup);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+
+	if (!done)
+	{
+		qc_lookup_abandon(lookup);
+		*error = "Name resolution timed out (queryclaw.timeout).";
+		return -1;
+	}
+	return qc_lookup_finish(lookup, addrs, max, error);
 }

@@ -10,6 +10,34 @@
 
 #include "netaddr.h"
 
+/* A lookup in flight (resolve.c). */
+typedef struct QcLookup QcLookup;
+
+/* Called, from the lookup's own thread, once its answer is in. */
+typedef void (*QcLookupWake) (void *arg);
+
+/*
+ * Start resolving host in a thread of its own; wake (may be NULL) is
+ * called from that thread once the answer is in, and must be thread-safe.
+ * Returns NULL with *error set when no thread could be started (a session
+ * keeps at most a few at once).
+ */
+extern QcLookup *qc_lookup_start(const char *host, QcLookupWake wake,
+								 void *wake_arg, const char **error);
+
+/* Is the answer in? */
+extern bool qc_lookup_done(QcLookup *lookup);
+
+/*
+ * The answer of a lookup that is done: at most max addresses, or -1 with
+ * *error set.  The lookup is freed.
+ */
+extern int	qc_lookup_finish(QcLookup *lookup, QcInetAddr *addrs, int max,
+							 const char **error);
+
+/* Stop waiting for a lookup; it is freed now or when its thread ends. */
+extern void qc_lookup_abandon(QcLookup *lookup);
+
 /*
  * Resolve host into at most max IPv4/IPv6 addresses, waiting no longer
  * than queryclaw.timeout; a query cancel is raised while waiting.  Returns

@@ -14,10 +14,13 @@
 #include "postgres.h"
 
 #include "common/base64.h"
+#include "common/hashfn.h"
 #include "lib/stringinfo.h"
 #include "mb/pg_wchar.h"
+#include "miscadmin.h"
 #include "utils/builtins.h"
 #include "utils/formatting.h"
+#include "utils/hsearch.h"
 #include "utils/json.h"
 
 #include "audit.h"
@@ -157,7 +160,7 @@ finish_text(QcCall *call, char *text)
 static char *
 finish_json(QcCall *call, char *text, const char *what, const char *hint)
 {
-	if (qc_count_chars(text) > call->max_chars)
+	if (qc_exceeds_chars(text, call->max_chars))
 		return fail(call, ERRCODE_PROGRAM_LIMIT_EXCEEDED,
 					psprintf("%s from %s is longer than %d characters", what,
 							 qc_redact_url(call->final_url), call->max_chars),
@@ -188,7 +191,9 @@ qc_response_text(QcCall *call, QcFormat format)
 	if (format == QC_FORMAT_JSON)
 	{
 		text = qc_to_server_text(call->data, call->data_len, header_charset);
-		if (!qc_json_is_valid(text, strlen(text)))
+		/* one too long to return is refused unparsed: parsing cannot stop */
+		if (!qc_exceeds_chars(text, call->max_chars) &&
+			!qc_json_is_valid(text, strlen(text)))
 			return fail(call, ERRCODE_INVALID_TEXT_REPRESENTATION,
 						psprintf("response from %s is not valid JSON",
 								 qc_redact_url(call->final_url)),
@@ -273,56 +278,118 @@ qc_fetch_result(QcCall *call, QcFormat format)
 	return text;
 }
 
-/* Append the response headers as one object: lower-case names, repeats joined. */
-static void
+/* One name of the headers object, and its value (or values, joined). */
+typedef struct HeaderEntry
+{
+	char	   *name;			/* the key: lower case */
+	const char *value;			/* the first value, in the header block */
+	int			value_len;
+	StringInfo	joined;			/* once the name repeats: all its values */
+} HeaderEntry;
+
+static uint32
+header_name_hash(const void *key, Size keysize)
+{
+	const char *name = *(char *const *) key;
+
+	return hash_bytes((const unsigned char *) name, strlen(name));
+}
+
+static int
+header_name_match(const void *a, const void *b, Size keysize)
+{
+	return strcmp(*(char *const *) a, *(char *const *) b);
+}
+
+/* Note one header line in the table; false when it had no room for it. */
+static bool
+add_header(HTAB *table, HeaderEntry **kept, int *nkept, const char *line,
+		   size_t len, const char *colon)
+{
+	char	   *name = asc_tolower(line, colon - line);
+	const char *v = colon + 1;
+	HeaderEntry *e;
+	bool		found;
+
+	while (*v == ' ' || *v == '\t')
+		v++;
+	e = hash_search(table, &name, *nkept < QC_MAX_HEADERS_KEPT ? HASH_ENTER : HASH_FIND,
+					&found);
+	if (e == NULL)
+	{
+		pfree(name);
+		return false;
+	}
+	if (!found)
+	{
+		e->value = v;
+		e->value_len = line + len - v;
+		e->joined = NULL;
+		kept[(*nkept)++] = e;
+		return true;
+	}
+	pfree(name);
+	if (e->joined == NULL)
+	{
+		e->joined = makeStringInfo();
+		appendBinaryStringInfo(e->joined, e->value, e->value_len);
+	}
+	appendStringInfoString(e->joined, ", ");
+	appendBinaryStringInfo(e->joined, v, line + len - v);
+	return true;
+}
+
+/*
+ * Append the response headers (valid text, see http.c) as one object:
+ * lower-case names, repeats joined with ", ".  Repeats are found through a
+ * hash table, so the time is linear in the size of the header block.  The
+ * first QC_MAX_HEADERS_KEPT names are kept; returns how many header lines
+ * were left out for want of room.
+ */
+static int
 append_headers_object(StringInfo out, const char *block)
 {
-	List	   *names = NIL;
-	List	   *values = NIL;
-	ListCell   *ln,
-			   *lv;
+	HASHCTL		ctl;
+	HTAB	   *table;
+	HeaderEntry **kept = palloc(QC_MAX_HEADERS_KEPT * sizeof(HeaderEntry *));
+	int			nkept = 0;
+	int			dropped = 0;
 	const char *line = strchr(block, '\n');	/* skip the status line */
 
+	ctl.keysize = sizeof(char *);
+	ctl.entrysize = sizeof(HeaderEntry);
+	ctl.hash = header_name_hash;
+	ctl.match = header_name_match;
+	ctl.hcxt = CurrentMemoryContext;
+	table = hash_create("queryclaw response headers", 32, &ctl,
+						HASH_ELEM | HASH_FUNCTION | HASH_COMPARE | HASH_CONTEXT);
 	while (line != NULL && *++line != '\0')
 	{
 		size_t		len = strcspn(line, "\r\n");
 		const char *colon = memchr(line, ':', len);
 
-		if (colon != NULL && colon > line)
-		{
-			char	   *name = asc_tolower(line, colon - line);
-			const char *v = colon + 1;
-			char	   *value;
-			StringInfo	found = NULL;
-
-			while (*v == ' ' || *v == '\t')
-				v++;
-			value = qc_to_server_text(v, line + len - v, NULL);
-			forboth(ln, names, lv, values)
-				if (strcmp(lfirst(ln), name) == 0)
-					found = lfirst(lv);
-			if (found)
-				appendStringInfo(found, ", %s", value);
-			else
-			{
-				names = lappend(names, name);
-				values = lappend(values, makeStringInfo());
-				appendStringInfoString(llast(values), value);
-			}
-		}
+		CHECK_FOR_INTERRUPTS();
+		if (colon != NULL && colon > line &&
+			!add_header(table, kept, &nkept, line, len, colon))
+			dropped++;
 		line = strchr(line, '\n');
 	}
 
 	appendStringInfoChar(out, '{');
-	forboth(ln, names, lv, values)
+	for (int i = 0; i < nkept; i++)
 	{
-		if (ln != list_head(names))
+		HeaderEntry *e = kept[i];
+
+		if (i > 0)
 			appendStringInfoString(out, ", ");
-		escape_json(out, lfirst(ln));
+		escape_json(out, e->name);
 		appendStringInfoString(out, ": ");
-		escape_json(out, ((StringInfo) lfirst(lv))->data);
+		escape_json(out, e->joined ? e->joined->data : pnstrdup(e->value, e->value_len));
 	}
 	appendStringInfoChar(out, '}');
+	hash_destroy(table);
+	pfree(kept);
+	return dropped;
 }
 
 /* Is the body text we can return as a string (rather than base64)? */
@@ -334,7 +401,7 @@ body_is_text(const QcCall *call)
 	if (ctype != NULL)
 		return qc_content_type_is_text(ctype) || qc_content_type_is_html(ctype) ||
 			qc_content_type_is_json(ctype);
-	return pg_verify_mbstr(PG_UTF8, call->data, call->data_len, true);
+	return qc_is_utf8(call->data, call->data_len);
 }
 
 /* Append the body: jsonb, a string, or base64; sets chars and truncated. */
@@ -354,7 +421,7 @@ append_body(StringInfo out, QcCall *call)
 	{
 		text = qc_to_server_text(call->data, call->data_len, body_charset(call));
 		if (qc_content_type_is_json(call->content_type) && !call->data_cut &&
-			qc_count_chars(text) <= call->max_chars &&
+			!qc_exceeds_chars(text, call->max_chars) &&
 			qc_json_is_valid(text, strlen(text)))
 		{
 			appendStringInfoString(out, text);
@@ -385,6 +452,7 @@ Jsonb *
 qc_response_jsonb(QcCall *call)
 {
 	StringInfoData out;
+	int			headers_dropped;
 
 	initStringInfo(&out);
 	appendStringInfo(&out, "{\"status\": %ld, \"ok\": %s, \"url\": ",
@@ -392,15 +460,14 @@ qc_response_jsonb(QcCall *call)
 					 call->status >= 200 && call->status < 300 ? "true" : "false");
 	escape_json(&out, call->final_url);
 	appendStringInfoString(&out, ", \"content_type\": ");
-	if (call->content_type)
-		escape_json(&out, qc_to_server_text(call->content_type,
-											strlen(call->content_type), NULL));
-	else
-		appendStringInfoString(&out, "null");
+	qc_json_append_string(&out, call->content_type);
 	appendStringInfoString(&out, ", \"headers\": ");
-	append_headers_object(&out, call->response_headers);
+	headers_dropped = append_headers_object(&out, call->response_headers);
+	if (headers_dropped > 0)
+		appendStringInfo(&out, ", \"headers_dropped\": %d", headers_dropped);
 	appendStringInfoString(&out, ", \"body\": ");
 	append_body(&out, call);
+	call->truncated = call->truncated || headers_dropped > 0;
 	if (call->data_len > 0 && body_is_html(call))
 	{
 		char	   *metadata;
@@ -414,5 +481,6 @@ qc_response_jsonb(QcCall *call)
 	appendStringInfo(&out, ", \"truncated\": %s, \"elapsed_ms\": %.3f}",
 					 call->truncated ? "true" : "false", call->elapsed_ms);
 
-	return DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(out.data)));
+	return DatumGetJsonbP(DirectFunctionCall1(jsonb_in,
+											  CStringGetDatum(qc_valid_text(out.data))));
 }

@@ -63,6 +63,13 @@ extern char *qc_fetch_result(QcCall *call, QcFormat format);
 #define QC_QUOTE_CHARS 200
 extern char *qc_text_quote(const char *text);
 
+/*
+ * Most names api_call's headers object keeps: a response with more gets
+ * "headers_dropped" (how many header lines were left out) and "truncated"
+ * true.
+ */
+#define QC_MAX_HEADERS_KEPT 1000
+
 /* api_call's result object; sets call->chars and call->truncated. */
 extern Jsonb *qc_response_jsonb(QcCall *call);
 
@@ -76,7 +83,10 @@ extern QcCall *qc_api_prepare(const char *func, char *url, const char *method,
 /* api_call's result for a call that has run (audited), or NULL if it failed. */
 extern Jsonb *qc_api_result(QcCall *call);
 
-/* check.c: check_url's result as JSON text. */
-extern char *qc_check_url_json(const char *url);
+/*
+ * check.c: check_url's result as JSON text; the check is audited (with
+ * audit_extra, which may be NULL, in the row's detail) and rate-limited.
+ */
+extern char *qc_check_url_json(const char *url, char *audit_extra);
 
 #endif							/* QC_RESPONSE_H */

@@ -176,51 +176,14 @@ parse_addr_entry(const char *entry, void *slot, char *err, size_t errlen)
 	return 1;
 }
 
-void
-qc_host_normalise(char *host)
-{
-	size_t		len;
-
-	if (host[0] == '[')
-	{
-		len = strlen(host);
-		memmove(host, host + 1, len);
-		if (len >= 2 && host[len - 2] == ']')
-			host[len - 2] = '\0';
-	}
-	for (char *c = host; *c; c++)
-		*c = (char) tolower((unsigned char) *c);
-	len = strlen(host);
-	if (len > 1 && host[len - 1] == '.')
-		host[len - 1] = '\0';
-}
-
-/* A host name: letters, digits, '-', '.', '_', or an IP literal. */
-static int
-valid_host_name(const char *name)
-{
-	QcInetAddr	addr;
-
-	if (qc_inet_parse(name, &addr))
-		return 1;
-	if (name[0] == '\0' || name[0] == '.' || strlen(name) > QC_HOST_MAX)
-		return 0;
-	for (const char *c = name; *c; c++)
-	{
-		if (!(isalnum((unsigned char) *c) || *c == '-' || *c == '.' || *c == '_' ||
-			  (unsigned char) *c >= 0x80))
-			return 0;
-	}
-	/* a final dot left after normalising means the entry ended in ".." */
-	return strstr(name, "..") == NULL && name[strlen(name) - 1] != '.';
-}
-
 static int
 parse_host_entry(const char *entry, void *slot, char *err, size_t errlen)
 {
 	QcHostRule *rule = slot;
 	char		buf[ENTRY_MAX + 1];
 	char	   *host;
+	QcHostName	name;
+	char		why[200];
 
 	strcpy(buf, entry);
 	host = split_port(buf, &rule->port);
@@ -232,15 +195,19 @@ parse_host_entry(const char *entry, void *slot, char *err, size_t errlen)
 	rule->wildcard = (strncmp(host, "*.", 2) == 0);
 	if (rule->wildcard)
 		host += 2;
-	qc_host_normalise(host);
-	if (!valid_host_name(host))
+	/* entries are matched in the form URLs are mapped to */
+	if (!qc_host_to_ascii(host, &name, why, sizeof(why)))
 	{
-		snprintf(err, errlen,
-				 "Entry \"%s\" is not a host name, \"*.\" followed by a host name, or an IP address.",
-				 entry);
+		snprintf(err, errlen, "Entry \"%s\" is not a host name, \"*.\" followed by a host name, or an IP address. %s",
+				 entry, why);
 		return 0;
 	}
-	strcpy(rule->name, host);
+	if (rule->wildcard && name.is_ip)
+	{
+		snprintf(err, errlen, "Entry \"%s\" puts \"*.\" before an IP address.", entry);
+		return 0;
+	}
+	strcpy(rule->name, name.name);
 	return 1;
 }
 

@@ -14,9 +14,7 @@
 #ifndef QC_RULES_H
 #define QC_RULES_H
 
-#include "netaddr.h"
-
-#define QC_HOST_MAX 255
+#include "hostname.h"
 
 /* One local_allowlist entry. */
 typedef struct QcAddrRule
@@ -37,7 +35,7 @@ typedef struct QcHostRule
 {
 	int			wildcard;		/* "*.example.com": subdomains only */
 	int			port;			/* 0 = any port */
-	char		name[QC_HOST_MAX + 1];	/* lower case, no brackets or final dot */
+	char		name[QC_HOST_MAX + 1];	/* as qc_host_to_ascii() maps it */
 } QcHostRule;
 
 typedef struct QcHostList
@@ -56,10 +54,8 @@ extern QcHostList *qc_host_list_parse(const char *text, char *err, size_t errlen
 /* Matching: port is the port actually used. */
 extern const QcAddrRule *qc_addr_list_match(const QcAddrList *list,
 											const QcInetAddr *addr, int port);
+/* host is as qc_host_to_ascii() maps it. */
 extern const QcHostRule *qc_host_list_match(const QcHostList *list,
 											const char *host, int port);
-
-/* Normalise a host name in place: lower case, no brackets, no final dot. */
-extern void qc_host_normalise(char *host);
 
 #endif							/* QC_RULES_H */

@@ -139,7 +139,7 @@ run_web_search(JsonbContainer *args, ToolContext *ctx)
 static char *
 run_check_url(JsonbContainer *args, ToolContext *ctx)
 {
-	return qc_check_url_json(required_arg(args, "url"));
+	return qc_check_url_json(required_arg(args, "url"), ctx->audit_extra);
 }
 
 static const QcTool all_tools[] = {
@@ -296,10 +296,14 @@ dispatch(const QcChat *chat, List *tools, int round, const QcToolCall *tc,
 	return tool->run(&args->root, ctx);
 }
 
-/* Cap the result at queryclaw.llm_tool_max_chars, saying so when cut. */
+/*
+ * Cap the result at queryclaw.llm_tool_max_chars, saying so when cut.  It
+ * goes to the model and into the result object: only valid text.
+ */
 static void
 set_content(QcToolResult *r, char *text, bool truncated)
 {
+	text = qc_valid_text(text);
 	r->truncated = qc_clip_chars(text, qc_llm_tool_max_chars) || truncated;
 	r->chars = qc_count_chars(text);
 	r->content = r->truncated ?
@@ -361,10 +365,24 @@ qc_tool_run(const QcChat *chat, List *tools, int round, const QcToolCall *tc)
 		if (edata->sqlerrcode == ERRCODE_QUERY_CANCELED || ProcDiePending)
 			ReThrowError(edata);
 		r->ok = false;
-		r->error = edata->message;
+		r->error = qc_valid_text(edata->message);
 		set_content(r, error_content(edata), false);
 	}
 	PG_END_TRY();
 	MemoryContextDelete(toolcxt);
+	return r;
+}
+
+QcToolResult *
+qc_tool_not_run(void)
+{
+	QcToolResult *r = palloc0(sizeof(QcToolResult));
+
+	r->ok = false;
+	r->error = psprintf("not run: more than %d tool calls in one reply",
+						qc_llm_max_tool_calls);
+	set_content(r, psprintf("ERROR: %s\nHINT: queryclaw.llm_max_tool_calls allows %d tool calls in one reply; make the others in your next reply.",
+							r->error, qc_llm_max_tool_calls),
+				false);
 	return r;
 }

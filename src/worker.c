@@ -19,6 +19,17 @@
  * error (the table missing or locked, the disk full) is retried a second
  * later and loses nothing: callers wait for room meanwhile.
  *
+ * The worker connects as the bootstrap superuser (a background worker
+ * cannot log in as a NOLOGIN role by name on PostgreSQL 15), but its
+ * database cannot steer it: it ignores the settings stored for that
+ * database and its role, and pins those its statements depend on
+ * (bgsession.c).  Nor does it run its statements as a superuser: each
+ * transaction runs as queryclaw_writer, which may only read, insert and
+ * delete audit rows, inside a security-restricted operation (no SET ROLE,
+ * no session state left behind by a trigger a DBA added).  While the
+ * database still has release 0.1's objects it runs them as the table's
+ * owner instead, as a caller's own rows are written, and logs it once.
+ *
  * SIGTERM (pg_terminate_backend, a shutdown) drains the queue: the worker
  * writes until nothing is queued and no call in flight holds room (calls
  * being terminated queue their records as their backends exit), or
@@ -43,6 +54,7 @@
 #include "storage/ipc.h"
 #include "storage/latch.h"
 #include "tcop/tcopprot.h"
+#include "utils/acl.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
@@ -51,6 +63,7 @@
 
 #include "audit.h"
 #include "auditq.h"
+#include "bgsession.h"
 #include "compat.h"
 #include "queryclaw.h"
 #include "worker.h"
@@ -63,6 +76,7 @@
 #define QC_RETENTION_EVERY_MS	60000
 #define QC_RETENTION_BATCH		10000
 #define QC_DRAIN_GRACE_MS		2000
+#define QC_WRITER_ROLE			"queryclaw_writer"
 
 PGDLLEXPORT void qc_audit_worker_main(Datum main_arg);
 
@@ -107,32 +121,78 @@ worker_sigterm(SIGNAL_ARGS)
 	errno = save_errno;
 }
 
+static Oid
+audit_log_relid(void)
+{
+	Oid			relid = get_relname_relid("audit_log",
+										  get_namespace_oid("queryclaw", true));
+
+	if (!OidIsValid(relid))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_TABLE),
+				 errmsg("relation \"queryclaw.audit_log\" does not exist in database \"%s\"",
+						qc_database),
+				 errhint("Create the extension there, or set queryclaw.database to a database that has it.")));
+	return relid;
+}
+
 /*
- * Run work in a transaction of its own, connected to SPI.  Returns 0 once
- * committed, else the SQLSTATE of the error, which is logged as a WARNING.
+ * The role the statements run as: queryclaw_writer once it has its
+ * privileges on the table (given by the upgrade to 0.2; looked up in every
+ * transaction, so that an ALTER EXTENSION ... UPDATE takes effect at once),
+ * else the table's owner (see the file header).
+ */
+static Oid
+statement_role(Oid relid)
+{
+	static bool fallback_logged = false;
+	AclMode		needed = ACL_SELECT | ACL_INSERT | ACL_DELETE;
+	Oid			writer = get_role_oid(QC_WRITER_ROLE, true);
+
+	if (OidIsValid(writer) &&
+		pg_class_aclmask(relid, writer, needed, ACLMASK_ALL) == needed)
+	{
+		fallback_logged = false;
+		return writer;
+	}
+	if (!fallback_logged)
+		ereport(LOG,
+				(errmsg("queryclaw audit writer runs its statements as the owner of queryclaw.audit_log in database \"%s\"",
+						qc_database),
+				 errdetail("Role \"%s\" does not exist or lacks its privileges on the table: the extension there still has the objects of release 0.1.",
+						   QC_WRITER_ROLE),
+				 errhint("Run ALTER EXTENSION queryclaw_ext UPDATE in that database.")));
+	fallback_logged = true;
+	return qc_audit_table_owner();
+}
+
+/*
+ * Run work in a transaction of its own, connected to SPI, as the statement
+ * role.  Returns 0 once committed, else the SQLSTATE of the error, which is
+ * logged as a WARNING.  (An abort gives the user id back itself.)
  */
 static int
 run_in_transaction(const char *activity, TransactionWork work, void *arg)
 {
 	MemoryContext cxt = CurrentMemoryContext;
 	volatile int sqlerrcode = 0;
+	Oid			save_userid;
+	int			save_sec_context;
 
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
 	pgstat_report_activity(STATE_RUNNING, activity);
+	GetUserIdAndSecContext(&save_userid, &save_sec_context);
 	PG_TRY();
 	{
 		if (SPI_connect() != SPI_OK_CONNECT)
 			elog(ERROR, "SPI_connect failed");
 		PushActiveSnapshot(GetTransactionSnapshot());
-		if (!OidIsValid(get_relname_relid("audit_log",
-										  get_namespace_oid("queryclaw", true))))
-			ereport(ERROR,
-					(errcode(ERRCODE_UNDEFINED_TABLE),
-					 errmsg("relation \"queryclaw.audit_log\" does not exist in database \"%s\"",
-							qc_database),
-					 errhint("Create the extension there, or set queryclaw.database to a database that has it.")));
+		SetUserIdAndSecContext(statement_role(audit_log_relid()),
+							   save_sec_context | SECURITY_LOCAL_USERID_CHANGE |
+							   SECURITY_RESTRICTED_OPERATION);
 		work(arg);
+		SetUserIdAndSecContext(save_userid, save_sec_context);
 		SPI_finish();
 		PopActiveSnapshot();
 		CommitTransactionCommand();
@@ -280,10 +340,13 @@ delete_expired(void *arg)
 	 * The batch's ids are collected once, into an array, and deleted through
 	 * the primary key: "id IN (SELECT ... LIMIT n)" leaves the planner a
 	 * join to choose, and right after a bulk load, without statistics, it
-	 * may choose one that rescans the subquery for every row.
+	 * may choose one that rescans the subquery for every row.  Operators
+	 * are named with their schema (see bgsession.c).
 	 */
-	rc = SPI_execute_with_args("DELETE FROM queryclaw.audit_log WHERE id = ANY (ARRAY("
-							   " SELECT id FROM queryclaw.audit_log WHERE at < $1"
+	rc = SPI_execute_with_args("DELETE FROM queryclaw.audit_log"
+							   " WHERE id OPERATOR(pg_catalog.=) ANY (ARRAY("
+							   " SELECT id FROM queryclaw.audit_log"
+							   " WHERE at OPERATOR(pg_catalog.<) $1"
 							   " LIMIT " CppAsString2(QC_RETENTION_BATCH) "))",
 							   1, &type, &cutoff, NULL, false, 0);
 	if (rc != SPI_OK_DELETE)
@@ -371,7 +434,7 @@ qc_audit_worker_main(Datum main_arg)
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
 	pqsignal(SIGTERM, worker_sigterm);
 	BackgroundWorkerUnblockSignals();
-	BackgroundWorkerInitializeConnection(qc_database, NULL, 0);
+	qc_bgsession_connect(qc_database);
 	qc_auditq_attach_worker();
 	cxt = AllocSetContextCreate(TopMemoryContext, "queryclaw audit writer",
 								ALLOCSET_DEFAULT_SIZES);

@@ -21,7 +21,7 @@ qc_native_pg_major() {
 QC_PG_MAJOR=${QC_PG_MAJOR:-$(qc_native_pg_major)}
 
 QC_PACKAGES="make gcc pkg-config python3 python3-brotli openssl postgresql-$QC_PG_MAJOR
- postgresql-server-dev-$QC_PG_MAJOR libcurl4-openssl-dev libcjson-dev libxml2-dev
+ postgresql-server-dev-$QC_PG_MAJOR libcurl4-openssl-dev libcjson-dev libxml2-dev libidn2-dev
  iproute2 util-linux"
 
 QC_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -223,13 +223,24 @@ qc_start_cluster() {
 		cat
 		[ -z "${QC_EXTRA_CONF:-}" ] || printf '%s\n' "$QC_EXTRA_CONF"
 	} | qc_as_pg tee -a "$QC_PGDATA/postgresql.conf" >/dev/null
-	# Proxy variables naming a dead loopback port: the extension must ignore
-	# them (only queryclaw.proxy counts), or every request would fail.
+	qc_pg_ctl "${postgres[@]}" start || return 1
+	export PGHOST="$QC_WORK" PGPORT=5432
+}
+
+# Run pg_ctl on the cluster ($@: its options and action).  Proxy variables
+# name a dead loopback port: the extension must ignore them (only
+# queryclaw.proxy counts), or every request would fail.
+qc_pg_ctl() {
 	qc_as_pg env http_proxy=http://127.0.0.1:9 https_proxy=http://127.0.0.1:9 \
 		HTTP_PROXY=http://127.0.0.1:9 HTTPS_PROXY=http://127.0.0.1:9 ALL_PROXY=http://127.0.0.1:9 \
-		"$bindir/pg_ctl" -D "$QC_PGDATA" -l "$QC_WORK/postgres.log" -w "${postgres[@]}" start >/dev/null ||
+		"$QC_BINDIR/pg_ctl" -D "$QC_PGDATA" -l "$QC_WORK/postgres.log" -w "$@" >/dev/null ||
 		{ cat "$QC_WORK/postgres.log" >&2; return 1; }
-	export PGHOST="$QC_WORK" PGPORT=5432
+}
+
+# Restart the running cluster: what is read only at start (the audit
+# worker's settings) is read again.
+qc_restart_cluster() {
+	qc_pg_ctl -m fast restart
 }
 
 qc_stop_cluster() {

@@ -5,12 +5,15 @@
 # private copy of PostgreSQL (nothing system-wide), runs the unit tests,
 # starts the fixture server and the scripted model (test/fixture/) on free
 # loopback ports and a scratch cluster with the extension preloaded, runs
-# pg_regress over sql/*.sql against expected/, then over test/nopreload/
-# on a cluster without preload, then the upgrade from release 0.1
-# (test/upgrade/) and a pg_dump/pg_restore round trip on a third cluster,
-# then the README's SQL examples (test/readme/) on a fourth, shows the
-# diffs of any failure, stops everything, and ends with "N passed, N
-# failed".
+# pg_regress over sql/*.sql against expected/, then test/hostile_dump.sh
+# (results and audit rows of servers sending bytes that are not valid
+# text, through pg_dump and pg_restore, in three database encodings), then
+# test/worker_hijack.sh (the audit worker attacked through its database's
+# settings, with restarts), then pg_regress over test/nopreload/ on a cluster without
+# preload, then the upgrade from release 0.1 (test/upgrade/) and a
+# pg_dump/pg_restore round trip on a third cluster, then the README's SQL
+# examples (test/readme/) on a fourth, shows the diffs of any failure,
+# stops everything, and ends with "N passed, N failed".
 #
 # As root, everything after the package installation runs in a network
 # namespace of its own that has only loopback, with a DNS fixture as its
@@ -41,12 +44,17 @@ fi
 passed=0
 failed=0
 
+# Count the "ok ..." and "not ok ..." lines of a script's output, in file $1.
+count_checks() {
+	passed=$((passed + $(grep -c '^ok ' "$1")))
+	failed=$((failed + $(grep -c '^not ok ' "$1")))
+}
+
 # Unit tests of the pure C parts: they need no server.
 qc_log "unit tests"
 if make -C "$QC_ROOT" -s unit-tests >"$QC_WORK/unit.log" 2>&1; then
 	cat "$QC_WORK/unit.log"
-	passed=$((passed + $(grep -c '^ok ' "$QC_WORK/unit.log")))
-	failed=$((failed + $(grep -c '^not ok ' "$QC_WORK/unit.log")))
+	count_checks "$QC_WORK/unit.log"
 else
 	cat "$QC_WORK/unit.log"
 	failed=$((failed + 1))
@@ -139,8 +147,27 @@ if [ -z "${QC_ISOLATED:-}" ] && [[ " $tests " == *" 019_dns "* ]]; then
 	echo "skip - 019_dns needs the test network namespace (root, unshare, QC_NO_ISOLATION unset)"
 	tests=$(echo $tests | sed 's/\b019_dns\b//')
 fi
+# the attack on the audit worker is a script, not a pg_regress test (below)
+tests=$(echo $tests | sed 's/\bworker_hijack\b//')
 qc_log "regression tests"
 run_suite "$suite" queryclaw_regression $tests
+
+# Results and audit rows from servers sending bytes that are not valid text
+# survive pg_dump and a restore (test/hostile_dump.sh): in the regression
+# database, and in databases of a single-byte and a multibyte encoding.
+qc_log "hostile bytes through pg_dump and pg_restore"
+run_checks bash "$QC_ROOT/test/hostile_dump.sh" "$QC_WORK" "$QC_BINDIR" queryclaw_regression
+run_checks bash "$QC_ROOT/test/hostile_dump.sh" "$QC_WORK" "$QC_BINDIR" qc_bytes_latin1 LATIN1
+run_checks bash "$QC_ROOT/test/hostile_dump.sh" "$QC_WORK" "$QC_BINDIR" qc_bytes_euc_jp EUC_JP
+
+# The audit worker under attack by its database's owner (restarts the
+# cluster); with QC_TESTS, only when it names worker_hijack.
+if [ -z "${QC_TESTS:-}" ] || [[ " $QC_TESTS " == *" worker_hijack "* ]]; then
+	qc_log "the audit worker against its database's settings"
+	bash "$QC_ROOT/test/worker_hijack.sh" "$QC_WORK" "$QC_PGDATA" "$QC_BINDIR" 2>&1 |
+		tee "$QC_WORK/worker_hijack.log"
+	count_checks "$QC_WORK/worker_hijack.log"
+fi
 qc_stop_cluster
 
 # The same setup without preload: what works, and how the audit then

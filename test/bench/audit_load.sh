@@ -105,7 +105,7 @@ run "durable, queue 8MB" postgres all "$mix"
 # no network: callers as fast as they can be, so the worker is the limit
 run "durable, refused only" postgres all "-f $scripts/refused.sql"
 qc_psql -d postgres -q -c "ALTER SYSTEM SET queryclaw.audit_queue_size = '256kB'" || exit 1
-qc_as_pg "$QC_BINDIR/pg_ctl" -D "$QC_PGDATA" -l "$QC_WORK/postgres.log" -w restart >/dev/null || exit 1
+qc_restart_cluster || exit 1
 # the worker starts with the server; give it its first connection
 qc_psql -d postgres -At -c "DO \$\$ BEGIN FOR i IN 1..500 LOOP EXIT WHEN (SELECT worker_pid FROM queryclaw.audit_status()) IS NOT NULL; PERFORM pg_sleep(0.02); END LOOP; END \$\$" >/dev/null
 run "" postgres all "$mix"

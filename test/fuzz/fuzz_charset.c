@@ -8,7 +8,8 @@
  * read, up to its first NUL, as a Content-Type value.  Properties checked
  * besides memory safety and the absence of any ERROR: the converted text
  * is valid UTF-8 with no NUL byte and the length reported; a charset found
- * in a Content-Type is in lower case; cutting the text is safe.
+ * in a Content-Type is in lower case; cutting the text is safe; the last
+ * guard, qc_valid_text(), leaves valid text alone and makes the rest valid.
  *
  *-------------------------------------------------------------------------
  */
@@ -37,6 +38,25 @@ check_content_type(const char *value)
 	(void) qc_content_type_is_text(value);
 }
 
+/*
+ * The last guard, on the body read as text up to its first NUL: valid,
+ * unchanged when it was valid, and qc_is_utf8() agrees with the verifier.
+ */
+static void
+check_valid_text(const char *s, const char *body, size_t len)
+{
+	char	   *valid = qc_valid_text(s);
+	int			slen = strlen(s);
+	bool		was_valid = pg_encoding_verifymbstr(PG_UTF8, s, slen) == slen;
+
+	FUZZ_CHECK(pg_encoding_verifymbstr(PG_UTF8, valid, strlen(valid)) == strlen(valid),
+			   "qc_valid_text() returned invalid text");
+	FUZZ_CHECK(!was_valid || valid == s, "qc_valid_text() changed valid text");
+	FUZZ_CHECK(qc_is_utf8(body, len) ==
+			   (pg_encoding_verifymbstr(PG_UTF8, body, len) == len),
+			   "qc_is_utf8() disagrees with the verifier");
+}
+
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -61,6 +81,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	text = qc_to_server_text(body, len, qc_fuzz_charset(data[0]));
 	FUZZ_CHECK(strcmp(text, utf8) == 0, "server text differs from the decoded text");
 	qc_fuzz_check_text(text, data[0]);
+	check_valid_text(qc_fuzz_cstring(data + 1, len), body, len);
 	qc_fuzz_reset();
 	return 0;
 }

@@ -12,6 +12,8 @@
  * - a refusal has a message and a detail, and names its SQLSTATE;
  * - an allowed URL is http or https, and a literal address in it is
  *   public or in the allowlist;
+ * - the URL handed to libcurl holds the very host the policy decided on
+ *   (hostname.c's mapping), as libcurl's own parser reads it back;
  * - what qc_redact_url() makes of a URL, as given or as normalised, keeps
  *   no fragment, no value of a query parameter named like a secret, and,
  *   if libcurl takes it for a URL, no password libcurl would find in it;
@@ -157,6 +159,28 @@ check_policy(const QcUrl *url, const char *method)
 				   "a non-public address allowed");
 }
 
+/* libcurl, given url->url, finds the host the policy decided on. */
+static void
+check_same_host(const QcUrl *url)
+{
+	CURLU	   *h;
+	char	   *part = NULL;
+	const char *expected;
+
+	if (url->host[0] == '\0')
+		return;
+	expected = url->host_is_ip && url->addr.family == AF_INET6 ?
+		psprintf("[%s]", url->host) : url->host;
+	h = curl_url();
+	FUZZ_CHECK(curl_url_set(h, CURLUPART_URL, url->url, CURLU_NON_SUPPORT_SCHEME) == CURLUE_OK,
+			   "libcurl cannot parse the URL it is given");
+	FUZZ_CHECK(curl_url_get(h, CURLUPART_HOST, &part, 0) == CURLUE_OK &&
+			   strcmp(part, expected) == 0,
+			   "libcurl finds another host than the policy decided on");
+	curl_free(part);
+	curl_url_cleanup(h);
+}
+
 /* The statement text as stored: no key left, and nothing more to hide. */
 static void
 check_statement(const char *text)
@@ -203,6 +227,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		FUZZ_CHECK(url.url != NULL && url.scheme != NULL && url.host != NULL,
 				   "a parsed URL lacks a part");
 		check_redaction(url.url);
+		check_same_host(&url);
 		check_policy(&url, methods[(flags >> 4) % lengthof(methods)]);
 	}
 	else

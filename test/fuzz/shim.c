@@ -301,6 +301,17 @@ pg_do_encoding_conversion_buf(Oid proc, int src_encoding, int dest_encoding,
 	return 0;
 }
 
+/* As the backend's, on libpgcommon's verifier. */
+bool
+pg_verify_mbstr(int encoding, const char *mbstr, int len, bool noError)
+{
+	if (pg_encoding_verifymbstr(encoding, mbstr, len) == len)
+		return true;
+	if (!noError)
+		shim_error("invalid byte sequence", len);
+	return false;
+}
+
 /* As the backend's, for the ASCII letters: a palloc'd lower-case copy. */
 char *
 asc_tolower(const char *buff, size_t nbytes)

@@ -1,8 +1,8 @@
 /*
  * test_rules.c
- *	  Unit tests of the pure C policy parts (netaddr.c, rules.c): address
- *	  classification, socket addresses, and the list settings' syntax, with
- *	  no server.
+ *	  Unit tests of the pure C policy parts (netaddr.c, hostname.c, rules.c):
+ *	  address classification, socket addresses, host mapping, and the list
+ *	  settings' syntax, with no server.
  *
  * Prints one "ok N - ..." or "not ok N - ..." line per case and exits
  * non-zero when any case fails.
@@ -14,6 +14,7 @@
 #include <sys/socket.h>
 #include <sys/un.h>
 
+#include "hostname.h"
 #include "netaddr.h"
 #include "rules.h"
 
@@ -145,6 +146,97 @@ test_host_lists(void)
 	/* found by test/fuzz: a name left with a final dot could never match */
 	check(qc_host_list_parse("example.com..", err, sizeof(err)) == NULL, "refuse two final dots", err);
 	check(qc_host_list_parse("host:0", err, sizeof(err)) == NULL, "refuse port 0", err);
+
+	/* entries are mapped as URLs are: either spelling matches the other */
+	list = qc_host_list_parse("\xef\xbd\x85\xef\xbd\x98\xef\xbd\x81\xef\xbd\x8d\xef\xbd\x90\xef\xbd\x8c\xef\xbd\x85\xe3\x80\x82" "com, "
+							  "*.b\xc3\xbc" "cher.de, xn--fa-hia.de, 0x7f.1, [::1]:8080",
+							  err, sizeof(err));
+	check(list != NULL && list->count == 5, "parse Unicode host list", "5 entries");
+	check(qc_host_list_match(list, "example.com", 80) != NULL, "full-width entry", "example.com");
+	check(qc_host_list_match(list, "www.xn--bcher-kva.de", 80) != NULL, "Unicode wildcard", "www.xn--bcher-kva.de");
+	check(qc_host_list_match(list, "xn--fa-hia.de", 80) != NULL, "A-label entry", "xn--fa-hia.de");
+	check(qc_host_list_match(list, "127.0.0.1", 80) != NULL, "IPv4 form entry", "127.0.0.1");
+	check(qc_host_list_match(list, "::1", 8080) != NULL, "IPv6 entry", "::1");
+	free(list);
+	check(qc_host_list_parse("10.0.0.999", err, sizeof(err)) == NULL, "refuse bad IPv4", err);
+	check(qc_host_list_parse("*.10.0.0.1", err, sizeof(err)) == NULL, "refuse wildcard address", err);
+}
+
+/* host as a URL spells it, and what it maps to (NULL: not a valid host) */
+static const char *const host_cases[][2] = {
+	{"example.com", "example.com"},
+	{"EXAMPLE.Com.", "example.com"},
+	{"\xef\xbd\x85\xef\xbd\x98\xef\xbd\x81\xef\xbd\x8d\xef\xbd\x90\xef\xbd\x8c\xef\xbd\x85\xef\xbc\x8e\xef\xbd\x83\xef\xbd\x8f\xef\xbd\x8d",
+	"example.com"},				/* full width, full-width full stop */
+	{"example\xe3\x80\x82" "com", "example.com"},	/* ideographic full stop */
+	{"example\xef\xbd\xa1" "com", "example.com"},	/* halfwidth ideographic full stop */
+	{"b\xc3\xbc" "cher.de", "xn--bcher-kva.de"},
+	{"B\xc3\x9c" "CHER.DE", "xn--bcher-kva.de"},
+	{"xn--bcher-kva.de", "xn--bcher-kva.de"},
+	{"fa\xc3\x9f.de", "xn--fa-hia.de"},	/* non-transitional: sharp s kept */
+	{"\xef\xbd\x8c\xef\xbd\x8f\xef\xbd\x83\xef\xbd\x81\xef\xbd\x8c\xef\xbd\x88\xef\xbd\x8f\xef\xbd\x93\xef\xbd\x94",
+	"localhost"},
+	{"my_host.example", "my_host.example"},
+	{"example.123abc", "example.123abc"},
+	{"\xef\xbc\x91\xef\xbc\x92\xef\xbc\x97\xef\xbc\x8e\xef\xbc\x90\xef\xbc\x8e\xef\xbc\x90\xef\xbc\x8e\xef\xbc\x91",
+	"127.0.0.1"},				/* full-width 127.0.0.1 */
+	{"127.0.0.1.", "127.0.0.1"},
+	{"0x7f.1", "127.0.0.1"},
+	{"0X7F.0.0.1", "127.0.0.1"},
+	{"2130706433", "127.0.0.1"},
+	{"0177.0.0.1", "127.0.0.1"},
+	{"017700000001", "127.0.0.1"},
+	{"127.1", "127.0.0.1"},
+	{"10.1.513", "10.1.2.1"},
+	{"4294967295", "255.255.255.255"},
+	{"0x", "0.0.0.0"},
+	{"[::FFFF:127.0.0.1]", "::ffff:127.0.0.1"},
+	{"::1", "::1"},
+	{"10.0.0.999", NULL},
+	{"0x1ffffffff", NULL},
+	{"4294967296", NULL},
+	{"1.2.3.4.5", NULL},
+	{"256.1.1.1", NULL},
+	{"1.2.3.08", NULL},
+	{"1.2.3.0x", "1.2.3.0"},
+	{"1.2.3.0xg", "1.2.3.0xg"},	/* not a number: a name */
+	{"foo.123", NULL},
+	{"foo.0x1", NULL},
+	{"1.2.3.4..", NULL},
+	{"a\xef\xbc\x8f" "b.com", NULL},	/* full-width solidus maps to '/' */
+	{"a..b", NULL},
+	{".a", NULL},
+	{".", NULL},
+	{"\xe3\x80\x82", NULL},
+	{"[::1", NULL},
+	{"[1.2.3.4]", NULL},
+	{"\xff.com", NULL},
+	{"a b", NULL},
+};
+
+static void
+test_host_names(void)
+{
+	for (size_t i = 0; i < sizeof(host_cases) / sizeof(host_cases[0]); i++)
+	{
+		const char *in = host_cases[i][0];
+		const char *want = host_cases[i][1];
+		QcHostName	name;
+		QcHostName	again;
+		char		err[256] = "";
+		bool		ok = qc_host_to_ascii(in, &name, err, sizeof(err));
+
+		if (want == NULL)
+		{
+			check(!ok && err[0] != '\0', "refuse host", in);
+			continue;
+		}
+		check(ok && strcmp(name.name, want) == 0, "host maps to", want);
+		/* mapping what came out gives it again */
+		check(ok && qc_host_to_ascii(name.name, &again, err, sizeof(err)) &&
+			  strcmp(again.name, name.name) == 0 && again.is_ip == name.is_ip,
+			  "host mapping is idempotent", want);
+	}
 }
 
 static void
@@ -188,6 +280,7 @@ main(void)
 	test_sockaddr();
 	test_addr_lists();
 	test_host_lists();
+	test_host_names();
 	printf("# %d cases, %d failed\n", ncase, nfail);
 	return nfail != 0;
 }

@@ -1,0 +1,200 @@
+/*-------------------------------------------------------------------------
+ *
+ * bgsession.c
+ *	  A background worker's connection that the database it connects to
+ *	  cannot steer.
+ *
+ * A session starts with the settings stored for its database and role in
+ * pg_db_role_setting (ALTER DATABASE/ROLE ... SET), and a database's owner
+ * may store there any setting an ordinary role can SET.  A worker that runs
+ * as a superuser in a database owned by someone else would take them on:
+ * a search_path that puts the owner's schema first makes the worker's
+ * statements call the owner's operators and functions as superuser (as in
+ * CVE-2018-1058); default_transaction_read_only, statement_timeout or
+ * lock_timeout make every statement of the worker fail.
+ *
+ * No flag of BackgroundWorkerInitializeConnection skips those settings.
+ * So qc_bgsession_connect takes the server's values of every setting a
+ * database or role can hold (postgresql.conf, ALTER SYSTEM, the command
+ * line: what a background worker has before it connects), connects, and
+ * sets back each setting that pg_db_role_setting changed, logging their
+ * names.  Then it pins the settings the worker's statements depend on to
+ * values of its own, whatever the server's configuration says (see
+ * pinned[]).  Both are set with source PGC_S_OVERRIDE, which outranks the
+ * configuration file: a reload (SIGHUP) changes neither, so the pins need
+ * no setting again after one (a setting set back keeps the server's value
+ * of the start until the worker restarts); the other settings follow
+ * reloads as in any session.
+ *
+ * The connection also ignores ALLOW_CONNECTIONS false, which the owner may
+ * set too: calls queued before it still get their audit rows.
+ *
+ * Statements must still name their schema and operators: the pinned
+ * search_path is a second fence, not the only one.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "lib/stringinfo.h"
+#include "postmaster/bgworker.h"
+#include "utils/guc.h"
+#include "utils/guc_tables.h"
+#include "utils/memutils.h"
+
+#include "bgsession.h"
+
+/* The settings a worker's own statements rely on, and their values. */
+static const struct
+{
+	const char *name;
+	const char *value;
+}			pinned[] =
+{
+	/* operators, functions and types from the system catalog only */
+	{"search_path", "pg_catalog, pg_temp"},
+	/* the worker writes, in plain transactions */
+	{"default_transaction_read_only", "off"},
+	{"default_transaction_isolation", "read committed"},
+	/* a statement waits for a lock rather than failing: a batch is bounded */
+	{"statement_timeout", "0"},
+	{"lock_timeout", "0"},
+	{"idle_in_transaction_session_timeout", "0"},
+#if PG_VERSION_NUM >= 170000
+	{"transaction_timeout", "0"},
+#endif
+	/* triggers a DBA put on the worker's tables fire */
+	{"session_replication_role", "origin"},
+	/* the policies of row-level security apply, never an error instead */
+	{"row_security", "on"},
+};
+
+/* One setting's value before connecting. */
+typedef struct ServerSetting
+{
+	const char *name;
+	char	   *value;
+} ServerSetting;
+
+typedef struct ServerSettings
+{
+	int			n;
+	ServerSetting *settings;
+} ServerSettings;
+
+static struct config_generic **
+guc_variables(int *n)
+{
+#if PG_VERSION_NUM >= 160000
+	return get_guc_variables(n);
+#else
+	*n = GetNumConfigOptions();
+	return get_guc_variables();
+#endif
+}
+
+/* Can pg_db_role_setting hold this setting? */
+static bool
+settable_per_role(const struct config_generic *conf)
+{
+	return conf->context == PGC_SUSET || conf->context == PGC_USERSET ||
+		conf->context == PGC_SU_BACKEND || conf->context == PGC_BACKEND;
+}
+
+/* Did pg_db_role_setting set it? */
+static bool
+set_per_role(const struct config_generic *conf)
+{
+	return conf->source >= PGC_S_GLOBAL && conf->source <= PGC_S_DATABASE_USER;
+}
+
+/* The current values of the settings a database or role could change. */
+static ServerSettings *
+take_server_settings(void)
+{
+	int			n;
+	struct config_generic **vars = guc_variables(&n);
+	ServerSettings *server = palloc(sizeof(ServerSettings));
+
+	server->n = 0;
+	server->settings = palloc(n * sizeof(ServerSetting));
+	for (int i = 0; i < n; i++)
+	{
+		const char *value;
+
+		if (!settable_per_role(vars[i]))
+			continue;
+		value = GetConfigOption(vars[i]->name, true, false);
+		server->settings[server->n].name = pstrdup(vars[i]->name);
+		server->settings[server->n].value = value ? pstrdup(value) : NULL;
+		server->n++;
+	}
+	return server;
+}
+
+static const ServerSetting *
+find_setting(const ServerSettings *server, const char *name)
+{
+	for (int i = 0; i < server->n; i++)
+		if (strcmp(server->settings[i].name, name) == 0)
+			return &server->settings[i];
+	return NULL;
+}
+
+/*
+ * Set back what pg_db_role_setting changed.  A setting the server did not
+ * have before (a placeholder of a module it does not load) is no setting
+ * anything of ours reads, and stays.
+ */
+static void
+restore_server_settings(const ServerSettings *server)
+{
+	int			n;
+	struct config_generic **vars = guc_variables(&n);
+	List	   *changed = NIL;
+	ListCell   *lc;
+	StringInfoData names;
+
+	/* collected first: setting a value may reorder the variables */
+	for (int i = 0; i < n; i++)
+		if (set_per_role(vars[i]))
+			changed = lappend(changed, pstrdup(vars[i]->name));
+	initStringInfo(&names);
+	foreach(lc, changed)
+	{
+		const ServerSetting *s = find_setting(server, lfirst(lc));
+
+		if (s == NULL || s->value == NULL)
+			continue;
+		(void) set_config_option(s->name, s->value, PGC_SU_BACKEND,
+								 PGC_S_OVERRIDE, GUC_ACTION_SET, true,
+								 WARNING, false);
+		appendStringInfo(&names, "%s%s", names.len > 0 ? ", " : "", s->name);
+	}
+	if (names.len > 0)
+		ereport(LOG,
+				(errmsg("%s ignores the settings of its database and role: %s",
+						MyBgworkerEntry->bgw_name, names.data),
+				 errdetail("It runs with the server's values (postgresql.conf, ALTER SYSTEM).")));
+}
+
+void
+qc_bgsession_connect(const char *dbname)
+{
+	MemoryContext cxt = AllocSetContextCreate(TopMemoryContext,
+											  "queryclaw server settings",
+											  ALLOCSET_SMALL_SIZES);
+	MemoryContext old = MemoryContextSwitchTo(cxt);
+	ServerSettings *server = take_server_settings();
+
+	BackgroundWorkerInitializeConnection(dbname, NULL, BGWORKER_BYPASS_ALLOWCONN);
+	/* some settings' checks look up the catalog */
+	StartTransactionCommand();
+	restore_server_settings(server);
+	for (int i = 0; i < lengthof(pinned); i++)
+		SetConfigOption(pinned[i].name, pinned[i].value, PGC_SUSET, PGC_S_OVERRIDE);
+	CommitTransactionCommand();
+	MemoryContextSwitchTo(old);
+	MemoryContextDelete(cxt);
+}
