@@ -30,6 +30,7 @@
  */
 #include "postgres.h"
 
+#include <ctype.h>
 #include <pthread.h>
 #include <signal.h>
 #include <curl/curl.h>
@@ -677,7 +678,9 @@ drop_lookup(Slot *slot)
  * A redirect target in printable ASCII: every other byte (controls, space,
  * DEL, and any byte of another charset, valid UTF-8 or not) is
  * percent-encoded, so that no byte of a Location header reaches the final
- * URL as it is.  libcurl encodes some of them already.
+ * URL as it is.  libcurl encodes some of them already, in lower case up to 8.14
+ * (Debian 13), in upper case in 8.23 (unstable): every escape is upper case here, as RFC 3986
+ * prefers, whichever libcurl made it.
  */
 static char *
 url_encode_bytes(const char *url)
@@ -689,6 +692,11 @@ url_encode_bytes(const char *url)
 	{
 		if (*p <= ' ' || *p >= 0x7F)
 			appendStringInfo(&out, "%%%02X", *p);
+		else if (*p == '%' && isxdigit(p[1]) && isxdigit(p[2]))
+		{
+			appendStringInfo(&out, "%%%c%c", toupper(p[1]), toupper(p[2]));
+			p += 2;
+		}
 		else
 			appendStringInfoChar(&out, (char) *p);
 	}
