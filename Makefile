@@ -28,7 +28,9 @@ OBJS = \
 	src/auditq.o \
 	src/worker.o \
 	src/bgsession.o \
+	src/rolecount.o \
 	src/ratelimit.o \
+	src/budget.o \
 	src/fetch.o \
 	src/api.o \
 	src/batch.o \
@@ -37,6 +39,11 @@ OBJS = \
 	src/chat.o \
 	src/tools.o \
 	src/search.o \
+	src/retry.o \
+	src/endpoint.o \
+	src/schema.o \
+	src/sqltool.o \
+	src/embed.o \
 	src/llm.o \
 	src/compat.o
 DATA = sql/queryclaw_ext--0.1.sql sql/queryclaw_ext--0.1--0.2.sql
@@ -87,7 +94,7 @@ endif
 
 -include $(OBJS:.o=.d)
 $(OBJS:.o=.bc): %.bc: %.o
-EXTRA_CLEAN = $(OBJS:.o=.d) test/unit/test_rules
+EXTRA_CLEAN = $(OBJS:.o=.d) test/unit/test_rules test/unit/test_retry
 
 .PHONY: test demo deps bench bench-content deb
 deps:
@@ -129,6 +136,10 @@ UNIT_SRCS = test/unit/test_rules.c src/netaddr.c src/hostname.c src/rules.c
 test/unit/test_rules: $(UNIT_SRCS) src/netaddr.h src/hostname.h src/rules.h
 	$(CC) -std=c99 -D_DEFAULT_SOURCE -Wall -Wextra -Werror -Isrc -o $@ $(UNIT_SRCS) \
 		$(shell pkg-config --cflags --libs libidn2)
+RETRY_SRCS = test/unit/test_retry.c src/retry.c
+test/unit/test_retry: $(RETRY_SRCS) src/retry.h
+	$(CC) -std=c99 -D_DEFAULT_SOURCE -Wall -Wextra -Werror -Isrc -o $@ $(RETRY_SRCS) $(shell pkg-config --libs libcurl)
 .PHONY: unit-tests
-unit-tests: test/unit/test_rules
+unit-tests: test/unit/test_rules test/unit/test_retry
 	./test/unit/test_rules
+	./test/unit/test_retry

@@ -8,6 +8,8 @@
 --
 CREATE FUNCTION qc_test.llm(r jsonb) RETURNS jsonb LANGUAGE sql STABLE
 AS $$ SELECT qc_test.scrub(r::text)::jsonb $$;
+-- failed requests are retried (023_llm_providers); here, after a few ms
+SET queryclaw.retry_base_delay = '5ms';
 
 -- a plain answer
 SELECT jsonb_pretty(queryclaw.llm_chat_tools('SCENARIO:plain What is six times seven?'));
@@ -89,11 +91,15 @@ SELECT qc_test.try($$SELECT queryclaw.llm_chat_tools('SCENARIO:json_array', outp
 -- replies that are not chat completions are errors (38000) saying why
 SELECT k AS kind, qc_test.try(format('SELECT queryclaw.llm_chat_tools(%L)', 'SCENARIO:malformed:' || k)) AS error
   FROM unnest(ARRAY['not_json', 'html', 'no_choices', 'empty_choices', 'no_message',
-                    'content_list', 'tool_calls_object', 'tool_call_no_name', 'error_200']) AS k;
+                    'content_number', 'tool_calls_object', 'tool_call_no_name', 'error_200']) AS k;
 
--- HTTP errors carry the provider's message in errdetail
+-- HTTP errors carry the provider's message in errdetail, and the number
+-- of attempts when they were retried; the 429 asks to wait 20 s, longer
+-- than one request may take here
+SET queryclaw.llm_timeout = '10s';
 SELECT c AS status, qc_test.try(format('SELECT queryclaw.llm_chat_tools(%L)', 'SCENARIO:http_error:' || c)) AS error
   FROM unnest(ARRAY[401, 429, 500, 503]) AS c;
+RESET queryclaw.llm_timeout;
 -- a 404 says where requests go: the path is appended to llm_url, before
 -- its query string
 SELECT set_config('queryclaw.llm_url', qc_test.url('/nowhere/?api-version=1'), false) IS NOT NULL AS set;

@@ -2,7 +2,9 @@
 -- web_search against the fake SearXNG API of test/fixture/llm_server.py,
 -- as a SQL function and as a tool.  Like the model's endpoint, the search
 -- API is the DBA's and trusted: its port is not in local_allowlist.
+-- Failed requests are retried (023_llm_providers); here, after a few ms.
 --
+SET queryclaw.retry_base_delay = '5ms';
 SELECT * FROM queryclaw.web_search('hello world', 3);
 SELECT count(*) AS default_results FROM queryclaw.web_search('hello world');
 SELECT count(*) AS results FROM queryclaw.web_search('empty');

@@ -21,6 +21,8 @@
 #include "content.h"
 #include "http.h"
 #include "queryclaw.h"
+#include "redact.h"
+#include "response.h"
 
 QcCall *
 qc_call_new(const char *func, const char *method, const char *url)
@@ -37,6 +39,17 @@ qc_call_new(const char *func, const char *method, const char *url)
 	call->timeout_setting = "queryclaw.timeout";
 	call->max_bytes = QC_MAX_BYTES();
 	return call;
+}
+
+char *
+qc_endpoint_url(const char *base, const char *path)
+{
+	size_t		query = strcspn(base, "?");
+	size_t		len = query;
+
+	while (len > 0 && base[len - 1] == '/')
+		len--;
+	return psprintf("%.*s%s%s", (int) len, base, path, base + query);
 }
 
 double
@@ -83,6 +96,25 @@ qc_call_fail(QcCall *call, const char *outcome, int sqlerrcode,
 {
 	qc_call_record(call, outcome, sqlerrcode, message, detail, hint);
 	qc_call_raise(call);
+}
+
+const char *
+qc_call_api_reply(QcCall *call, const char *what, const char *key_hint,
+				  const char *note)
+{
+	const char *text = qc_redact_keys(qc_to_server_text(call->data, call->data_len,
+														qc_content_type_charset(call->content_type)));
+
+	if (call->status < 200 || call->status > 299)
+	{
+		char	   *quote = qc_text_quote(text);
+
+		qc_call_fail(call, QC_OUTCOME_HTTP_ERROR, ERRCODE_EXTERNAL_ROUTINE_EXCEPTION,
+					 psprintf("HTTP status %ld from %s", call->status, what),
+					 note[0] ? psprintf("%s %s", note, quote ? quote : "") : quote,
+					 call->status == 401 || call->status == 403 ? key_hint : NULL);
+	}
+	return text;
 }
 
 char *

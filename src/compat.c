@@ -16,6 +16,7 @@ static const char *const wait_event_names[QC_WAIT_COUNT] = {
 	[QC_WAIT_DNS] = "QueryclawDns",
 	[QC_WAIT_AUDIT_QUEUE] = "QueryclawAuditQueue",
 	[QC_WAIT_AUDIT_WORKER] = "QueryclawAuditWorker",
+	[QC_WAIT_RETRY] = "QueryclawRetryWait",
 };
 
 /* Each name is registered (in shared memory) once per process, when first waited on. */

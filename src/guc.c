@@ -34,6 +34,7 @@
 #include "compat.h"
 #include "http.h"
 #include "queryclaw.h"
+#include "redact.h"
 
 bool		qc_enabled = false;
 int			qc_timeout = 10000;
@@ -65,6 +66,14 @@ int			qc_llm_tool_max_chars = 20000;
 char	   *qc_search_url = NULL;
 char	   *qc_search_api_key = NULL;
 /* ---- end of the LLM and search settings ---- */
+
+/* ---- retries and providers (retry.c, endpoint.c, chat.c) ---- */
+int			qc_retry_max = 3;
+int			qc_retry_base_delay = 1000;
+int			qc_retry_max_delay = 300000;
+int			qc_llm_token_param = QC_TOKEN_PARAM_MAX_TOKENS;
+char	   *qc_llm_api_key_header = NULL;
+/* ---- end of the retry and provider settings ---- */
 
 /* ---- the durable audit and rate limits ---- */
 int			qc_max_calls_per_hour = 0;
@@ -293,6 +302,68 @@ define_llm_settings(void)
 
 /* ---- end of the LLM and search settings ---- */
 
+/* ---- retries and providers (retry.c, endpoint.c, chat.c) ---- */
+
+static const struct config_enum_entry token_param_options[] = {
+	{"max_tokens", QC_TOKEN_PARAM_MAX_TOKENS, false},
+	{"max_completion_tokens", QC_TOKEN_PARAM_MAX_COMPLETION_TOKENS, false},
+	{NULL, 0, false}
+};
+
+/*
+ * The header the LLM key goes in: a header name the audit log recognises
+ * as secret (qc_name_is_secret), so that its value is never stored.
+ */
+static bool
+check_key_header(char **newval, void **extra, GucSource source)
+{
+	for (const char *c = *newval; *c; c++)
+		if (!(isalnum((unsigned char) *c) || strchr("!#$%&'*+-.^_`|~", *c)))
+		{
+			GUC_check_errdetail("A header name consists of letters, digits and !#$%%&'*+-.^_`|~ only.");
+			return false;
+		}
+	if (**newval == '\0' || !qc_name_is_secret(*newval, true))
+	{
+		GUC_check_errdetail("The audit log must recognise the header as holding a secret: its name must contain \"auth\", \"key\" or \"token\".");
+		return false;
+	}
+	return true;
+}
+
+static void
+define_retry_settings(void)
+{
+	DefineCustomIntVariable("queryclaw.retry_max",
+							"Sets how many times a failed request to the LLM, embedding or search endpoint is tried again.",
+							"Connection failures, timeouts, 408, 425, 429, 500, 502, 503 and 504 (and 409 from the LLM endpoint) are retried.",
+							&qc_retry_max, 3, 0, 100, PGC_SUSET, 0,
+							NULL, NULL, NULL);
+	DefineCustomIntVariable("queryclaw.retry_base_delay",
+							"Sets the wait before the first retry; each further retry waits twice as long, with jitter.",
+							NULL,
+							&qc_retry_base_delay, 1000, 1, INT_MAX, PGC_SUSET, GUC_UNIT_MS,
+							NULL, NULL, NULL);
+	DefineCustomIntVariable("queryclaw.retry_max_delay",
+							"Sets the longest wait between two attempts, Retry-After included.",
+							"A longer Retry-After ends the retries at once.",
+							&qc_retry_max_delay, 300000, 1, INT_MAX, PGC_SUSET, GUC_UNIT_MS,
+							NULL, NULL, NULL);
+	DefineCustomEnumVariable("queryclaw.llm_token_param",
+							 "Sets the request member that carries queryclaw.llm_max_tokens.",
+							 "max_tokens (most servers) or max_completion_tokens (OpenAI's newer models).",
+							 &qc_llm_token_param, QC_TOKEN_PARAM_MAX_TOKENS, token_param_options,
+							 PGC_SUSET, 0,
+							 NULL, NULL, NULL);
+	DefineCustomStringVariable("queryclaw.llm_api_key_header",
+							   "Sets the request header that carries queryclaw.llm_api_key.",
+							   "Authorization sends \"Bearer <key>\"; any other header (such as api-key for Azure OpenAI) sends the key as it is.",
+							   &qc_llm_api_key_header, "Authorization", PGC_SUSET, 0,
+							   check_key_header, NULL, NULL);
+}
+
+/* ---- end of the retry and provider settings ---- */
+
 /* ---- the durable audit and rate limits (audit.c, auditq.c, worker.c, ratelimit.c) ---- */
 
 /*
@@ -392,6 +463,63 @@ define_audit_settings(void)
 
 /* ---- end of the durable audit and rate limit settings ---- */
 
+/* ---- the database tools, embeddings and token budgets (sqltool.c, embed.c, budget.c) ---- */
+int			qc_sql_timeout = 5000;
+int			qc_sql_max_rows = 100;
+char	   *qc_embed_url = NULL;
+char	   *qc_embed_model = NULL;
+char	   *qc_embed_api_key = NULL;
+int			qc_embed_batch_size = 64;
+int			qc_max_tokens_per_day = 0;
+
+static bool
+check_embed_api_key(char **newval, void **extra, GucSource source)
+{
+	return check_secret_source("queryclaw.embed_api_key", *newval, source);
+}
+
+static void
+define_agent_settings(void)
+{
+	DefineCustomIntVariable("queryclaw.sql_timeout",
+							"Sets the time limit for one statement of sql_query and the database tools.",
+							"The caller's statement_timeout still bounds the whole statement.",
+							&qc_sql_timeout, 5000, 1, INT_MAX, PGC_SUSET, GUC_UNIT_MS,
+							NULL, NULL, NULL);
+	DefineCustomIntVariable("queryclaw.sql_max_rows",
+							"Sets the maximum number of rows sql_query returns.",
+							"The rest are left out, with a note saying so.",
+							&qc_sql_max_rows, 100, 1, 1000000, PGC_SUSET, 0,
+							NULL, NULL, NULL);
+	DefineCustomStringVariable("queryclaw.embed_url",
+							   "Sets the base URL of the OpenAI-compatible embeddings endpoint; empty means queryclaw.llm_url.",
+							   "Requests go to this URL followed by /embeddings.  The endpoint is trusted, like queryclaw.llm_url.",
+							   &qc_embed_url, "", PGC_SUSET, GUC_SUPERUSER_ONLY,
+							   check_http_url, NULL, NULL);
+	DefineCustomStringVariable("queryclaw.embed_model",
+							   "Sets the embedding model used when a call names none; empty means queryclaw.llm_model.",
+							   NULL,
+							   &qc_embed_model, "", PGC_SUSET, 0,
+							   NULL, NULL, NULL);
+	DefineCustomStringVariable("queryclaw.embed_api_key",
+							   "Sets the API key sent to the embeddings endpoint as a bearer token.",
+							   "Empty means queryclaw.llm_api_key when the endpoint is on the LLM endpoint's host, else no key.",
+							   &qc_embed_api_key, "", PGC_SUSET, SECRET_FLAGS,
+							   check_embed_api_key, NULL, NULL);
+	DefineCustomIntVariable("queryclaw.embed_batch_size",
+							"Sets the maximum number of inputs sent in one embeddings request.",
+							NULL,
+							&qc_embed_batch_size, 64, 1, 2048, PGC_SUSET, 0,
+							NULL, NULL, NULL);
+	DefineCustomIntVariable("queryclaw.max_tokens_per_day",
+							"Sets the maximum number of LLM and embedding tokens a role may use in any 24 hours; 0 means no limit.",
+							"Counted from the usage the providers report, in shared memory: needs shared_preload_libraries.",
+							&qc_max_tokens_per_day, 0, 0, INT_MAX, PGC_SUSET, 0,
+							NULL, NULL, NULL);
+}
+
+/* ---- end of the database tools, embeddings and token budgets ---- */
+
 void
 qc_guc_init(void)
 {
@@ -482,7 +610,9 @@ qc_guc_init(void)
 							&qc_max_host_concurrency, 8, 1, QC_MAX_CONCURRENCY_LIMIT, PGC_SUSET, 0,
 							NULL, NULL, NULL);
 	define_llm_settings();
+	define_retry_settings();
 	define_audit_settings();
+	define_agent_settings();
 
 	MarkGUCPrefixReserved("queryclaw");
 }

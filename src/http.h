@@ -97,6 +97,12 @@ extern QcCall *qc_call_new(const char *func, const char *method, const char *url
 extern double qc_call_elapsed_ms(const QcCall *call);
 
 /*
+ * An API endpoint: base (a setting such as queryclaw.llm_url) without its
+ * trailing '/', then path, then base's query string, if any.
+ */
+extern char *qc_endpoint_url(const char *base, const char *path);
+
+/*
  * Record a failure: audit the call with the given outcome and keep the
  * message (primary; detail and hint may be NULL) on it.  Does not raise.
  */
@@ -119,6 +125,16 @@ extern void qc_call_raise(const QcCall *call) pg_attribute_noreturn();
 extern void qc_call_fail(QcCall *call, const char *outcome, int sqlerrcode,
 						 const char *message, const char *detail,
 						 const char *hint) pg_attribute_noreturn();
+
+/*
+ * The reply of an API endpoint (embeddings, search) as text in the
+ * database encoding, with any configured API key in it replaced; raises
+ * 38000, audited as http_error, unless the status is 2xx: "HTTP status N
+ * from <what>", note (what the attempts were, or "") and the start of the
+ * body in the detail, key_hint as the hint for 401 and 403.
+ */
+extern const char *qc_call_api_reply(QcCall *call, const char *what,
+									 const char *key_hint, const char *note);
 
 /* "message: detail" of a failed call, for a batch's error column; or NULL. */
 extern char *qc_call_error_text(const QcCall *call);

@@ -13,11 +13,14 @@
  * "max_rounds": the calls of that last reply are recorded but not run,
  * since no round is left to read them).
  *
- * With an output schema, the answer must be JSON (a surrounding code fence
- * is tolerated) of the schema's top-level type when it names "object" or
- * "array".  An answer that is not gets one retry, even past max_rounds:
- * the reply goes back with what was wrong and the schema; a second failure
- * is an error (22P02).
+ * With an output schema, the tool rounds are sent without it, and once
+ * the model answers without tool calls the same conversation goes once
+ * more with response_format (see run_loop).  That answer must be JSON (a
+ * surrounding code fence is tolerated) that matches the schema (schema.c).
+ * An answer that does not gets one retry, even past max_rounds: the reply
+ * goes back with the first mismatch and the schema; a second failure is an
+ * error (22P02).  A refusal is returned as such, or with an output schema
+ * raised (38000).
  *
  * Interrupts are checked before every round; a request or a tool call in
  * progress stops on a cancel through the transport's own checks.
@@ -61,25 +64,25 @@ typedef struct LoopResult
 {
 	char	   *answer;			/* text, or NULL */
 	char	   *answer_json;	/* with an output schema: the JSON answer */
+	char	   *refusal;		/* the provider's refusal, or NULL */
 	const char *finish_reason;
 	int			rounds;
 	List	   *records;		/* of ToolRecord * */
-	int64		prompt_tokens;
-	int64		completion_tokens;
-	int64		total_tokens;
+	QcUsage		usage;			/* -1 for what no reply reported */
 } LoopResult;
 
 /*
- * The JSON in an answer, or NULL with *why saying what is wrong.  A code
- * fence around it (```json ... ```) is dropped; want is the schema's
- * top-level "type" or NULL.
+ * The answer as jsonb, or NULL with *why saying what is wrong: not JSON
+ * (a code fence around it is dropped), or the first mismatch with the
+ * schema.  *json_text receives the JSON text.
  */
-static char *
-json_answer(const char *content, const char *want, char **why)
+static Jsonb *
+json_answer(const char *content, Jsonb *schema, char **json_text, char **why)
 {
 	char	   *text;
 	size_t		len;
 	Jsonb	   *jb;
+	char	   *mismatch;
 
 	if (content == NULL)
 	{
@@ -102,14 +105,25 @@ json_answer(const char *content, const char *want, char **why)
 		*why = "The answer is not valid JSON.";
 		return NULL;
 	}
-	if (want != NULL &&
-		((strcmp(want, "object") == 0 && !JB_ROOT_IS_OBJECT(jb)) ||
-		 (strcmp(want, "array") == 0 && (!JB_ROOT_IS_ARRAY(jb) || JB_ROOT_IS_SCALAR(jb)))))
+	if ((mismatch = qc_schema_mismatch(schema, jb)) != NULL)
 	{
-		*why = psprintf("The answer is JSON but not an %s, as the schema requires.", want);
+		*why = psprintf("The answer does not match the schema: %s.", mismatch);
 		return NULL;
 	}
-	return text;
+	*json_text = text;
+	return jb;
+}
+
+/* Add what a reply reported to the run's totals. */
+static void
+add_usage(QcUsage *sum, const QcUsage *u)
+{
+	if (u->prompt_tokens >= 0)
+		sum->prompt_tokens = Max(sum->prompt_tokens, 0) + u->prompt_tokens;
+	if (u->completion_tokens >= 0)
+		sum->completion_tokens = Max(sum->completion_tokens, 0) + u->completion_tokens;
+	if (u->total_tokens >= 0)
+		sum->total_tokens = Max(sum->total_tokens, 0) + u->total_tokens;
 }
 
 /*
@@ -138,6 +152,23 @@ run_tool_calls(QcChat *chat, List *tools, int round, QcChatReply *reply,
 	}
 }
 
+/* The calls of a last round, listed but not run: no round is left. */
+static void
+record_unrun(QcChatReply *reply, LoopResult *out)
+{
+	ListCell   *lc;
+
+	foreach(lc, reply->tool_calls)
+	{
+		ToolRecord *rec = palloc0(sizeof(ToolRecord));
+
+		rec->round = out->rounds;
+		rec->call = lfirst(lc);
+		out->records = lappend(out->records, rec);
+	}
+	out->finish_reason = "max_rounds";
+}
+
 /* After an answer that does not fit the schema: say why, once. */
 static void
 ask_again(QcChat *chat, QcChatReply *reply, const char *why)
@@ -149,13 +180,22 @@ ask_again(QcChat *chat, QcChatReply *reply, const char *why)
 				NULL);
 }
 
-static void
-fail_json(const QcChatReply *reply, const char *why)
+/* Up to 200 characters of what the model said, for an error's detail. */
+static char *
+quote_reply(const char *text)
 {
-	char	   *quote = reply->content ? pstrdup(reply->content) : NULL;
+	char	   *quote = text ? pstrdup(text) : NULL;
 
 	if (quote != NULL)
 		qc_clip_chars(quote, 200);
+	return quote;
+}
+
+static void
+fail_json(const QcChatReply *reply, const char *why)
+{
+	char	   *quote = quote_reply(reply->content);
+
 	ereport(ERROR,
 			(errcode(ERRCODE_INVALID_TEXT_REPRESENTATION),
 			 errmsg("the model's answer does not match output_schema"),
@@ -166,19 +206,33 @@ fail_json(const QcChatReply *reply, const char *why)
 			 errhint("Check that the model supports response_format json_schema, or simplify output_schema.")));
 }
 
+/* The model would not answer: 38000 with its words. */
+static void
+fail_refusal(const char *what, const char *refusal)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_EXTERNAL_ROUTINE_EXCEPTION),
+			 errmsg("the model refused %s", what),
+			 errdetail("The model said: %s", quote_reply(refusal))));
+}
+
+/*
+ * The loop.  Tool rounds are sent without response_format: a server that
+ * lets the schema govern the whole reply (Ollama, llama.cpp) would never
+ * call a tool.  Once the model answers without tool calls, the same
+ * conversation is sent once more with the schema (and tool_choice "none"),
+ * so that it answers again, in shape; with no tools the first request
+ * carries it.  A refusal ends the run.
+ */
 static void
 run_loop(QcChat *chat, List *tools, int max_rounds, LoopResult *out)
 {
-	const char *want = NULL;
+	Jsonb	   *schema = chat->output_schema ? qc_jsonb_parse(chat->output_schema) : NULL;
 	bool		retried = false;
 
-	if (chat->output_schema != NULL)
-	{
-		Jsonb	   *schema = qc_jsonb_parse(chat->output_schema);
-
-		want = schema ? qc_jsonb_get_string(&schema->root, "type") : NULL;
-	}
 	memset(out, 0, sizeof(*out));
+	out->usage.prompt_tokens = out->usage.completion_tokens = out->usage.total_tokens = -1;
+	chat->want_schema = schema != NULL && chat->tools_json == NULL;
 	for (;;)
 	{
 		QcChatReply *reply;
@@ -186,25 +240,24 @@ run_loop(QcChat *chat, List *tools, int max_rounds, LoopResult *out)
 
 		CHECK_FOR_INTERRUPTS();
 		reply = qc_chat_send(chat, ++out->rounds);
-		out->prompt_tokens += reply->prompt_tokens;
-		out->completion_tokens += reply->completion_tokens;
-		out->total_tokens += reply->total_tokens;
+		add_usage(&out->usage, &reply->usage);
 		out->answer = reply->content;
+		out->refusal = reply->refusal;
 		out->finish_reason = reply->finish_reason;
 
+		if (reply->refusal != NULL)
+		{
+			if (schema != NULL)
+				fail_refusal("to answer in the shape of output_schema", reply->refusal);
+			qc_chat_add_reply(chat, reply);
+			return;
+		}
+		/* asked for the schema with tool_choice "none", a call is not run */
+		if (chat->want_schema)
+			reply->tool_calls = NIL;
 		if (reply->tool_calls != NIL && out->rounds >= max_rounds)
 		{
-			ListCell   *lc;
-
-			foreach(lc, reply->tool_calls)
-			{
-				ToolRecord *rec = palloc0(sizeof(ToolRecord));
-
-				rec->round = out->rounds;
-				rec->call = lfirst(lc);
-				out->records = lappend(out->records, rec);
-			}
-			out->finish_reason = "max_rounds";
+			record_unrun(reply, out);
 			return;
 		}
 		if (reply->tool_calls != NIL)
@@ -212,8 +265,14 @@ run_loop(QcChat *chat, List *tools, int max_rounds, LoopResult *out)
 			run_tool_calls(chat, tools, out->rounds, reply, out);
 			continue;
 		}
-		if (chat->output_schema == NULL ||
-			(out->answer_json = json_answer(reply->content, want, &why)) != NULL)
+		if (schema != NULL && !chat->want_schema)
+		{
+			/* done browsing: the same conversation again, for the schema */
+			chat->want_schema = true;
+			continue;
+		}
+		if (schema == NULL ||
+			json_answer(reply->content, schema, &out->answer_json, &why) != NULL)
 		{
 			qc_chat_add_reply(chat, reply);
 			return;
@@ -238,6 +297,8 @@ result_jsonb(const QcChat *chat, const LoopResult *r, bool with_messages)
 		appendStringInfoString(&s, r->answer_json);
 	else
 		qc_json_append_string(&s, r->answer);
+	appendStringInfoString(&s, ", \"refusal\": ");
+	qc_json_append_string(&s, r->refusal);
 	appendStringInfoString(&s, ", \"finish_reason\": ");
 	escape_json(&s, r->finish_reason);
 	appendStringInfo(&s, ", \"rounds\": %d, \"model\": ", r->rounds);
@@ -266,10 +327,9 @@ result_jsonb(const QcChat *chat, const LoopResult *r, bool with_messages)
 		appendStringInfo(&s, ", \"chars\": %d, \"truncated\": %s}",
 						 res ? res->chars : 0, res && res->truncated ? "true" : "false");
 	}
-	appendStringInfo(&s, "], \"usage\": {\"prompt_tokens\": " INT64_FORMAT
-					 ", \"completion_tokens\": " INT64_FORMAT
-					 ", \"total_tokens\": " INT64_FORMAT "}",
-					 r->prompt_tokens, r->completion_tokens, r->total_tokens);
+	appendStringInfoString(&s, "], \"usage\": {");
+	qc_usage_append(&s, &r->usage);
+	appendStringInfoChar(&s, '}');
 	if (with_messages)
 		appendStringInfo(&s, ", \"messages\": [%s]", chat->messages.data);
 	appendStringInfoChar(&s, '}');
@@ -301,6 +361,7 @@ prepare(FunctionCallInfo fcinfo, QcChat *chat, int tools_arg, int model_arg,
 					 errmsg("output_schema must be a JSON object"),
 					 errdetail("It is a JSON Schema, such as '{\"type\": \"object\", \"properties\": {\"city\": {\"type\": \"string\"}}}'.")));
 		chat->output_schema = JsonbToCString(NULL, &schema->root, VARSIZE(schema));
+		chat->schema_strict = qc_schema_strict_ok(schema);
 	}
 	*max_rounds = qc_llm_max_rounds;
 	if (!PG_ARGISNULL(rounds_arg))
@@ -335,7 +396,7 @@ add_messages(QcChat *chat, Jsonb *messages)
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("message %d has no role", i + 1),
 					 errdetail("Each message is an object with a \"role\" string, as in the chat-completions API.")));
-		qc_chat_add_json(chat, qc_jsonb_value_text(m));
+		qc_chat_add_message(chat, m);
 	}
 }
 
@@ -405,6 +466,36 @@ qc_llm_check_extract(const char *instruction)
 	qc_chat_check_config(NULL);
 }
 
+/*
+ * An answer extract_prompt can return: not a refusal, not cut at the token
+ * limit, not a tool call; else 38000 with what the provider said.
+ */
+static void
+check_extract(const LoopResult *r)
+{
+	if (r->refusal != NULL)
+		fail_refusal("to extract from the page", r->refusal);
+	if (strcmp(r->finish_reason, "length") == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_EXTERNAL_ROUTINE_EXCEPTION),
+				 errmsg("the model's answer was cut at its token limit"),
+				 r->answer ? errdetail("The answer began: %s", quote_reply(r->answer)) :
+				 errdetail("The reply has no answer."),
+				 errhint("Raise queryclaw.llm_max_tokens, or ask for less.")));
+	if (r->records != NIL)
+		ereport(ERROR,
+				(errcode(ERRCODE_EXTERNAL_ROUTINE_EXCEPTION),
+				 errmsg("the model asked for a tool instead of extracting from the page"),
+				 errdetail("It called %s with %s.",
+						   ((ToolRecord *) linitial(r->records))->call->name,
+						   quote_reply(((ToolRecord *) linitial(r->records))->call->arguments))));
+	if (strcmp(r->finish_reason, "content_filter") == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_EXTERNAL_ROUTINE_EXCEPTION),
+				 errmsg("the model refused to extract from the page"),
+				 errdetail("The provider stopped the answer: finish_reason \"content_filter\".")));
+}
+
 char *
 qc_llm_extract(const char *url, const char *page, bool page_cut,
 			   const char *instruction)
@@ -419,5 +510,6 @@ qc_llm_extract(const char *url, const char *page, bool page_cut,
 						 page_cut ? " (only its beginning)" : "", page),
 				NULL);
 	run_loop(&chat, NIL, 1, &result);
+	check_extract(&result);
 	return result.answer;
 }

@@ -13,6 +13,7 @@
 #include "lib/stringinfo.h"
 #include "nodes/pg_list.h"
 #include "utils/array.h"
+#include "utils/jsonb.h"
 
 /* Model replies may be larger than queryclaw.max_bytes, up to this. */
 #define QC_LLM_REPLY_BYTES ((size_t) 8 * 1024 * 1024)
@@ -20,20 +21,28 @@
 /* One tool call the model asked for. */
 typedef struct QcToolCall
 {
-	char	   *id;
+	char	   *id;				/* unique in the conversation */
 	char	   *name;
-	char	   *arguments;		/* JSON text, as the model sent it */
+	char	   *arguments;		/* as the model sent them */
+	bool		arguments_ok;	/* they are a JSON object */
 } QcToolCall;
+
+/* Token counts; -1 when the provider did not say. */
+typedef struct QcUsage
+{
+	int64		prompt_tokens;
+	int64		completion_tokens;
+	int64		total_tokens;
+} QcUsage;
 
 /* One reply of the endpoint, read into palloc'd memory. */
 typedef struct QcChatReply
 {
-	char	   *content;		/* NULL when the message has none */
+	char	   *content;		/* the answer, reasoning left out; or NULL */
+	char	   *refusal;		/* the provider's refusal, or NULL */
 	char	   *finish_reason;	/* "stop" when the provider gave none */
 	List	   *tool_calls;		/* of QcToolCall * */
-	int64		prompt_tokens;
-	int64		completion_tokens;
-	int64		total_tokens;
+	QcUsage		usage;
 } QcChatReply;
 
 /* A conversation with the model.  All text is in the database encoding. */
@@ -43,7 +52,10 @@ typedef struct QcChat
 	const char *model;
 	const char *tools_json;		/* the request's "tools" array, or NULL */
 	const char *output_schema;	/* a JSON object, or NULL */
+	bool		schema_strict;	/* the schema meets strict mode's rules */
+	bool		want_schema;	/* send response_format in this request */
 	StringInfoData messages;	/* JSON objects separated by commas */
+	List	   *call_ids;		/* the tool call ids used so far */
 	char		run_id[17];		/* ties one run's audit rows together */
 } QcChat;
 
@@ -56,7 +68,12 @@ extern void qc_chat_init(QcChat *chat, const char *via, const char *model);
 extern void qc_chat_add(QcChat *chat, const char *role, const char *content,
 						const char *tool_call_id);
 extern void qc_chat_add_json(QcChat *chat, const char *message);
+/* A message of the caller's (an object); its tool call ids count as used. */
+extern void qc_chat_add_message(QcChat *chat, JsonbValue *message);
 extern void qc_chat_add_reply(QcChat *chat, const QcChatReply *reply);
+
+/* Append "prompt_tokens": n, "completion_tokens": n, "total_tokens": n (null when unknown). */
+extern void qc_usage_append(StringInfo s, const QcUsage *usage);
 
 /*
  * Send the conversation as round `round`, audit the request (func "llm")
@@ -102,6 +119,15 @@ extern QcToolResult *qc_tool_not_run(void);
 
 /* Raise 42501 unless the current role may execute the function. */
 extern void qc_require_execute(const char *signature, const char *detail);
+
+/*
+ * schema.c: output_schema.  qc_schema_mismatch() returns the first way the
+ * answer does not match the schema ("$.city is a number, where the schema
+ * wants a string"), or NULL when it matches; qc_schema_strict_ok() says
+ * whether the schema may be sent with "strict": true.
+ */
+extern char *qc_schema_mismatch(Jsonb *schema, Jsonb *answer);
+extern bool qc_schema_strict_ok(Jsonb *schema);
 
 /*
  * llm.c: web_fetch's extract_prompt.  qc_llm_check_extract() validates before the

@@ -24,12 +24,16 @@
  *	audit.c		the audit rows, durable or in the caller's transaction
  *	auditq.c	the shared-memory queue of audit records
  *	worker.c	the audit worker that commits them
+ *	rolecount.c	per-role counts over a sliding window, in shared memory
  *	ratelimit.c	queryclaw.max_calls_per_hour
+ *	budget.c	queryclaw.max_tokens_per_day and my_budget
  *	fetch.c, api.c, check.c		the SQL-callable functions
  *	chat.c		the OpenAI chat-completions wire format
  *	tools.c		the tools a model may call, each in a subtransaction
  *	search.c	web_search(), a SearXNG-compatible search API
  *	llm.c		llm_chat_tools(): the tool loop; web_fetch's extract
+ *	sqltool.c	the database as a read-only tool: sql_query and its kin
+ *	embed.c		llm_embed(): an OpenAI-compatible embeddings endpoint
  *
  *-------------------------------------------------------------------------
  */
@@ -39,6 +43,7 @@
 #include "miscadmin.h"
 
 #include "auditq.h"
+#include "budget.h"
 #include "compat.h"
 #include "queryclaw.h"
 #include "ratelimit.h"
@@ -63,4 +68,5 @@ _PG_init(void)
 	qc_auditq_init();
 	qc_worker_init();
 	qc_ratelimit_init();
+	qc_budget_init();
 }

@@ -46,12 +46,33 @@ extern int	qc_llm_tool_max_chars;
 extern char *qc_search_url;
 extern char *qc_search_api_key;
 
+/* retries (retry.c, endpoint.c) and provider differences (chat.c) */
+extern int	qc_retry_max;
+extern int	qc_retry_base_delay;	/* milliseconds */
+extern int	qc_retry_max_delay; /* milliseconds */
+typedef enum QcTokenParam
+{
+	QC_TOKEN_PARAM_MAX_TOKENS,
+	QC_TOKEN_PARAM_MAX_COMPLETION_TOKENS
+} QcTokenParam;
+extern int	qc_llm_token_param;	/* a QcTokenParam */
+extern char *qc_llm_api_key_header;
+
 /* the durable audit and rate limits; the PGC_POSTMASTER ones need preload */
 extern int	qc_max_calls_per_hour;
 extern char *qc_database;
 extern int	qc_audit_queue_size;	/* kilobytes */
 extern char *qc_audit_retention;
 extern int64 qc_audit_retention_us; /* parsed; 0 keeps rows forever */
+
+/* the database tools, embeddings and token budgets */
+extern int	qc_sql_timeout;		/* milliseconds */
+extern int	qc_sql_max_rows;
+extern char *qc_embed_url;
+extern char *qc_embed_model;
+extern char *qc_embed_api_key;
+extern int	qc_embed_batch_size;
+extern int	qc_max_tokens_per_day;
 
 /* parsed forms of the list settings; never NULL once the GUCs exist */
 extern const QcAddrList *qc_local_allowlist_parsed;

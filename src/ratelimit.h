@@ -21,4 +21,7 @@ extern void qc_ratelimit_init(void);
  */
 extern bool qc_ratelimit_check(QcCall *call);
 
+/* The role's calls in the last hour; -1 without the counters (queryclaw.my_budget). */
+extern int64 qc_ratelimit_used(Oid role);
+
 #endif							/* QC_RATELIMIT_H */

@@ -196,7 +196,8 @@ replace_key(const char *text, const char *key)
 const char *
 qc_redact_keys(const char *text)
 {
-	return replace_key(replace_key(text, qc_llm_api_key), qc_search_api_key);
+	return replace_key(replace_key(replace_key(text, qc_llm_api_key), qc_search_api_key),
+					   qc_embed_api_key);
 }
 
 /* Longest name whose value qc_redact_statement() looks at */

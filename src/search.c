@@ -12,7 +12,8 @@
  *
  * The search API is the DBA's, configured like queryclaw.llm_url, and is
  * trusted the same way (QcCall.trusted): block_local and the host lists do
- * not apply to it, since a caller or a model chooses only the query.
+ * not apply to it, since a caller or a model chooses only the query.  It is
+ * also retried the same way (qc_endpoint_send).
  *
  *-------------------------------------------------------------------------
  */
@@ -26,6 +27,7 @@
 
 #include "audit.h"
 #include "content.h"
+#include "endpoint.h"
 #include "http.h"
 #include "json.h"
 #include "queryclaw.h"
@@ -88,7 +90,9 @@ read_results(JsonbContainer *results, int n)
 List *
 qc_search(const char *query, int num_results, const char *audit_extra)
 {
+	QcCall	   *proto;
 	QcCall	   *call;
+	QcAttempts	attempts;
 	const char *text;
 	Jsonb	   *jb;
 	JsonbContainer *results;
@@ -105,23 +109,17 @@ qc_search(const char *query, int num_results, const char *audit_extra)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("num_results must be at least 1")));
 
-	call = qc_call_new("web_search", "GET", request_url(query));
-	call->trusted = true;
-	call->audit_extra = (char *) audit_extra;
-	call->headers = qc_http_add_header(NIL, "Accept", "application/json");
+	proto = qc_call_new("web_search", "GET", request_url(query));
+	proto->trusted = true;
+	proto->audit_extra = (char *) audit_extra;
+	proto->headers = qc_http_add_header(NIL, "Accept", "application/json");
 	if (qc_search_api_key[0] != '\0')
-		call->headers = qc_http_add_header(call->headers, "Authorization",
-										   psprintf("Bearer %s", qc_search_api_key));
-	qc_http_execute(call);
+		proto->headers = qc_http_add_header(proto->headers, "Authorization",
+											psprintf("Bearer %s", qc_search_api_key));
+	call = qc_endpoint_send(proto, QC_ENDPOINT_SEARCH, &attempts);
 
-	text = qc_redact_keys(qc_to_server_text(call->data, call->data_len,
-											qc_content_type_charset(call->content_type)));
-	if (call->status < 200 || call->status > 299)
-		qc_call_fail(call, QC_OUTCOME_HTTP_ERROR, ERRCODE_EXTERNAL_ROUTINE_EXCEPTION,
-					 psprintf("HTTP status %ld from the search API", call->status),
-					 qc_text_quote(text),
-					 call->status == 401 || call->status == 403 ?
-					 "Check queryclaw.search_api_key." : NULL);
+	text = qc_call_api_reply(call, "the search API", "Check queryclaw.search_api_key.",
+							 qc_endpoint_attempts_note(&attempts));
 	jb = qc_jsonb_parse(text);
 	results = jb ? qc_jsonb_get_array(&jb->root, "results") : NULL;
 	if (results == NULL)

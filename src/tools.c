@@ -42,6 +42,7 @@
 #include "queryclaw.h"
 #include "response.h"
 #include "search.h"
+#include "sqltool.h"
 
 /* What a tool's code gets besides its arguments. */
 typedef struct ToolContext
@@ -142,6 +143,27 @@ run_check_url(JsonbContainer *args, ToolContext *ctx)
 	return qc_check_url_json(required_arg(args, "url"), ctx->audit_extra);
 }
 
+/* The database tools (sqltool.c); their results are capped like the others'. */
+static char *
+run_sql_query(JsonbContainer *args, ToolContext *ctx)
+{
+	return qc_sql_query(required_arg(args, "query"), ctx->max_chars, ctx->audit_extra);
+}
+
+static char *
+run_list_tables(JsonbContainer *args, ToolContext *ctx)
+{
+	return qc_sql_list_tables(qc_jsonb_get_string(args, "schema"), ctx->max_chars,
+							  ctx->audit_extra);
+}
+
+static char *
+run_describe_table(JsonbContainer *args, ToolContext *ctx)
+{
+	return qc_sql_describe_table(required_arg(args, "table"), ctx->max_chars,
+								 ctx->audit_extra);
+}
+
 static const QcTool all_tools[] = {
 	{"web_fetch", "queryclaw.web_fetch(text,text,integer,text)", run_web_fetch,
 		"{\"type\": \"function\", \"function\": {\"name\": \"web_fetch\","
@@ -179,14 +201,54 @@ static const QcTool all_tools[] = {
 		" \"parameters\": {\"type\": \"object\", \"properties\": {"
 		"\"url\": {\"type\": \"string\"}},"
 		" \"required\": [\"url\"]}}}"},
+	{"sql_query", QC_SQL_QUERY_SIGNATURE, run_sql_query,
+		"{\"type\": \"function\", \"function\": {\"name\": \"sql_query\","
+		" \"description\": \"Run one read-only SELECT (or WITH ... SELECT) in the PostgreSQL database and return"
+		" {rows: [{column: value}], row_count, truncated, note}. Only immutable and stable functions may be called;"
+		" the result is capped in rows and characters, so select only what you need.\","
+		" \"parameters\": {\"type\": \"object\", \"properties\": {"
+		"\"query\": {\"type\": \"string\", \"description\": \"The SELECT statement, in PostgreSQL's SQL.\"}},"
+		" \"required\": [\"query\"]}}}"},
+	{"list_tables", QC_SQL_QUERY_SIGNATURE, run_list_tables,
+		"{\"type\": \"function\", \"function\": {\"name\": \"list_tables\","
+		" \"description\": \"List the tables and views of the database you may read:"
+		" {tables: [{schema, name, kind, estimated_rows, comment}]}.\","
+		" \"parameters\": {\"type\": \"object\", \"properties\": {"
+		"\"schema\": {\"type\": \"string\", \"description\": \"Only this schema (default: all).\"}}}}}"},
+	{"describe_table", QC_SQL_QUERY_SIGNATURE, run_describe_table,
+		"{\"type\": \"function\", \"function\": {\"name\": \"describe_table\","
+		" \"description\": \"Describe a table or view you may read: {table, kind, comment, columns: [{name, type, not_null, comment}]}.\","
+		" \"parameters\": {\"type\": \"object\", \"properties\": {"
+		"\"table\": {\"type\": \"string\", \"description\": \"The table's name, optionally schema-qualified.\"}},"
+		" \"required\": [\"table\"]}}}"},
 };
+
+/* The function's OID, or InvalidOid when it does not exist. */
+static Oid
+lookup_function(const char *signature)
+{
+	LOCAL_FCINFO(fcinfo, 1);
+	Datum		fn;
+
+	InitFunctionCallInfoData(*fcinfo, NULL, 1, InvalidOid, NULL, NULL);
+	fcinfo->args[0].value = CStringGetTextDatum(signature);
+	fcinfo->args[0].isnull = false;
+	fn = to_regprocedure(fcinfo);
+	return fcinfo->isnull ? InvalidOid : DatumGetObjectId(fn);
+}
 
 void
 qc_require_execute(const char *signature, const char *detail)
 {
-	Oid			fn = DatumGetObjectId(DirectFunctionCall1(regprocedurein,
-														  CStringGetDatum(signature)));
+	Oid			fn = lookup_function(signature);
 
+	/* a function of a later release, before ALTER EXTENSION ... UPDATE */
+	if (!OidIsValid(fn))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("function %s does not exist", signature),
+				 errdetail("%s", detail),
+				 errhint("The extension's SQL objects are older than its library: run ALTER EXTENSION queryclaw_ext UPDATE.")));
 	if (qc_proc_aclcheck(fn, GetUserId(), ACL_EXECUTE) != ACLCHECK_OK)
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
@@ -222,7 +284,7 @@ qc_tools_parse(ArrayType *names)
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 name ? errmsg("unknown tool \"%s\"", name) : errmsg("tools cannot contain NULL"),
-					 errhint("The tools are web_fetch, api_call, web_search and check_url.")));
+					 errhint("The tools are web_fetch, api_call, web_search, check_url, sql_query, list_tables and describe_table.")));
 		if (strcmp(tool->name, "web_search") == 0 && qc_search_url[0] == '\0')
 			ereport(ERROR,
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),

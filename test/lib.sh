@@ -24,6 +24,11 @@ QC_PACKAGES="make gcc pkg-config python3 python3-brotli openssl postgresql-$QC_P
  postgresql-server-dev-$QC_PG_MAJOR libcurl4-openssl-dev libcjson-dev libxml2-dev libidn2-dev
  iproute2 util-linux"
 
+# Installed when the package lists know them, skipped otherwise: pgvector
+# for the embeddings test's cast to vector (Debian ships it only in some
+# releases; the test passes the same without it).
+QC_OPTIONAL_PACKAGES="postgresql-15-pgvector"
+
 QC_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 QC_PG_CONFIG=/usr/lib/postgresql/$QC_PG_MAJOR/bin/pg_config
 QC_BINDIR=$($QC_PG_CONFIG --bindir 2>/dev/null)
@@ -53,6 +58,10 @@ qc_install_deps() {
 	for pkg in $QC_PACKAGES; do
 		dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" ||
 			missing+=("$pkg")
+	done
+	for pkg in $QC_OPTIONAL_PACKAGES; do
+		dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" ||
+			! apt-cache show "$pkg" >/dev/null 2>&1 || missing+=("$pkg")
 	done
 	if [ ${#missing[@]} -gt 0 ]; then
 		qc_log "installing Debian packages: ${missing[*]}"

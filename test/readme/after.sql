@@ -35,6 +35,10 @@ SELECT CASE WHEN coalesce(good, false) THEN 'ok - ' ELSE 'not ok - ' END || 'REA
      'classify_batches asked the model once about each lead with a url, and ended'),
     ((SELECT bool_and(title IS NOT NULL AND author IS NOT NULL AND published IS NOT NULL) FROM articles),
      'the metadata example filled every article'),
+    ((SELECT bool_and(array_length(embedding, 1) > 0) FROM docs),
+     'llm_embed gave every document its embedding'),
+    ((SELECT count(*) > 0 FROM queryclaw.audit_log WHERE func = 'sql_query' AND outcome = 'ok'),
+     'the agent read the table through sql_query'),
     ((SELECT durable FROM queryclaw.audit_status()),
      'the database the README''s postgresql.conf names has the durable audit')
   ) AS c(good, what);

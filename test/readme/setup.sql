@@ -50,6 +50,13 @@ CREATE TABLE articles (
 INSERT INTO articles (url) VALUES
     ('https://news.example.com/2026/story'), ('https://news.example.com/2026/another');
 
+CREATE TABLE docs (
+    id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    body text);
+INSERT INTO docs (body) VALUES
+    ('We ship from our warehouse in Lyon.'), ('Returns are free for 30 days.'),
+    ('Our support answers within a day.');
+
 CREATE TABLE conversations (id integer PRIMARY KEY, previous jsonb);
 INSERT INTO conversations VALUES (7, '{"answer": "One is dead.", "messages": [
     {"role": "user", "content": "Which of these links are dead? https://example.com/ https://example.com/missing"},

@@ -88,6 +88,10 @@ END
 $$;
 
 SELECT * FROM upgrade_test.calls();
+-- 0.2's database tools need 0.2's objects: asking for them before the
+-- update says so, before any request
+DO $$ BEGIN PERFORM queryclaw.llm_chat_tools('SCENARIO:plain', tools => '{sql_query}');
+EXCEPTION WHEN OTHERS THEN RAISE NOTICE '%: %', SQLSTATE, SQLERRM; END $$;
 -- refused calls too, one aborting its statement, one caught
 SELECT queryclaw.web_fetch('http://10.0.0.1/');
 DO $$ BEGIN PERFORM queryclaw.api_call('http://10.0.0.2/'); EXCEPTION WHEN insufficient_privilege THEN NULL; END $$;

@@ -1,0 +1,27 @@
+/*-------------------------------------------------------------------------
+ *
+ * budget.h
+ *	  queryclaw.max_tokens_per_day: per-role token budgets in shared memory
+ *	  (budget.c), and queryclaw.my_budget.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef QC_BUDGET_H
+#define QC_BUDGET_H
+
+#include "http.h"
+
+/* _PG_init, while preloading: shared memory hooks. */
+extern void qc_budget_init(void);
+
+/*
+ * Before a request to the LLM or embeddings endpoint: refuse it (53400,
+ * audited on the call, raised) when the calling role has spent its
+ * budget; 55000 when a budget is set but the library was not preloaded.
+ */
+extern void qc_budget_admit(QcCall *call);
+
+/* After a reply: count the tokens its usage reported. */
+extern void qc_budget_count(int64 n);
+
+#endif							/* QC_BUDGET_H */

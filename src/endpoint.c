@@ -1,0 +1,171 @@
+/*-------------------------------------------------------------------------
+ *
+ * endpoint.c
+ *	  Synchronous requests to the DBA's endpoints (LLM, embeddings, search)
+ *	  with retries: the loop of attempts and the waits between them.  What
+ *	  is retried and for how long is retry.c's policy.
+ *
+ * Each attempt is a QcCall of its own, so each is admitted (master switch,
+ * rate limit, room in the audit queue), timed and audited like any call.
+ * The waits are latch waits, reported as an Extension wait event, that a
+ * query cancel or statement_timeout ends at once.  A synchronous caller
+ * never waits longer than one request may take: a Retry-After past that
+ * (or past retry_max_delay) ends the retries and is quoted in the error.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <time.h>
+
+#include "common/pg_prng.h"
+#include "miscadmin.h"
+#include "storage/latch.h"
+#include "utils/timestamp.h"
+#include "utils/wait_event.h"
+
+#include "compat.h"
+#include "endpoint.h"
+#include "queryclaw.h"
+
+/* A new call for one attempt at proto's request. */
+static QcCall *
+attempt_call(const QcCall *proto, int attempt)
+{
+	QcCall	   *call = qc_call_new(proto->func, proto->method, proto->url);
+
+	call->headers = proto->headers;
+	call->body = proto->body;
+	call->body_len = proto->body_len;
+	call->max_chars = proto->max_chars;
+	call->timeout_ms = proto->timeout_ms;
+	call->timeout_setting = proto->timeout_setting;
+	call->max_bytes = proto->max_bytes;
+	call->trusted = proto->trusted;
+	call->audit_extra = proto->audit_extra;
+	if (attempt > 1)
+		call->audit_extra = psprintf("%s%s\"attempt\": %d",
+									 proto->audit_extra ? proto->audit_extra : "",
+									 proto->audit_extra ? ", " : "", attempt);
+	return call;
+}
+
+/* Did a call that got no response fail in a way worth another attempt? */
+static bool
+failure_retryable(const QcRetryTarget *target, const QcCall *call)
+{
+	if (strcmp(call->outcome, QC_OUTCOME_TIMEOUT) == 0)
+		return qc_retry_failure(target, QC_FAILED_TRANSFER);
+	if (call->error_code == ERRCODE_SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION)
+		return qc_retry_failure(target, QC_FAILED_CONNECT);
+	if (call->error_code == ERRCODE_CONNECTION_FAILURE)
+		return qc_retry_failure(target, QC_FAILED_TRANSFER);
+	/* refused, disabled, rate-limited, no room to audit: not a passing fault */
+	return false;
+}
+
+/* Sleep on the latch for ms, checking for interrupts. */
+static void
+wait_before_retry(int64 ms)
+{
+	TimestampTz end = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), ms);
+
+	for (;;)
+	{
+		long		left;
+
+		CHECK_FOR_INTERRUPTS();
+		left = (long) ((end - GetCurrentTimestamp()) / 1000);
+		if (left <= 0)
+			break;
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 left, qc_wait_event(QC_WAIT_RETRY));
+		ResetLatch(MyLatch);
+	}
+}
+
+/* "20 s", "1.5 s", "250 ms" */
+static char *
+show_ms(int64 ms)
+{
+	if (ms < 1000)
+		return psprintf(INT64_FORMAT " ms", ms);
+	if (ms % 1000 == 0)
+		return psprintf(INT64_FORMAT " s", ms / 1000);
+	return psprintf("%.1f s", ms / 1000.0);
+}
+
+char *
+qc_endpoint_attempts_note(const QcAttempts *a)
+{
+	const char *made = a->count == 1 ? "1 attempt was made" :
+		psprintf("%d attempts were made", a->count);
+
+	if (a->longest_setting != NULL)
+		return psprintf("%s: the endpoint asked to wait %s before the next (Retry-After), longer than %s (%s) allows.",
+						made, show_ms(a->retry_after_ms), a->longest_setting,
+						show_ms(a->longest_ms));
+	if (a->count == 1)
+		return "";
+	return psprintf("%s.", made);
+}
+
+QcCall *
+qc_endpoint_send(const QcCall *proto, QcRetryEndpoint endpoint,
+				 QcAttempts *att)
+{
+	QcRetryTarget target;
+	QcRetrySettings settings = {qc_retry_max, qc_retry_base_delay, qc_retry_max_delay};
+	/* a synchronous caller waits no longer than one request may take */
+	int64		longest = Min(qc_retry_max_delay, proto->timeout_ms);
+	QcCall	   *call;
+	bool		responded;
+
+	target.endpoint = endpoint;
+	target.method = proto->method;
+	target.idempotency_key = qc_http_find_header(proto->headers, "Idempotency-Key") != NULL;
+	memset(att, 0, sizeof(*att));
+	for (;;)
+	{
+		int64		wait_ms = 0;
+		QcRetryVerdict verdict;
+
+		call = attempt_call(proto, ++att->count);
+		responded = qc_http_run(call);
+		att->retryable = responded ? qc_retry_status(&target, call->status) :
+			failure_retryable(&target, call);
+		att->retry_after_ms = -1;
+		if (responded && att->retryable &&
+			!qc_retry_after_header(call->response_headers, time(NULL), &att->retry_after_ms))
+			att->retry_after_ms = -1;
+		if (!att->retryable)
+			break;
+		verdict = qc_retry_next(&settings, att->count, att->retry_after_ms, longest,
+								pg_prng_double(&pg_global_prng_state), &wait_ms);
+		if (verdict == QC_RETRY_TOO_LONG)
+		{
+			att->longest_ms = longest;
+			att->longest_setting = longest == qc_retry_max_delay ?
+				"queryclaw.retry_max_delay" : proto->timeout_setting;
+		}
+		if (verdict != QC_RETRY_WAIT)
+			break;
+		/* a failure without a response was audited by the transport */
+		if (responded)
+			qc_call_record(call, QC_OUTCOME_HTTP_ERROR, ERRCODE_EXTERNAL_ROUTINE_EXCEPTION,
+						   psprintf("HTTP status %ld, tried again after %s", call->status,
+									show_ms(wait_ms)),
+						   NULL, NULL);
+		wait_before_retry(wait_ms);
+	}
+	if (!responded)
+	{
+		const char *note = qc_endpoint_attempts_note(att);
+
+		if (note[0] != '\0')
+			call->error_detail = call->error_detail ?
+				psprintf("%s %s", call->error_detail, note) : pstrdup(note);
+		qc_call_raise(call);
+	}
+	return call;
+}

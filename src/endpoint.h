@@ -1,0 +1,47 @@
+/*-------------------------------------------------------------------------
+ *
+ * endpoint.h
+ *	  Requests to the DBA's own endpoints (LLM, embeddings, search), sent
+ *	  with retries under the retry policy (retry.h).
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef QC_ENDPOINT_H
+#define QC_ENDPOINT_H
+
+#include "http.h"
+#include "retry.h"
+
+/* How the attempts went, for the caller's final error. */
+typedef struct QcAttempts
+{
+	int			count;			/* attempts made, 1 or more */
+	bool		retryable;		/* the last one failed in a retryable way */
+	int64_t		retry_after_ms; /* the last Retry-After, or -1 */
+	const char *longest_setting;	/* what bounded the wait, when too long */
+	int64_t		longest_ms;
+} QcAttempts;
+
+/*
+ * Send proto's request to a trusted endpoint (proto->trusted is set) and
+ * return the last attempt's call, with a response of any status: the caller
+ * judges it and audits it (qc_audit_call or qc_call_fail).  A retryable
+ * status or failure is audited (its "attempt" in the detail from the
+ * second on), then waited for (interruptibly, as a wait event) and sent
+ * again as a new call, until it succeeds, retry_max retries were made, or
+ * a Retry-After is longer than one wait may be (retry_max_delay, and the
+ * call's own timeout: a synchronous caller waits no longer than one
+ * request may take).  A failure without a response after the last attempt
+ * (or one never retried, such as a refusal) is raised, its detail saying
+ * how many attempts were made.
+ */
+extern QcCall *qc_endpoint_send(const QcCall *proto, QcRetryEndpoint endpoint,
+								QcAttempts *attempts);
+
+/*
+ * A sentence on the attempts for an error's detail ("3 attempts were
+ * made." or why no more were made), or "" after a single plain attempt.
+ */
+extern char *qc_endpoint_attempts_note(const QcAttempts *attempts);
+
+#endif							/* QC_ENDPOINT_H */

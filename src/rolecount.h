@@ -1,0 +1,49 @@
+/*-------------------------------------------------------------------------
+ *
+ * rolecount.h
+ *	  Per-role counts over a sliding window, in shared memory (rolecount.c):
+ *	  what queryclaw.max_calls_per_hour (ratelimit.c) and
+ *	  queryclaw.max_tokens_per_day (budget.c) count.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef QC_ROLECOUNT_H
+#define QC_ROLECOUNT_H
+
+#include "storage/lwlock.h"
+#include "utils/hsearch.h"
+
+/* Roles counted at once in one set of counters. */
+#define QC_ROLECOUNT_ROLES 1024
+
+/*
+ * One set of counters: a static variable of its module, with the first
+ * three members set; the rest is filled at server start.
+ */
+typedef struct QcRoleCounts
+{
+	const char *name;			/* the hash table's and LWLock tranche's name */
+	int			steps;			/* the window, in steps */
+	int64		step_us;		/* one step, in microseconds */
+	HTAB	   *table;			/* NULL without shared_preload_libraries */
+	LWLock	   *lock;
+	struct QcRoleCounts *next;	/* the registered sets */
+} QcRoleCounts;
+
+/* _PG_init, while preloading: have the counters made at server start. */
+extern void qc_rolecounts_register(QcRoleCounts *counts);
+
+/*
+ * Add n to the role's count when the count in the window is below `below`
+ * (0: always); *used is the count before.  Returns false, counting
+ * nothing, when the role has no entry and none can be made (every role
+ * counted is active): the caller refuses, so that a full table fails
+ * closed.  Needs the counters (counts->table not NULL).
+ */
+extern bool qc_rolecounts_add(QcRoleCounts *counts, Oid role, int64 n, int64 below,
+							  int64 *used);
+
+/* The role's count in the window; -1 without the counters. */
+extern int64 qc_rolecounts_get(QcRoleCounts *counts, Oid role);
+
+#endif							/* QC_ROLECOUNT_H */
