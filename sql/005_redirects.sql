@@ -56,4 +56,34 @@ SELECT r->'body'->'headers' ? 'authorization' AS other_origin_keeps,
        r->'body'->'headers' ? 'x-plain' AS plain_header_kept
   FROM queryclaw.api_call(qc_test.url('/redirect?to=http://localhost:' || current_setting('qc_test.port') || '/echo'),
                           headers => '{"Authorization": "Bearer s3cret", "X-Plain": "1"}') AS r;
+-- every secret-looking header is dropped off-origin (the fixture echoes
+-- the headers it received); the same origin gets them all
+SELECT v.origin, array(SELECT k FROM unnest(ARRAY['authorization', 'cookie', 'x-api-key',
+                                                  'x-vendor-session', 'private-token', 'x-plain']) AS k
+                        WHERE r->'body'->'headers' ? k) AS received
+  FROM (VALUES ('same', '/echo'),
+               ('other', 'http://localhost:' || current_setting('qc_test.port') || '/echo')) AS v(origin, target),
+       LATERAL queryclaw.api_call(qc_test.url('/redirect?to=' || v.target),
+                                  headers => '{"Authorization": "Bearer s3cret", "Cookie": "sid=1",
+                                               "X-Api-Key": "k1", "X-Vendor-Session": "v1",
+                                               "Private-Token": "p1", "X-Plain": "1"}') AS r;
+
+-- a 307 or 308 to another origin would send the body there again: not
+-- followed, api_call returns the redirect itself (and the audit row says
+-- why); to the same origin, or without a body, it is followed; 301, 302
+-- and 303 turn a POST into a GET without its body and are followed
+SELECT c AS code, v.origin, r->'status' AS status, r->'ok' AS ok,
+       qc_test.scrub(r->>'url') AS url, r->'body'->>'method' AS method, r->'body'->>'body' AS body
+  FROM unnest(ARRAY[301, 302, 303, 307, 308]) AS c,
+       (VALUES ('same', '/echo'),
+               ('other', 'http://localhost:' || current_setting('qc_test.port') || '/echo')) AS v(origin, target),
+       LATERAL queryclaw.api_call(qc_test.url('/redirect?code=' || c || '&to=' || v.target), 'POST',
+                                  body => 'data') AS r
+ ORDER BY c, v.origin DESC;
+SELECT r->'status' AS status, r->'body'->>'method' AS method
+  FROM queryclaw.api_call(qc_test.url('/redirect?code=307&to=http://localhost:'
+                                      || current_setting('qc_test.port') || '/echo')) AS r;
+SELECT qc_test.audit_flush();
+SELECT status, outcome, qc_test.scrub(reason) AS reason, detail->'redirects' AS redirects
+  FROM queryclaw.audit_log WHERE reason LIKE '%not followed%' ORDER BY id;
 RESET queryclaw.local_allowlist;

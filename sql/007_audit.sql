@@ -48,6 +48,44 @@ SELECT query FROM queryclaw.audit_log;
 SELECT count(*) AS rows_with_secrets FROM queryclaw.audit_log
  WHERE (url || detail::text || query) ~ '(hunter22|T999|xq|yq)';
 
+-- every common spelling of a secret: header names in any case, vendors'
+-- ones included; a token-like value under a plain header name; query
+-- parameters with percent-encoded names and ";" parameters; path segments
+-- that look like tokens (a well-known prefix, a Telegram bot token, a long
+-- run mixing letters and digits); form and JSON bodies, at any depth and
+-- in arrays.  None reaches url, final_url, reason, query or detail.
+TRUNCATE queryclaw.audit_log;
+SELECT (queryclaw.api_call(qc_test.url('/echo'), 'POST',
+    headers => '{"X-Api-Key": "HDR001", "x-auth-token": "HDR002", "X-Goog-Api-Key": "HDR003",
+                 "Ocp-Apim-Subscription-Key": "HDR004", "PRIVATE-TOKEN": "HDR005",
+                 "X-Amz-Security-Token": "HDR006", "Session-Id": "HDR007", "X-Signature": "HDR008",
+                 "PROXY-AUTHORIZATION": "Basic HDR009", "cookie": "sid=HDR010",
+                 "X-Request-Id": "sk-HDR011abcdefgh", "Accept": "text/plain"}',
+    body => 'password=BODY001&user=x'))->'status' AS status;
+SELECT (queryclaw.api_call(qc_test.url('/echo'), 'POST',
+    body => '{"a": [{"client_secret": "BODY002"}, {"keys": ["BODY003", 1]}], "n": 1}'))->'status' AS status;
+SELECT (queryclaw.api_call(qc_test.url('/v1/sk-PATH001abcdefgh/bot123456:PATH002AAHdqTcvCH1vGWJxfSeo/ghp_PATH003abcdefghijklmnop'
+    || '/PATH004a1b2c3d4e5f6a7b8c9d0/x;jsessionid=PATH005?api%5Fkey=QRY001&Access_Token=QRY002&keyword=red')))->'status' AS status;
+SELECT (queryclaw.api_call(qc_test.url('/redirect?to=/hello%3Fsession_id%3DQRY003%26q%3D1')))->'status' AS status;
+SELECT qc_test.audit_flush();
+SELECT qc_test.scrub(url) AS url, qc_test.scrub(final_url) AS final_url
+  FROM queryclaw.audit_log ORDER BY id;
+SELECT detail->'request_headers' AS headers FROM queryclaw.audit_log ORDER BY id LIMIT 1;
+SELECT query FROM queryclaw.audit_log ORDER BY id;
+SELECT count(*) AS rows_with_secrets FROM queryclaw.audit_log
+ WHERE (url || coalesce(final_url, '') || coalesce(reason, '') || detail::text || query)
+       ~ '(HDR0|BODY0|PATH0|QRY0)';
+
+-- what a server echoes back, JSON-escaped ("\u0073k-…", "http:\/\/…"),
+-- and even without its name (the "values" list), is redacted in the error
+-- raised (which the server log records) and the reason stored
+TRUNCATE queryclaw.audit_log;
+SELECT qc_test.try($$SELECT queryclaw.web_fetch(qc_test.url('/reflect/401?api_key=ECHOs002&note=ghp_ECHO001sabcdefghijk'))$$);
+SELECT qc_test.audit_flush();
+SELECT qc_test.scrub(url) AS url, qc_test.scrub(reason) AS reason FROM queryclaw.audit_log;
+SELECT count(*) AS rows_with_secrets FROM queryclaw.audit_log
+ WHERE (url || coalesce(reason, '') || detail::text || query) ~ 'ECHO0';
+
 -- long texts are stored cut to their bound (4 kB for URLs and the query),
 -- on a character boundary, and marked
 TRUNCATE queryclaw.audit_log;

@@ -235,6 +235,39 @@ SELECT qc_test.audit_flush();
 SET ROLE qc_carol;
 SELECT func, outcome FROM queryclaw.my_audit ORDER BY id;
 RESET ROLE;
+
+-- the endpoints' URLs may hold credentials: an ordinary role never reads
+-- them whole, not through SHOW, current_setting or pg_settings, nor in an
+-- error or its audit rows; and an endpoint that echoes the API key back
+-- JSON-escaped does not bring it into the error
+SELECT replace(current_setting('queryclaw.llm_url'), 'http://', 'http://user:URLPW001@')
+       || '/sk-URL002abcdefgh?api-key=URL003' AS secret_llm_url \gset
+SET queryclaw.llm_url = :'secret_llm_url';
+-- such a URL is a secret: it cannot be kept for a role or a database
+-- (pg_db_role_setting is readable by every role); one without credentials can
+ALTER ROLE qc_carol SET queryclaw.llm_url = :'secret_llm_url';
+ALTER ROLE qc_carol SET queryclaw.search_url = 'http://127.0.0.1/search?api_key=K1&q=';
+ALTER ROLE qc_carol SET queryclaw.search_url = 'http://127.0.0.1/search';
+ALTER ROLE qc_carol RESET queryclaw.search_url;
+SELECT qc_test.audit_flush();
+SET ROLE qc_carol;
+SELECT current_setting('queryclaw.llm_url', true);
+SELECT current_setting('queryclaw.search_url');
+SELECT count(*) AS visible FROM pg_settings WHERE name IN ('queryclaw.llm_url', 'queryclaw.search_url');
+SELECT qc_test.try($$SELECT queryclaw.llm_chat_tools('SCENARIO:plain', tools => '{}')$$) AS error;
+RESET ROLE;
+RESET queryclaw.llm_url;
+SET ROLE qc_carol;
+SELECT qc_test.try($$SELECT queryclaw.llm_chat_tools('SCENARIO:leak_escaped', tools => '{}')$$) AS error;
+RESET ROLE;
+SELECT qc_test.audit_flush();
+SET ROLE qc_carol;
+SELECT qc_test.scrub(url) AS url, status, qc_test.scrub(reason) AS reason
+  FROM queryclaw.my_audit WHERE func = 'llm' AND status IN (401, 404) ORDER BY id;
+SELECT count(*) AS rows_with_secrets FROM queryclaw.my_audit
+ WHERE (url || coalesce(final_url, '') || coalesce(reason, '') || coalesce(query, '') || detail::text)
+       ~ '(URLPW|URL00|sk-test-0123456789)';
+RESET ROLE;
 REVOKE EXECUTE ON FUNCTION queryclaw.llm_chat_tools(text, text[], text, text, integer, jsonb) FROM qc_carol;
 SET ROLE qc_carol;
 SELECT queryclaw.web_fetch(qc_test.url('/html'), extract_prompt => 'SCENARIO:extract');

@@ -253,7 +253,8 @@ audit_detail(const QcCall *call)
 		first = false;
 		escape_json(&headers, h->name);
 		appendStringInfoString(&headers, ": ");
-		escape_json(&headers, qc_name_is_secret(h->name, true) ? "REDACTED" : h->value);
+		escape_json(&headers, qc_name_is_secret(h->name, true) ? "REDACTED" :
+					qc_redact_text(h->value));
 	}
 	appendStringInfoChar(&headers, '}');
 
@@ -293,7 +294,7 @@ audit_record(const QcCall *call, const char *role, const char *outcome,
 	rec->text[QC_AT_URL] = qc_redact_url(call->url);
 	rec->text[QC_AT_FINAL_URL] = call->final_url ? qc_redact_url(call->final_url) : NULL;
 	rec->text[QC_AT_OUTCOME] = outcome;
-	rec->text[QC_AT_REASON] = reason;
+	rec->text[QC_AT_REASON] = reason ? qc_redact_text(reason) : NULL;
 	/*
 	 * Secrets a caller wrote into the statement are never stored either.
 	 * Only what can be kept is redacted (twice the bound, so that a secret

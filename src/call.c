@@ -58,16 +58,28 @@ qc_call_elapsed_ms(const QcCall *call)
 	return (GetCurrentTimestamp() - call->started) / 1000.0;
 }
 
+/*
+ * A message, detail or hint of a failed call as it is kept and raised:
+ * valid text (it may quote a server), and no secret (raised, it reaches
+ * the server log).  NULL for NULL.
+ */
+static char *
+shown_text(const QcCall *call, const char *text)
+{
+	if (text == NULL)
+		return NULL;
+	return qc_redact_echo(qc_valid_text(text), call->url, call->final_url, call->headers);
+}
+
 void
 qc_call_set_failure(QcCall *call, const char *outcome, int sqlerrcode,
 					const char *message, const char *detail, const char *hint)
 {
-	/* messages may quote servers: what is kept is valid text */
 	call->outcome = outcome;
 	call->error_code = sqlerrcode;
-	call->reason = pstrdup(qc_valid_text(message));
-	call->error_detail = detail ? pstrdup(qc_valid_text(detail)) : NULL;
-	call->error_hint = hint ? pstrdup(qc_valid_text(hint)) : NULL;
+	call->reason = shown_text(call, message);
+	call->error_detail = shown_text(call, detail);
+	call->error_hint = shown_text(call, hint);
 	call->elapsed_ms = qc_call_elapsed_ms(call);
 }
 

@@ -230,6 +230,38 @@ check_proxy(char **newval, void **extra, GucSource source)
 
 /* ---- the LLM tool loop and web search (llm.c, tools.c, search.c) ---- */
 
+/*
+ * An endpoint's URL may hold credentials (userinfo, a key in the query or
+ * the path): one that the redaction of URLs would change is a secret.
+ */
+static bool
+check_endpoint_url(const char *name, char **newval, void **extra, GucSource source)
+{
+	if (!check_http_url(newval, extra, source))
+		return false;
+	if (strcmp(qc_redact_url(*newval), *newval) == 0)
+		return true;
+	return check_secret_source(name, *newval, source);
+}
+
+static bool
+check_llm_url(char **newval, void **extra, GucSource source)
+{
+	return check_endpoint_url("queryclaw.llm_url with credentials", newval, extra, source);
+}
+
+static bool
+check_search_url(char **newval, void **extra, GucSource source)
+{
+	return check_endpoint_url("queryclaw.search_url with credentials", newval, extra, source);
+}
+
+static bool
+check_embed_url(char **newval, void **extra, GucSource source)
+{
+	return check_endpoint_url("queryclaw.embed_url with credentials", newval, extra, source);
+}
+
 /* The API keys: superuser-only, and left out of SHOW ALL and pg_settings. */
 #define SECRET_FLAGS (GUC_SUPERUSER_ONLY | GUC_NO_SHOW_ALL)
 
@@ -252,7 +284,7 @@ define_llm_settings(void)
 							   "Sets the base URL of the OpenAI-compatible LLM endpoint.",
 							   "Requests go to this URL followed by /chat/completions.  The endpoint is trusted: queryclaw.block_local and the host lists do not apply to it.",
 							   &qc_llm_url, "", PGC_SUSET, GUC_SUPERUSER_ONLY,
-							   check_http_url, NULL, NULL);
+							   check_llm_url, NULL, NULL);
 	DefineCustomStringVariable("queryclaw.llm_model",
 							   "Sets the model used when a call names none.",
 							   NULL,
@@ -292,7 +324,7 @@ define_llm_settings(void)
 							   "Sets the URL of the SearXNG-compatible search API used by web_search.",
 							   "Requests are GET {search_url}?q=...&format=json.  The endpoint is trusted, like queryclaw.llm_url.",
 							   &qc_search_url, "", PGC_SUSET, GUC_SUPERUSER_ONLY,
-							   check_http_url, NULL, NULL);
+							   check_search_url, NULL, NULL);
 	DefineCustomStringVariable("queryclaw.search_api_key",
 							   "Sets the API key sent to the search API as a bearer token.",
 							   "Empty means no Authorization header.",
@@ -495,7 +527,7 @@ define_agent_settings(void)
 							   "Sets the base URL of the OpenAI-compatible embeddings endpoint; empty means queryclaw.llm_url.",
 							   "Requests go to this URL followed by /embeddings.  The endpoint is trusted, like queryclaw.llm_url.",
 							   &qc_embed_url, "", PGC_SUSET, GUC_SUPERUSER_ONLY,
-							   check_http_url, NULL, NULL);
+							   check_embed_url, NULL, NULL);
 	DefineCustomStringVariable("queryclaw.embed_model",
 							   "Sets the embedding model used when a call names none; empty means queryclaw.llm_model.",
 							   NULL,

@@ -473,6 +473,22 @@ typedef struct Slot
 	struct curl_slist *resolve_list;	/* its checked addresses, for libcurl */
 } Slot;
 
+/*
+ * A 307 or 308 keeps the method and the body: to another origin than the
+ * one the caller addressed, that would hand the body (often credentials or
+ * personal data) to a server the caller did not name.  Such a redirect is
+ * not followed.
+ */
+static bool
+body_would_leave_origin(const Slot *slot)
+{
+	const QcCall *call = slot->call;
+
+	return call->redirects > 0 && slot->body_len > 0 &&
+		(call->status == 307 || call->status == 308) &&
+		!same_origin(&slot->origin, &slot->hop);
+}
+
 /* Release what libcurl and the callbacks hold for a slot's hop. */
 static void
 release_hop(Slot *slot)
@@ -509,6 +525,15 @@ start_hop(Slot *slot, const char *target)
 		qc_call_record(call, QC_OUTCOME_ERROR, ERRCODE_INVALID_PARAMETER_VALUE,
 					   call->redirects == 0 ? "invalid URL" : "redirect to an invalid URL",
 					   error, NULL);
+		return false;
+	}
+	if (body_would_leave_origin(slot))
+	{
+		/* the response of the previous hop, a 307 or 308, is the result */
+		call->redirects--;
+		call->redirect_held = qc_redact_url(slot->hop.url);
+		call->reason = psprintf("redirect to %s not followed: it would send the request body to another origin",
+								call->redirect_held);
 		return false;
 	}
 	if (trusted ? !qc_policy_check_trusted_url(&slot->hop, &refusal) :

@@ -74,6 +74,7 @@ typedef struct QcCall
 	size_t		data_len;
 	bool		data_cut;		/* cut at queryclaw.max_bytes */
 	int			redirects;
+	char	   *redirect_held;	/* a redirect not followed (http.c), redacted */
 	double		elapsed_ms;
 
 	/* the verdict, filled as the call ends, written to the audit log */

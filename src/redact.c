@@ -1,98 +1,491 @@
 /*-------------------------------------------------------------------------
  *
  * redact.c
- *	  Remove secrets from URLs and headers before they are stored or shown.
+ *	  Remove secrets from URLs, headers and free text before they are
+ *	  stored or shown.
  *
- * The audit log and error messages are read by people other than the
- * caller (the DBA, log shippers), so nothing that looks like a credential
- * may reach them: URL userinfo, Authorization/Cookie headers and anything
- * named like a key, token, secret, password or signature; and the LLM and
- * search API keys the DBA configured, wherever they occur in text.  The
- * calling statement, stored with each audit row, gets the same treatment:
- * the URLs in it are redacted as URLs, so are query parameters in a
- * literal that holds only part of a URL, and a quoted value that follows a
- * secret-looking quoted name ('{"Authorization": "Bearer …"}',
- * jsonb_build_object('X-Api-Key', '…')) is replaced.  The same
- * predicate decides which request headers are dropped when a redirect
- * leaves the origin the caller addressed.
+ * The audit log, error messages and the server log are read by people
+ * other than the caller (the DBA, log shippers), so nothing that looks
+ * like a credential may reach them.  Three kinds of evidence are used, and
+ * the rules err on the side of hiding:
+ *
+ * - names: a header, JSON key or parameter named like a credential
+ *   (qc_name_is_secret) has its value replaced, wherever the name occurs:
+ *   in a URL's query or ";" parameters, in a form or JSON body quoted in a
+ *   statement, in "Name: value" text;
+ * - shapes: a URL path segment or parameter value that looks like a token
+ *   (a run of 20 or more letters and digits mixing both), and anywhere in
+ *   text a well-known token prefix ("sk-…", "ghp_…", "xoxb-…",
+ *   "bot123…:…", "Bearer …");
+ * - the API keys the DBA configured (queryclaw.llm_api_key,
+ *   queryclaw.search_api_key), wherever they occur.
+ *
+ * Text is first decoded from the JSON escapes of plain ASCII characters
+ * ("\u0073k-…", "http:\/\/…"), so that what a server echoes back escaped is
+ * recognised too.  Every function here is linear in its input (each
+ * character is looked at a bounded number of times) and idempotent: what
+ * it makes of its own output is that output.  The same name predicate
+ * decides which request headers are dropped when a redirect leaves the
+ * origin the caller addressed.
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
 #include "lib/stringinfo.h"
+#include "nodes/pg_list.h"
 #include "utils/builtins.h"
 #include "utils/formatting.h"
 
+#include "http.h"
 #include "queryclaw.h"
 #include "redact.h"
 
-/* API keys shorter than this are not searched for: too many false hits. */
+/* Configured API keys shorter than this are not searched for: too many false hits. */
 #define MIN_KEY_LENGTH 8
+/* Nor the secrets of a call (qc_redact_echo) shorter than this */
+#define MIN_ECHO_LENGTH 6
+/* Longest name whose value is looked at in free text */
+#define MAX_NAME_LENGTH 64
+/* A run of letters and digits this long, mixing both, is a token. */
+#define MIN_TOKEN_RUN 20
+/* What must follow a token prefix: this many characters, a digit among them */
+#define MIN_TOKEN_TAIL 8
+
+#define REDACTED "REDACTED"
+
+/*
+ * What ends a bare value ("password=…") in free text: also everything
+ * that ends a URL there, so that a URL redacted inside a value (its
+ * fragment dropped) cannot make the value longer when redacted again
+ */
+#define BARE_VALUE_END " \t\r\n\f\v\"'`\\&;#,?()[]{}<>"
+
+/* Characters of a name or a token in free text */
+#define IS_NAME_CHAR(c) \
+	(isalnum((unsigned char) (c)) || (c) == '_' || (c) == '-' || (c) == '.' || (c) == '%')
+
+/* Header names (and quoted JSON keys) holding one of these are secret. */
+static const char *const header_words[] = {
+	"key", "token", "secret", "passw", "pwd", "auth", "session", "sessid",
+	"signature", "credential", "cookie", "jwt", "hmac", "bearer", "assertion",
+	NULL
+};
+
+/* Well-known secret headers that hold none of the words above */
+static const char *const header_names[] = {
+	"x-jfrog-art-api", "x-vercel-protection-bypass", "x-ms-client-principal",
+	"x-amzn-oidc-data", "x-github-otp", "npm-otp", NULL
+};
+
+/*
+ * Parameter names are secret when their last word ends with one of these
+ * ("api_key", "accessToken", "X-Amz-Signature", "jsessionid"), so that
+ * "keyword" and "token_count" are not.
+ */
+static const char *const param_words[] = {
+	"key", "keys", "token", "tokens", "secret", "secrets", "password",
+	"passwords", "passwd", "pwd", "pass", "passphrase", "signature", "sig",
+	"credential", "credentials", "auth", "authorization", "session",
+	"sessionid", "sessid", "cookie", "jwt", "hmac", "otp", "assertion", NULL
+};
+
+/* Prefixes of well-known tokens (case matters), at the start of a word */
+static const char *const token_prefixes[] = {
+	"sk-", "sk_live_", "sk_test_", "rk_live_", "rk_test_", "ghp_", "gho_",
+	"ghu_", "ghs_", "ghr_", "github_pat_", "glpat-", "xoxa-", "xoxb-",
+	"xoxe-", "xoxo-", "xoxp-", "xoxr-", "xoxs-", "xapp-", "AKIA", "ASIA",
+	"AIza", "ya29.", "eyJ", "hf_", "npm_", "pypi-", "shpat_", "shpss_",
+	"glc_", "dop_v1_", NULL
+};
 
 /* Does s end with suffix? */
 static bool
-ends_with(const char *s, const char *suffix)
+ends_with(const char *s, size_t slen, const char *suffix)
 {
-	size_t		slen = strlen(s);
 	size_t		xlen = strlen(suffix);
 
-	return slen >= xlen && strcmp(s + slen - xlen, suffix) == 0;
+	return slen >= xlen && memcmp(s + slen - xlen, suffix, xlen) == 0;
 }
 
-/*
- * Header names are secret when they contain a telling word ("X-Api-Key",
- * "X-Auth-Token", "Cookie"); query parameters only when they end with one,
- * so that "api_key" and "X-Amz-Signature" are hidden but "keyword" is not.
- */
-bool
-qc_name_is_secret(const char *name, bool is_header)
+static int
+hex_value(char c)
 {
-	static const char *const words[] = {
-		"key", "token", "secret", "password", "passwd", "pwd", "signature",
-		"sig", "credential", "credentials", "auth", "session", "sessionid",
-		"cookie", NULL
-	};
-	char	   *lower = asc_tolower(name, strlen(name));
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	c = pg_ascii_tolower(c);
+	return (c >= 'a' && c <= 'f') ? c - 'a' + 10 : -1;
+}
+
+/* A copy of s[0..len) with %XX escapes decoded (a %00 is dropped). */
+static char *
+percent_decode(const char *s, size_t len)
+{
+	char	   *out = palloc(len + 1);
+	char	   *o = out;
+
+	for (size_t i = 0; i < len; i++)
+	{
+		int			hi,
+					lo;
+
+		if (s[i] == '%' && i + 2 < len && (hi = hex_value(s[i + 1])) >= 0 &&
+			(lo = hex_value(s[i + 2])) >= 0)
+		{
+			if (hi * 16 + lo != 0)
+				*o++ = (char) (hi * 16 + lo);
+			i += 2;
+		}
+		else
+			*o++ = s[i];
+	}
+	*o = '\0';
+	return out;
+}
+
+/* Does one word of a parameter name end with a secret word? */
+static bool
+param_word_is_secret(const char *word, size_t len)
+{
+	char	   *lower = asc_tolower(word, len);
 	bool		secret = false;
 
-	for (int i = 0; words[i] && !secret; i++)
-		secret = is_header ? strstr(lower, words[i]) != NULL : ends_with(lower, words[i]);
+	for (int i = 0; param_words[i] && !secret; i++)
+		secret = ends_with(lower, len, param_words[i]);
 	pfree(lower);
 	return secret;
 }
 
-/* Append one "name=value" query parameter, hiding a secret value. */
-static void
-append_param(StringInfo out, const char *param, size_t len)
+/*
+ * The words of a name are its runs of letters and digits, split also where
+ * a lower case letter is followed by an upper case one ("accessToken").
+ * The name is secret when its last word ends with a secret word, or is a
+ * mere "id" or "value" after one ("session_id"): "token_count" is not.
+ */
+static bool
+param_name_is_secret(const char *name)
 {
-	const char *eq = memchr(param, '=', len);
-	char	   *name = pnstrdup(param, eq ? (size_t) (eq - param) : len);
+	const char *word = NULL;
+	const char *last = NULL;
+	size_t		last_len = 0;
+	bool		previous_secret = false;
 
-	if (eq != NULL && qc_name_is_secret(name, false))
-		appendStringInfo(out, "%s=REDACTED", name);
-	else
-		appendBinaryStringInfo(out, param, len);
-	pfree(name);
+	for (const char *p = name;; p++)
+	{
+		bool		inside = isalnum((unsigned char) *p) &&
+			!(word != NULL && isupper((unsigned char) *p) &&
+			  islower((unsigned char) p[-1]));
+
+		if (inside && word == NULL)
+			word = p;
+		else if (!inside && word != NULL)
+		{
+			if (last != NULL)
+				previous_secret = param_word_is_secret(last, last_len);
+			last = word;
+			last_len = p - word;
+			word = isalnum((unsigned char) *p) ? p : NULL;
+		}
+		if (*p == '\0')
+			break;
+	}
+	if (last == NULL)
+		return false;
+	if (param_word_is_secret(last, last_len))
+		return true;
+	return previous_secret &&
+		((last_len == 2 && pg_strncasecmp(last, "id", 2) == 0) ||
+		 (last_len == 5 && pg_strncasecmp(last, "value", 5) == 0));
 }
 
-/* Append the query string from '?' to end, hiding secret values. */
-static void
-append_query(StringInfo out, const char *query, const char *end)
+static bool
+header_name_is_secret(const char *name)
 {
-	appendStringInfoChar(out, '?');
-	for (const char *p = query + 1; p < end;)
+	char	   *lower = asc_tolower(name, strlen(name));
+	bool		secret = false;
+
+	for (int i = 0; header_words[i] && !secret; i++)
+		secret = strstr(lower, header_words[i]) != NULL;
+	for (int i = 0; header_names[i] && !secret; i++)
+		secret = strcmp(lower, header_names[i]) == 0;
+	pfree(lower);
+	return secret;
+}
+
+bool
+qc_name_is_secret(const char *name, bool is_header)
+{
+	char	   *decoded = percent_decode(name, strlen(name));
+	bool		secret = is_header ? header_name_is_secret(decoded) :
+		param_name_is_secret(decoded);
+
+	pfree(decoded);
+	return secret;
+}
+
+/* ---- token shapes ---- */
+
+/* The token prefix s starts with, or NULL. */
+static const char *
+token_prefix(const char *s, size_t len)
+{
+	for (int i = 0; token_prefixes[i]; i++)
 	{
-		size_t		len = strcspn(p, "&#");
+		size_t		plen = strlen(token_prefixes[i]);
+
+		if (len >= plen && memcmp(s, token_prefixes[i], plen) == 0)
+			return token_prefixes[i];
+	}
+	return NULL;
+}
+
+/*
+ * A Telegram bot token at s ("bot" or not, then 5 or more digits, ':' and
+ * 20 or more token characters): its length, else 0.
+ */
+static size_t
+bot_token_length(const char *s, const char *end)
+{
+	const char *p = s;
+	const char *tail;
+
+	if (end - p >= 3 && memcmp(p, "bot", 3) == 0)
+		p += 3;
+	tail = p;
+	while (p < end && isdigit((unsigned char) *p))
+		p++;
+	if (p - tail < 5 || p >= end || *p != ':')
+		return 0;
+	tail = ++p;
+	while (p < end && IS_NAME_CHAR(*p))
+		p++;
+	return p - tail >= MIN_TOKEN_RUN ? (size_t) (p - s) : 0;
+}
+
+/*
+ * Where a token starts in the run of name characters [run, end): at the
+ * start of a word in it, a well-known prefix followed by enough of the
+ * run, with a digit (last_digit is the run's last digit, or NULL).  Each
+ * word start is looked at once, against a fixed list: linear.
+ */
+static const char *
+token_in_run(const char *run, const char *end, const char *last_digit)
+{
+	for (const char *p = run; p < end; p++)
+	{
+		const char *prefix;
+
+		if (p > run && isalnum((unsigned char) p[-1]))
+			continue;
+		if ((prefix = token_prefix(p, end - p)) != NULL &&
+			end - (p + strlen(prefix)) >= MIN_TOKEN_TAIL &&
+			last_digit != NULL && last_digit >= p + strlen(prefix))
+			return p;
+	}
+	return NULL;
+}
+
+/*
+ * Does [text, end) hold a run of letters and digits long enough and mixing
+ * both, or a bot token?
+ */
+static bool
+has_token_run(const char *text, const char *end)
+{
+	int			run = 0;
+	bool		letters = false;
+	bool		digits = false;
+
+	for (const char *p = text; p < end; p++)
+	{
+		if ((p == text || !isalnum((unsigned char) p[-1])) && bot_token_length(p, end) > 0)
+			return true;
+		if (!isalnum((unsigned char) *p))
+		{
+			run = 0;
+			letters = digits = false;
+			continue;
+		}
+		run++;
+		letters |= isalpha((unsigned char) *p) != 0;
+		digits |= isdigit((unsigned char) *p) != 0;
+		if (run >= MIN_TOKEN_RUN && letters && digits)
+			return true;
+	}
+	return false;
+}
+
+/* Does [text, end) hold a token with a well-known prefix, run by run? */
+static bool
+has_token_prefix(const char *text, const char *end)
+{
+	for (const char *p = text; p < end;)
+	{
+		const char *q = p;
+		const char *last_digit = NULL;
+
+		while (q < end && IS_NAME_CHAR(*q))
+		{
+			if (isdigit((unsigned char) *q))
+				last_digit = q;
+			q++;
+		}
+		if (q > p && token_in_run(p, q, last_digit) != NULL)
+			return true;
+		p = q < end ? q + 1 : q;
+	}
+	return false;
+}
+
+/* Does s[0..len), percent-decoded, look like a token (for URLs)? */
+static bool
+looks_like_token(const char *s, size_t len)
+{
+	char	   *text = percent_decode(s, len);
+	const char *end = text + strlen(text);
+	bool		token = has_token_run(text, end) || has_token_prefix(text, end);
+
+	pfree(text);
+	return token;
+}
+
+/* ---- URLs ---- */
+
+/*
+ * Does text (decoded) hold a query or a URL of its own with a secret in
+ * it: a "name=value" part with a secret name, or userinfo?
+ */
+static bool
+nested_secret(const char *text)
+{
+	const char *scheme = strstr(text, "://");
+
+	if (scheme != NULL && strchr(scheme, '@') != NULL)
+		return true;
+	for (const char *p = text; *p != '\0';)
+	{
+		size_t		len = strcspn(p, "?&;#/ ");
+		const char *eq = memchr(p, '=', len);
+
+		if (eq != NULL)
+		{
+			char	   *name = pnstrdup(p, eq - p);
+			bool		secret = qc_name_is_secret(name, false);
+
+			pfree(name);
+			if (secret)
+				return true;
+		}
+		p += len;
+		if (*p != '\0')
+			p++;
+	}
+	return false;
+}
+
+/*
+ * Does a parameter value hide a secret: a token shape, or, its %XX
+ * escapes decoded, a nested query or URL with one ("next=%2Fa%3Ftoken%3D…")?
+ */
+static bool
+value_hides_secret(const char *s, size_t len)
+{
+	char	   *text;
+	bool		secret;
+
+	if (looks_like_token(s, len))
+		return true;
+	if (memchr(s, '=', len) == NULL && memchr(s, '%', len) == NULL &&
+		memchr(s, '@', len) == NULL)
+		return false;
+	text = percent_decode(s, len);
+	secret = nested_secret(text);
+	pfree(text);
+	return secret;
+}
+
+/*
+ * Note the secret s[0..len) in *hidden (if not NULL), as written and
+ * %XX-decoded, for qc_redact_echo().
+ */
+static void
+note_hidden(const char *s, size_t len, List **hidden)
+{
+	if (hidden != NULL && len > 0)
+	{
+		*hidden = lappend(*hidden, pnstrdup(s, len));
+		*hidden = lappend(*hidden, percent_decode(s, len));
+	}
+}
+
+/* Append REDACTED in place of the secret s[0..len), noting it. */
+static void
+hide(StringInfo out, const char *s, size_t len, List **hidden)
+{
+	appendStringInfoString(out, REDACTED);
+	note_hidden(s, len, hidden);
+}
+
+/*
+ * Append one "name=value" parameter of a query or path: the value hidden
+ * when the name is secret or the value looks like a token.
+ */
+static void
+append_param(StringInfo out, const char *param, size_t len, List **hidden)
+{
+	const char *eq = memchr(param, '=', len);
+	const char *value = eq ? eq + 1 : param;
+	size_t		value_len = param + len - value;
+
+	if (eq == NULL ? (len > 0 && looks_like_token(param, len)) :
+		(qc_name_is_secret(pnstrdup(param, eq - param), false) ||
+		 value_hides_secret(value, value_len)))
+	{
+		appendBinaryStringInfo(out, param, value - param);
+		hide(out, value, value_len, hidden);
+	}
+	else
+		appendBinaryStringInfo(out, param, len);
+}
+
+/* Append [p, end) split at any of seps, each part through append_param. */
+static void
+append_params(StringInfo out, const char *p, const char *end, const char *seps,
+			  List **hidden)
+{
+	while (p < end)
+	{
+		size_t		len = strcspn(p, seps);
 
 		len = Min(len, (size_t) (end - p));
-		append_param(out, p, len);
+		append_param(out, p, len, hidden);
 		p += len;
-		if (p < end && *p == '&')
-		{
-			appendStringInfoChar(out, '&');
-			p++;
-		}
+		if (p < end)
+			appendStringInfoChar(out, *p++);
+	}
+}
+
+/*
+ * Append a path: each segment that looks like a token replaced, and the
+ * ";name=value" parameters of each segment treated as query parameters.
+ */
+static void
+append_path(StringInfo out, const char *p, const char *end, List **hidden)
+{
+	while (p < end)
+	{
+		size_t		len = Min(strcspn(p, "/"), (size_t) (end - p));
+		size_t		seg = Min(strcspn(p, ";/"), len);
+
+		if (seg > 0 && looks_like_token(p, seg))
+			hide(out, p, seg, hidden);
+		else
+			appendBinaryStringInfo(out, p, seg);
+		if (seg < len)
+			append_params(out, p + seg, p + len, ";", hidden);
+		p += len;
+		if (p < end)
+			appendStringInfoChar(out, *p++);
 	}
 }
 
@@ -142,51 +535,174 @@ escape_controls(char *text)
 	return out.data;
 }
 
-char *
-qc_redact_url(const char *url)
+/*
+ * The host part after any userinfo: the last '@' before the path ends the
+ * userinfo.  When nothing is left of the authority, libcurl reads the path
+ * that follows as one ("http://u:p@/h/" is "http://h/"): its userinfo goes
+ * too, and so on, each step moving forward.
+ */
+static const char *
+skip_userinfo(const char *authority)
+{
+	for (;;)
+	{
+		const char *path = authority + strcspn(authority, "/?#");
+		const char *at;
+
+		for (at = path; at > authority && at[-1] != '@'; at--)
+			;
+		if (at == authority)
+			return authority;
+		if (at < path || *path != '/')
+			return at;
+		authority = path;
+		while (*authority == '/')
+			authority++;
+	}
+}
+
+/* qc_redact_url(), noting in *hidden (if not NULL) what it hid */
+static char *
+redact_url(const char *url, List **hidden)
 {
 	StringInfoData out;
 	const char *authority = authority_start(url);
-	const char *path;
-	const char *at;
-	const char *query;
+	const char *host = skip_userinfo(authority);
 	const char *end = url + strcspn(url, "#");
-	bool		host_gone;
+	const char *path = host + strcspn(host, "/?#");
+	const char *query;
 
+	/*
+	 * Text with no scheme is all path (it may be a part of a URL), once its
+	 * userinfo is gone; if what is left reads as a URL, it is one.
+	 */
+	if (authority == url && host != url && authority_start(host) != host)
+		return redact_url(host, hidden);
+	if (authority == url)
+		path = host;
 	initStringInfo(&out);
-	path = authority + strcspn(authority, "/?#");
-	/* drop userinfo: the last '@' before the path ends it */
-	for (at = path; at > authority && at[-1] != '@'; at--)
-		;
+	/* userinfo: the password, and the user name ("https://TOKEN@host/") */
+	for (const char *u = authority; u < host;)
+	{
+		size_t		len = strcspn(u, ":@");
+
+		note_hidden(u, Min(len, (size_t) (host - u)), hidden);
+		u += len + 1;
+	}
 	appendBinaryStringInfo(&out, url, authority - url);
-	/* nothing left of the authority: its path would be read as one */
-	host_gone = at > authority && at == path && *path == '/';
-	if (at > authority)
-		authority = at;
+	appendBinaryStringInfo(&out, host, path - host);
 	query = memchr(path, '?', end - path);
-	appendBinaryStringInfo(&out, authority, (query ? query : end) - authority);
+	append_path(&out, path, query ? query : end, hidden);
 	if (query != NULL)
-		append_query(&out, query, end);
-	/* so redact what is now the authority too; each pass drops an '@' */
-	return host_gone ? qc_redact_url(out.data) : escape_controls(out.data);
+	{
+		appendStringInfoChar(&out, '?');
+		append_params(&out, query + 1, end, "&;", hidden);
+	}
+	return escape_controls(out.data);
 }
 
-/* Replace every occurrence of key in text; text itself when there is none. */
+char *
+qc_redact_url(const char *url)
+{
+	return redact_url(url, NULL);
+}
+
+/* ---- configured keys ---- */
+
+/*
+ * Does out end in the start of a "\u" escape ("\u", "\u0", "\u00",
+ * "\u004"), the backslash not itself escaped?  A hex digit decoded there
+ * would complete it, and decoding again would change the text.
+ */
+static bool
+ends_in_partial_escape(StringInfo out)
+{
+	int			i = out->len;
+	int			backslashes = 0;
+
+	while (i > 0 && out->len - i < 3 && hex_value(out->data[i - 1]) >= 0)
+		i--;
+	if (i < 2 || out->data[i - 1] != 'u')
+		return false;
+	for (i -= 2; i >= 0 && out->data[i] == '\\'; i--)
+		backslashes++;
+	return backslashes % 2 == 1;
+}
+
+/* The ASCII character a JSON escape at p stands for, or -1. */
+static int
+escaped_char(const char *p)
+{
+	if (p[1] == '/')
+		return '/';
+	if (p[1] == 'u' && hex_value(p[2]) == 0 && hex_value(p[3]) >= 0 &&
+		hex_value(p[4]) >= 0 && hex_value(p[5]) >= 0)
+		return hex_value(p[3]) * 256 + hex_value(p[4]) * 16 + hex_value(p[5]);
+	return -1;
+}
+
+/*
+ * A copy of text with the JSON escapes of printable ASCII characters
+ * decoded ("\u0073" is "s", "\/" is "/"); text itself when it has none.
+ * Quotes, backslashes and control characters stay escaped, so JSON stays
+ * JSON and means the same.
+ */
 static const char *
-replace_key(const char *text, const char *key)
+decode_json_escapes(const char *text)
+{
+	StringInfoData out;
+	const char *p = text;
+	const char *copied = text;
+
+	if (strchr(text, '\\') == NULL)
+		return text;
+	initStringInfo(&out);
+	while ((p = strchr(p, '\\')) != NULL)
+	{
+		int			c = escaped_char(p);
+
+		if (c > 0x20 && c < 0x7f && c != '"' && c != '\\' && c != '\'')
+		{
+			appendBinaryStringInfo(&out, copied, p - copied);
+			copied = p;
+			if (hex_value((char) c) < 0 || !ends_in_partial_escape(&out))
+			{
+				appendStringInfoChar(&out, (char) c);
+				copied = p + (p[1] == '/' ? 2 : 6);
+			}
+			p += (p[1] == '/' ? 2 : 6);
+		}
+		else
+			p += (p[1] != '\0') ? 2 : 1;	/* "\\" is one escape */
+	}
+	if (out.len == 0 && copied == text)
+	{
+		pfree(out.data);
+		return text;
+	}
+	appendStringInfoString(&out, copied);
+	return out.data;
+}
+
+/*
+ * Replace every occurrence of key in text, unless key is shorter than
+ * min_len; text itself when there is none.
+ */
+static const char *
+replace_key(const char *text, const char *key, size_t min_len)
 {
 	StringInfoData out;
 	const char *p = text;
 	const char *hit;
 	size_t		keylen = strlen(key);
 
-	if (keylen < MIN_KEY_LENGTH || strstr(text, key) == NULL)
+	if (keylen < min_len || strstr(text, key) == NULL)
 		return text;
 	initStringInfo(&out);
 	while ((hit = strstr(p, key)) != NULL)
 	{
 		appendBinaryStringInfo(&out, p, hit - p);
-		appendStringInfoString(&out, "REDACTED");
+		appendStringInfoString(&out, REDACTED);
 		p = hit + keylen;
 	}
 	appendStringInfoString(&out, p);
@@ -196,61 +712,108 @@ replace_key(const char *text, const char *key)
 const char *
 qc_redact_keys(const char *text)
 {
-	return replace_key(replace_key(replace_key(text, qc_llm_api_key), qc_search_api_key),
-					   qc_embed_api_key);
-}
+	const char *decoded = decode_json_escapes(text);
 
-/* Longest name whose value qc_redact_statement() looks at */
-#define MAX_NAME_LENGTH 64
-#define NAME_CHARS "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-."
-
-/* The length of the name at p, if it is one that looks secret; else 0. */
-static size_t
-secret_name_length(const char *p, bool is_header)
-{
-	size_t		len = strspn(p, NAME_CHARS);
-	char	   *name;
-	bool		secret;
-
-	if (len == 0 || len > MAX_NAME_LENGTH)
-		return 0;
-	name = pnstrdup(p, len);
-	secret = qc_name_is_secret(name, is_header);
-	pfree(name);
-	return secret ? len : 0;
+	return replace_key(replace_key(replace_key(decoded, qc_llm_api_key, MIN_KEY_LENGTH),
+								   qc_search_api_key, MIN_KEY_LENGTH),
+					   qc_embed_api_key, MIN_KEY_LENGTH);
 }
 
 /*
- * The length of the URL at p in statement text: "http://" or "https://",
- * up to what ends a URL in SQL (space, a quote, a bracket); 0 if none.
+ * Note a secret header's value in *hidden: whole, and word by word, but
+ * for the scheme of "Bearer …", which is no secret.
+ */
+static void
+note_header_value(const char *value, List **hidden)
+{
+	note_hidden(value, strlen(value), hidden);
+	for (const char *p = value; *p != '\0';)
+	{
+		size_t		len = strcspn(p, " \t;,=");
+
+		if (p != value || p[len] != ' ')
+			note_hidden(p, len, hidden);
+		p += len;
+		if (*p != '\0')
+			p++;
+	}
+}
+
+char *
+qc_redact_echo(const char *text, const char *url, const char *final_url,
+			   List *headers)
+{
+	List	   *hidden = NIL;
+	const char *t = decode_json_escapes(text);
+	ListCell   *lc;
+
+	if (url != NULL)
+		(void) redact_url(url, &hidden);
+	if (final_url != NULL)
+		(void) redact_url(final_url, &hidden);
+	foreach(lc, headers)
+	{
+		QcHeader   *h = lfirst(lc);
+
+		if (qc_name_is_secret(h->name, true))
+			note_header_value(h->value, &hidden);
+	}
+	foreach(lc, hidden)
+		t = replace_key(t, lfirst(lc), MIN_ECHO_LENGTH);
+	return qc_redact_text(t);
+}
+
+/* ---- free text ---- */
+
+/*
+ * The length of the URL at p in text: "http://" or "https://", up to what
+ * ends a URL in SQL or JSON (space, a quote, a bracket) and without the
+ * punctuation that ends a sentence; 0 if none.
  */
 static size_t
-url_length(const char *text, const char *p)
+url_length(const char *p)
 {
-	if (p > text && isalnum((unsigned char) p[-1]))
-		return 0;
+	size_t		len;
+
 	if (pg_strncasecmp(p, "http://", 7) != 0 && pg_strncasecmp(p, "https://", 8) != 0)
 		return 0;
-	return strcspn(p, " \t\r\n\f\v'\"`<>()[]{}\\");
+	len = strcspn(p, " \t\r\n\f\v'\"`<>()[]{}\\");
+	/* punctuation after a URL in a sentence ("Requests go to …: check") */
+	while (len > 0 && strchr(".,:;!?", p[len - 1]) != NULL)
+		len--;
+	return len;
+}
+
+/* The quote at p: ", ' or \" (JSON inside a JSON string); 0 if none. */
+static int
+quote_length(const char *p)
+{
+	if (*p == '"' || *p == '\'')
+		return 1;
+	return (p[0] == '\\' && p[1] == '"') ? 2 : 0;
 }
 
 /*
- * The length of a quoted value up to its closing quote, over the escapes
- * that keep a quote inside it: a backslash in JSON ("a\"b"), a doubled
- * quote in an SQL literal ('a''b'), so that no part of a secret is left.
+ * The length of a quoted value up to its closing quote (quote, qlen), over
+ * the escapes that keep a quote inside it: a backslash in JSON ("a\"b"), a
+ * doubled quote in an SQL literal ('a''b').
  */
 static size_t
-quoted_length(const char *value, char quote)
+quoted_length(const char *value, const char *quote, int qlen)
 {
 	const char *p = value;
 
 	while (*p != '\0')
 	{
-		if (quote == '"' && *p == '\\' && p[1] != '\0')
+		if (qlen == 2 && p[0] == '\\' && p[1] == '\\')
 			p += 2;
-		else if (*p == quote && quote == '\'' && p[1] == '\'')
+		else if (qlen == 2 && p[0] == '\\' && p[1] == '"')
+			break;
+		else if (*quote == '"' && qlen == 1 && *p == '\\' && p[1] != '\0')
 			p += 2;
-		else if (*p == quote)
+		else if (*quote == '\'' && *p == '\'' && p[1] == '\'')
+			p += 2;
+		else if (qlen == 1 && *p == *quote)
 			break;
 		else
 			p++;
@@ -258,69 +821,237 @@ quoted_length(const char *value, char quote)
 	return p - value;
 }
 
-/*
- * If p opens a quoted name that looks secret ("token", 'X-Api-Key'),
- * followed by ':', ',' or '=>' and a quoted value, the offsets of the
- * value's first character and of its closing quote; else false.
- */
-static bool
-secret_value_at(const char *p, size_t *value, size_t *value_end)
+/* The length of a JSON array or object at p, brackets matched; to the end if unmatched. */
+static size_t
+bracketed_length(const char *p)
 {
-	char		quote = *p;
-	size_t		len;
-	const char *q;
+	const char *s = p;
+	int			depth = 0;
+	bool		in_string = false;
 
-	if ((quote != '"' && quote != '\'') ||
-		(len = secret_name_length(p + 1, true)) == 0 || p[1 + len] != quote)
-		return false;
-	q = p + 2 + len;
-	q += strspn(q, " \t\r\n");
-	if (*q == ':' || *q == ',')
+	for (; *s != '\0'; s++)
+	{
+		if (in_string)
+		{
+			if (*s == '\\' && s[1] != '\0')
+				s++;
+			else if (*s == '"')
+				in_string = false;
+		}
+		else if (*s == '"')
+			in_string = true;
+		else if (*s == '[' || *s == '{')
+			depth++;
+		else if ((*s == ']' || *s == '}') && --depth == 0)
+			return s + 1 - p;
+	}
+	return s - p;
+}
+
+/*
+ * Append the redacted form of the value at p and return its length: a
+ * quoted value keeps its quotes; after a quoted name (wrap is its quote),
+ * an array or object or a bare value becomes wrap REDACTED wrap.  to_eol:
+ * a bare value runs to the end of the line ("Authorization: Bearer …"),
+ * else to a delimiter.
+ */
+static size_t
+redact_value(StringInfo out, const char *p, const char *wrap, bool to_eol)
+{
+	int			qlen = quote_length(p);
+	size_t		len;
+
+	if (qlen > 0)
+	{
+		len = quoted_length(p + qlen, p, qlen);
+		appendBinaryStringInfo(out, p, qlen);
+		appendStringInfoString(out, REDACTED);
+		if (p[qlen + len] != '\0')
+		{
+			appendBinaryStringInfo(out, p + qlen + len, qlen);
+			len += qlen;
+		}
+		return qlen + len;
+	}
+	if (wrap[0] != '\0' && (*p == '[' || *p == '{'))
+	{
+		len = bracketed_length(p);
+		/* 'REDACTED' then a quote would read as one literal ('a''b') */
+		while (wrap[0] == '\'' && p[len] == '\'')
+			len++;
+	}
+	else if (to_eol)
+		len = strcspn(p, "\r\n\"'\\");
+	else
+	{
+		/* after a quoted name, a quote is part of the value: '…', x'…' */
+		len = strcspn(p, BARE_VALUE_END);
+		while (wrap[0] != '\0' && (qlen = quote_length(p + len)) > 0)
+		{
+			len += qlen + quoted_length(p + len + qlen, p + len, qlen);
+			if (p[len] != '\0')
+				len += qlen;
+			len += strcspn(p + len, BARE_VALUE_END);
+		}
+	}
+	appendStringInfo(out, "%s" REDACTED "%s", wrap, wrap);
+	return len;
+}
+
+static size_t
+skip_blanks(const char *p)
+{
+	return strspn(p, " \t");
+}
+
+/*
+ * At a quoted name that looks secret ("token", 'X-Api-Key', \"key\"),
+ * followed by ':', ',', '=' or '=>' and a value: append the name and the
+ * redacted value and return the length consumed; else 0.
+ */
+static size_t
+redact_quoted_pair(StringInfo out, const char *p)
+{
+	int			qlen = quote_length(p);
+	const char *name = p + qlen;
+	size_t		len = 0;
+	const char *q;
+	char	   *copy;
+	bool		secret;
+	char		wrap[3] = {0};
+
+	while (len <= MAX_NAME_LENGTH && IS_NAME_CHAR(name[len]))
+		len++;
+	if (qlen == 0 || len == 0 || len > MAX_NAME_LENGTH ||
+		strncmp(name + len, p, qlen) != 0)
+		return 0;
+	q = name + len + qlen;
+	q += skip_blanks(q);
+	if (*q == ':' || *q == ',' || (*q == '=' && q[1] != '>'))
 		q++;
 	else if (q[0] == '=' && q[1] == '>')
 		q += 2;
 	else
-		return false;
+		return 0;
 	q += strspn(q, " \t\r\n");
-	if (*q != '"' && *q != '\'')
-		return false;
-	*value = q + 1 - p;
-	*value_end = *value + quoted_length(q + 1, *q);
-	return true;
+	if (*q == '\0' || strchr(",;)}]", *q) != NULL)
+		return 0;
+	copy = pnstrdup(name, len);
+	secret = qc_name_is_secret(copy, true);
+	pfree(copy);
+	if (!secret)
+		return 0;
+	appendBinaryStringInfo(out, p, q - p);
+	memcpy(wrap, p, qlen);
+	return (q - p) + redact_value(out, q, wrap, false);
 }
 
 /*
- * If p is the '?' or '&' before a query parameter with a secret-looking
- * name ("&api_key=…", in a literal that holds only part of a URL), the
- * offsets of its value and of the end of the value; else false.
+ * After an unquoted name in text, already appended (as name, name_len: it
+ * may be REDACTED itself), at end: "=value" (a form body, a cookie, part
+ * of a query) with a parameter-like secret name or a value that hides a
+ * secret, or ": value" with a header-like secret name.  Appends the rest
+ * with the value redacted and returns the length consumed from end; else 0.
  */
-static bool
-secret_param_at(const char *p, size_t *value, size_t *value_end)
+static size_t
+redact_pair_value(StringInfo out, const char *name, size_t name_len, const char *end)
 {
+	const char *q = end + skip_blanks(end);
+	char	   *copy;
+	bool		header;
+	bool		secret;
+
+	if (name_len > MAX_NAME_LENGTH)
+		return 0;
+	if (q[0] == '=' && q[1] != '=' && q[1] != '>' &&
+		(q == end || quote_length(q + 1 + skip_blanks(q + 1)) > 0))
+		header = false;
+	else if (q == end && q[0] == ':' && q[1] != ':' && q[1] != '/')
+		header = true;
+	else
+		return 0;
+	copy = pnstrdup(name, name_len);
+	secret = qc_name_is_secret(copy, header);
+	pfree(copy);
+	q++;
+	if (!secret && !header && q == end + 1 && quote_length(q) == 0 &&
+		value_hides_secret(q, strcspn(q, BARE_VALUE_END)))
+	{
+		appendBinaryStringInfo(out, end, q - end);
+		appendStringInfoString(out, REDACTED);
+		return (q - end) + strcspn(q, BARE_VALUE_END);
+	}
+	if (!secret)
+		return 0;
+	q += skip_blanks(q);
+	if (*q == '\0' || (header && (*q == '\r' || *q == '\n')))
+		return 0;
+	appendBinaryStringInfo(out, end, q - end);
+	return (q - end) + redact_value(out, q, "", header);
+}
+
+/* Append REDACTED for [p, end), and what follows as redact_pair_value does. */
+static size_t
+replace_run(StringInfo out, const char *p, const char *end)
+{
+	appendStringInfoString(out, REDACTED);
+	return (end - p) + redact_pair_value(out, REDACTED, strlen(REDACTED), end);
+}
+
+/*
+ * At the start of a run of name characters [p, end): a token in it, a
+ * bot token, a path segment (in_path: after a '/') that looks like a token,
+ * "Bearer <token>", or a secret pair; append what is kept and return the
+ * length consumed.  Else append the run.
+ */
+static size_t
+redact_run(StringInfo out, const char *p, const char *end, const char *text_end,
+		   bool in_path)
+{
+	const char *last_digit = NULL;
+	const char *token;
 	size_t		len;
 
-	if ((*p != '?' && *p != '&') ||
-		(len = secret_name_length(p + 1, false)) == 0 || p[1 + len] != '=')
-		return false;
-	*value = len + 2;
-	*value_end = *value + strcspn(p + *value, "&# \t\r\n'\"");
-	return true;
+	for (const char *s = p; s < end; s++)
+		if (isdigit((unsigned char) *s))
+			last_digit = s;
+	if (*end == ':' && (len = bot_token_length(p, text_end)) > 0)
+		return replace_run(out, p, p + len);
+	if (in_path && strchr("/?;#'\"", *end) != NULL && looks_like_token(p, end - p))
+		return replace_run(out, p, end);
+	if ((token = token_in_run(p, end, last_digit)) != NULL)
+	{
+		char	   *name = psprintf("%.*s" REDACTED, (int) (token - p), p);
+
+		appendBinaryStringInfo(out, p, token - p);
+		appendStringInfoString(out, REDACTED);
+		return (end - p) + redact_pair_value(out, name, strlen(name), end);
+	}
+	if (end - p == 6 && pg_strncasecmp(p, "bearer", 6) == 0 && *end == ' ' &&
+		end[1] != '\0' && !isspace((unsigned char) end[1]))
+	{
+		appendBinaryStringInfo(out, p, 7);
+		return 7 + redact_value(out, end + 1, "", false);
+	}
+	appendBinaryStringInfo(out, p, end - p);
+	return (end - p) + redact_pair_value(out, p, end - p, end);
 }
 
 char *
-qc_redact_statement(const char *sql)
+qc_redact_text(const char *text)
 {
-	const char *text = qc_redact_keys(sql);
-	const char *p = text;
+	const char *start = qc_redact_keys(text);
+	const char *text_end = start + strlen(start);
+	const char *p = start;
 	StringInfoData out;
 
 	initStringInfo(&out);
 	while (*p != '\0')
 	{
+		bool		word_start = (p == start || !IS_NAME_CHAR(p[-1]));
 		size_t		len;
-		size_t		value;
 
-		if ((len = url_length(text, p)) > 0)
+		if (word_start && (len = url_length(p)) > 0)
 		{
 			char	   *url = pnstrdup(p, len);
 
@@ -328,15 +1059,24 @@ qc_redact_statement(const char *sql)
 			pfree(url);
 			p += len;
 		}
-		else if (secret_value_at(p, &value, &len) ||
-				 secret_param_at(p, &value, &len))
-		{
-			appendBinaryStringInfo(&out, p, value);
-			appendStringInfoString(&out, "REDACTED");
+		else if ((len = redact_quoted_pair(&out, p)) > 0)
 			p += len;
+		else if (word_start && IS_NAME_CHAR(*p))
+		{
+			const char *end = p;
+
+			while (IS_NAME_CHAR(*end))
+				end++;
+			p += redact_run(&out, p, end, text_end, p > start && p[-1] == '/');
 		}
 		else
 			appendStringInfoChar(&out, *p++);
 	}
 	return out.data;
+}
+
+char *
+qc_redact_statement(const char *sql)
+{
+	return qc_redact_text(sql);
 }

@@ -8,14 +8,25 @@
 #ifndef QC_REDACT_H
 #define QC_REDACT_H
 
-/* Is this a header (or query parameter) name whose value is a secret? */
+#include "nodes/pg_list.h"
+
+/*
+ * Is this a header (or query parameter) name whose value is a secret?
+ * Headers: the name holds a telling word ("X-Api-Key", "Cookie",
+ * "Session-Id"), or is a known vendor one.  Parameters: its last word ends
+ * with one ("api_key", "accessToken", "jsessionid", "session_id"; not
+ * "keyword", "token_count").
+ * %XX escapes in the name are decoded first.
+ */
 extern bool qc_name_is_secret(const char *name, bool is_header);
 
 /*
- * A copy of url fit to show or store: userinfo and fragment removed, the
- * values of secret-looking query parameters replaced by REDACTED, control
- * characters written as %XX.  Works on any text, including URLs that do
- * not parse.
+ * A copy of url fit to show or store: userinfo and fragment removed; the
+ * values of query and ";" parameters with secret-looking names (their
+ * %XX escapes decoded) or token-looking values, and path segments that
+ * look like tokens (a run of 20 or more letters and digits mixing both, or
+ * a well-known token prefix), replaced by REDACTED; control characters
+ * written as %XX.  Works on any text, including URLs that do not parse.
  */
 extern char *qc_redact_url(const char *url);
 
@@ -29,12 +40,28 @@ extern char *qc_redact_url(const char *url);
 extern const char *qc_redact_keys(const char *text);
 
 /*
- * Statement text fit to store in an audit row: the configured API keys,
- * URL userinfo and secret query parameters in every http(s) URL, secret
- * query parameters elsewhere ("?token=…" in a partial URL), and the
- * quoted value after a quoted secret-looking name (in JSON or in a list of
- * SQL literals) replaced by REDACTED.  Errs on the side of hiding.
+ * Free text fit to store or show (statement text, error messages, what a
+ * server said): JSON escapes of ASCII characters decoded, then the
+ * configured API keys, every http(s) URL as qc_redact_url() does, the value
+ * after a secret-looking name (quoted: '"token": …', "'X-Api-Key', …";
+ * or bare: "password=…", "Authorization: …"; JSON values at any depth,
+ * arrays and objects whole), "Bearer …", and well-known token shapes
+ * ("sk-…", "ghp_…", "xoxb-…", "bot123…:…") replaced by REDACTED.  Linear
+ * in the text's length; idempotent; errs on the side of hiding.
  */
+extern char *qc_redact_text(const char *text);
+
+/*
+ * qc_redact_text() of what a server said about a call (an error quoting
+ * the response), after removing every value the call's URLs and headers
+ * hold that the redaction hides (6 characters or more), wherever it
+ * occurs: a server may echo a secret without its name.  headers is a List
+ * of QcHeader.
+ */
+extern char *qc_redact_echo(const char *text, const char *url,
+							const char *final_url, List *headers);
+
+/* Statement text fit to store in an audit row: qc_redact_text(). */
 extern char *qc_redact_statement(const char *sql);
 
 #endif							/* QC_REDACT_H */

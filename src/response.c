@@ -252,6 +252,16 @@ qc_text_quote(const char *text)
 static char *
 fail_status(QcCall *call)
 {
+	if (call->redirect_held != NULL)
+	{
+		/* http.c did not follow it: a 307/308 taking the body elsewhere */
+		qc_call_record(call, QC_OUTCOME_HTTP_ERROR, ERRCODE_EXTERNAL_ROUTINE_EXCEPTION,
+					   psprintf("redirect to %s not followed", call->redirect_held),
+					   psprintf("HTTP status %ld from %s would send the request body to another origin.",
+								call->status, qc_redact_url(call->final_url)),
+					   "Send the request to the target URL itself if it is meant to receive the body.");
+		return NULL;
+	}
 	qc_call_record(call, QC_OUTCOME_HTTP_ERROR, ERRCODE_EXTERNAL_ROUTINE_EXCEPTION,
 				   psprintf("HTTP status %ld from %s", call->status,
 							qc_redact_url(call->final_url)),

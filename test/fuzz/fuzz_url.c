@@ -38,6 +38,7 @@ bool		qc_block_local = true;
 bool		qc_read_only = false;
 char	   *qc_llm_api_key = "sk-fuzz-0123456789";
 char	   *qc_search_api_key = "search-key-fuzz";
+char	   *qc_embed_api_key = "embed-key-fuzz";
 static const QcAddrList empty_addr_list = {0};
 static const QcHostList empty_host_list = {0};
 const QcAddrList *qc_local_allowlist_parsed = &empty_addr_list;
@@ -106,11 +107,11 @@ check_redaction(const char *text)
 				   "libcurl still finds a password in the redacted URL");
 	}
 
-	/* every secret-named parameter's value is REDACTED */
+	/* every secret-named parameter's value is REDACTED ('&' or ';' between) */
 	query = strchr(shown, '?');
 	for (const char *p = query ? query + 1 : NULL; p != NULL && *p != '\0';)
 	{
-		size_t		len = strcspn(p, "&");
+		size_t		len = strcspn(p, "&;");
 		const char *eq = memchr(p, '=', len);
 
 		if (eq != NULL)
@@ -122,7 +123,7 @@ check_redaction(const char *text)
 						   "a secret parameter survived redaction");
 		}
 		p += len;
-		if (*p == '&')
+		if (*p == '&' || *p == ';')
 			p++;
 	}
 }
