@@ -251,8 +251,11 @@ ALTER ROLE qc_carol SET queryclaw.search_url = 'http://127.0.0.1/search';
 ALTER ROLE qc_carol RESET queryclaw.search_url;
 SELECT qc_test.audit_flush();
 SET ROLE qc_carol;
+-- refused with 42501 (worded differently by each PostgreSQL major)
+\set VERBOSITY sqlstate
 SELECT current_setting('queryclaw.llm_url', true);
 SELECT current_setting('queryclaw.search_url');
+\set VERBOSITY default
 SELECT count(*) AS visible FROM pg_settings WHERE name IN ('queryclaw.llm_url', 'queryclaw.search_url');
 SELECT qc_test.try($$SELECT queryclaw.llm_chat_tools('SCENARIO:plain', tools => '{}')$$) AS error;
 RESET ROLE;
