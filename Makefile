@@ -45,12 +45,24 @@ OBJS = \
 	src/schema.o \
 	src/sqltool.o \
 	src/embed.o \
-	src/llm.o
+	src/llm.o \
+	src/compat.o
 DATA = sql/queryclaw_ext--0.1.sql sql/queryclaw_ext--0.1--0.2.sql
 PGFILEDESC = "queryclaw_ext - policy-checked, audited HTTP from SQL"
 
 DEPS_PKGS = libcurl libcjson libxml-2.0 libidn2
 PG_CPPFLAGS = $(shell pkg-config --cflags $(DEPS_PKGS) 2>/dev/null)
+# The version the module reports (PG_MODULE_MAGIC_EXT, 18 and newer).
+QC_VERSION := $(shell sed -n "s/^default_version = '\(.*\)'/\1/p" $(dir $(lastword $(MAKEFILE_LIST)))queryclaw_ext.control)
+PG_CPPFLAGS += -DQC_VERSION='"$(QC_VERSION)"'
+# The oldest libcurl with everything the code uses (CURLOPT_QUICK_EXIT).
+QC_CURL_MIN = 7.87.0
+ifneq ($(filter-out test demo deps deb clean distclean,$(or $(MAKECMDGOALS),all)),)
+ifeq ($(shell pkg-config --atleast-version=$(QC_CURL_MIN) libcurl 2>/dev/null && echo ok),)
+QC_CURL_FOUND := $(or $(shell pkg-config --modversion libcurl 2>/dev/null),none)
+$(error queryclaw_ext needs libcurl $(QC_CURL_MIN) or newer, found $(QC_CURL_FOUND): install libcurl4-openssl-dev (Debian 12 or newer has it))
+endif
+endif
 # -Wextra, except for unused parameters: PostgreSQL's own headers (ilist.h,
 # bufpage.h) and every callback signature have them.
 PG_CFLAGS = -Wall -Wextra -Werror -Wno-unused-parameter -Wno-sign-compare
@@ -58,8 +70,20 @@ PG_CFLAGS = -Wall -Wextra -Werror -Wno-unused-parameter -Wno-sign-compare
 PG_CFLAGS += -MMD -MP
 SHLIB_LINK = $(shell pkg-config --libs $(DEPS_PKGS) 2>/dev/null)
 
-# Debian installs one pg_config per major version; this project targets 15.
-PG_CONFIG ?= $(firstword $(wildcard /usr/lib/postgresql/15/bin/pg_config) pg_config)
+# make installcheck (PGXS, against the server PGHOST/PGPORT name, with the
+# extension installed): the tests that need only that server, no fixture
+# servers and no preload; the library is loaded into each session so that
+# its settings exist.  Everything else needs make test's fixtures.
+REGRESS = 010_settings 030_content 050_server_only
+REGRESS_OPTS = --load-extension=queryclaw_ext $(if $(REGRESS_OUTPUTDIR),--outputdir=$(REGRESS_OUTPUTDIR))
+ENCODING = UTF8
+NO_LOCALE = 1
+installcheck: export PGOPTIONS += -c session_preload_libraries=queryclaw_ext
+
+# Debian installs one pg_config per major version: PG=17 picks 17's, else
+# the newest installed; elsewhere the pg_config on PATH.
+PG_CONFIG ?= $(firstword $(wildcard /usr/lib/postgresql/$(PG)/bin/pg_config) \
+	$(lastword $(sort $(wildcard /usr/lib/postgresql/*/bin/pg_config))) pg_config)
 PGXS := $(wildcard $(shell $(PG_CONFIG) --pgxs 2>/dev/null))
 ifneq ($(PGXS),)
 include $(PGXS)
@@ -73,13 +97,18 @@ endif
 $(OBJS:.o=.bc): %.bc: %.o
 EXTRA_CLEAN = $(OBJS:.o=.d) test/unit/test_rules test/unit/test_retry
 
-.PHONY: test demo deps bench bench-content
+.PHONY: test demo deps bench bench-content deb
 deps:
 	bash test/deps.sh
+# make test: this machine's PostgreSQL; make test PG=17 (or 18): that major,
+# from the Debian release that ships it (test/pgroot.sh).
 test:
-	bash test/run.sh
+	PG=$(PG) bash test/run.sh
 demo:
 	bash test/demo.sh
+# Debian packages for each tested major (PG=17: that one) in deb/
+deb:
+	PG=$(PG) bash test/deb.sh
 bench:
 	bash test/bench/throughput.sh
 # Quality and speed of text, article and markdown on a corpus of real pages

@@ -58,9 +58,13 @@ SET queryclaw.audit = off;
 SET queryclaw.max_calls_per_hour = 0;
 ALTER ROLE qc_bob SET queryclaw.block_local = off;
 ALTER ROLE qc_bob SET queryclaw.max_calls_per_hour = 0;
+-- refused with 42501 (insufficient_privilege), worded differently by each
+-- PostgreSQL major
+\set VERBOSITY sqlstate
 SHOW queryclaw.local_allowlist;
 SHOW queryclaw.denied_hosts;
 SHOW queryclaw.proxy;
+\set VERBOSITY default
 SELECT count(*) AS visible_list_settings FROM pg_settings
  WHERE name IN ('queryclaw.local_allowlist', 'queryclaw.allowed_hosts',
                 'queryclaw.denied_hosts', 'queryclaw.proxy');

@@ -23,7 +23,10 @@ BEGIN
         PERFORM pg_sleep(0.05);
     END LOOP;
 END $$;
-SELECT state, wait_event_type, wait_event
+-- the wait is named QueryclawHttp from PostgreSQL 17 on (plain Extension before)
+SELECT state, wait_event_type,
+       wait_event = CASE WHEN current_setting('server_version_num')::int >= 170000
+                         THEN 'QueryclawHttp' ELSE 'Extension' END AS wait_event_named
   FROM pg_stat_activity WHERE pid = :worker_pid;
 
 -- cancel it: the request stops well before the server would have answered

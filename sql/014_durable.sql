@@ -7,6 +7,10 @@
 SELECT qc_test.audit_flush();
 TRUNCATE queryclaw.audit_log;
 
+-- the settings read at server start, which only a preloaded library has
+SELECT name, boot_val AS default, unit, context
+  FROM pg_settings WHERE name LIKE 'queryclaw.%' AND context = 'postmaster' ORDER BY name;
+
 -- a statement cancelled mid-transfer (statement_timeout is a query cancel)
 SET statement_timeout = '300ms';
 SELECT queryclaw.web_fetch(qc_test.url('/slow?ms=5000'));
@@ -69,7 +73,10 @@ SELECT dblink_disconnect('terminated');
 -- exits, and the postmaster starts it again after 5 s); calls made while
 -- it is away wait in the queue and are written when it is back
 SELECT worker_pid AS old_worker FROM queryclaw.audit_status() \gset
-SELECT backend_type, wait_event_type, wait_event
+-- (its wait is named QueryclawAuditWorker from PostgreSQL 17 on)
+SELECT backend_type, wait_event_type,
+       wait_event = CASE WHEN current_setting('server_version_num')::int >= 170000
+                         THEN 'QueryclawAuditWorker' ELSE 'Extension' END AS wait_event_named
   FROM pg_stat_activity WHERE pid = :old_worker;
 SELECT pg_terminate_backend(:old_worker) AS stopped;
 SELECT qc_test.wait_until('(SELECT worker_pid FROM queryclaw.audit_status()) IS NULL') AS worker_stopped;

@@ -209,9 +209,12 @@ SELECT count(*) AS rows_with_key FROM queryclaw.audit_log
 SELECT count(*) AS listed FROM pg_settings WHERE name IN ('queryclaw.llm_api_key', 'queryclaw.search_api_key');
 CREATE ROLE qc_carol;
 SET ROLE qc_carol;
+-- refused with 42501 (worded differently by each PostgreSQL major)
+\set VERBOSITY sqlstate
 SHOW queryclaw.llm_api_key;
 SELECT current_setting('queryclaw.search_api_key');
 SHOW queryclaw.llm_url;
+\set VERBOSITY default
 SHOW queryclaw.llm_model;
 RESET ROLE;
 
@@ -248,8 +251,11 @@ ALTER ROLE qc_carol SET queryclaw.search_url = 'http://127.0.0.1/search';
 ALTER ROLE qc_carol RESET queryclaw.search_url;
 SELECT qc_test.audit_flush();
 SET ROLE qc_carol;
+-- refused with 42501 (worded differently by each PostgreSQL major)
+\set VERBOSITY sqlstate
 SELECT current_setting('queryclaw.llm_url', true);
 SELECT current_setting('queryclaw.search_url');
+\set VERBOSITY default
 SELECT count(*) AS visible FROM pg_settings WHERE name IN ('queryclaw.llm_url', 'queryclaw.search_url');
 SELECT qc_test.try($$SELECT queryclaw.llm_chat_tools('SCENARIO:plain', tools => '{}')$$) AS error;
 RESET ROLE;

@@ -37,8 +37,10 @@ SELECT h.key, h.value, qc_test.valid(h.key) AND qc_test.valid(h.value) AS valid
        jsonb_each_text(r->'headers') AS h
  WHERE h.key LIKE 'x-bad%' ORDER BY h.key;
 
--- a NUL byte in a header value
-SELECT qc_test.try($$SELECT queryclaw.api_call(qc_test.url('/hostile/nul-header'))$$) AS nul_header;
+-- a NUL byte in a header value (libcurl's reason, "Nul byte" up to 8.14,
+-- "NUL byte" in 8.23)
+SELECT replace(qc_test.try($$SELECT queryclaw.api_call(qc_test.url('/hostile/nul-header'))$$),
+               'Nul byte', 'NUL byte') AS nul_header;
 
 -- a reason phrase with invalid bytes
 SELECT r->'status' AS status, r->>'body' AS body, qc_test.valid(r::text) AS valid
@@ -88,15 +90,15 @@ SELECT count(*) AS called, bool_and(qc_test.valid(concat_ws(' ', url, response::
          FROM unnest(ARRAY['location', 'location-host', 'headers', 'nul-header', 'reason',
                            'content-type', 'json', 'error-page']) AS p));
 
--- 30,000 headers with distinct names: 1000 are kept, the result says how
--- many were dropped
+-- 4,000 headers with distinct names (libcurl 8 refuses more than 5,000):
+-- 1000 are kept, the result says how many were dropped
 SELECT r->'truncated' AS truncated, r->'headers_dropped' AS dropped,
        (SELECT count(*) FROM jsonb_object_keys(r->'headers')) AS kept,
        r->'headers' ? 'h0' AS first_kept, r->'headers' ? 'h3e7' AS thousandth_kept,
        r->'headers' ? 'h3e8' AS next_dropped, r->>'body' AS body
-  FROM queryclaw.api_call(qc_test.url('/hostile/many-headers?n=30000')) AS r;
+  FROM queryclaw.api_call(qc_test.url('/hostile/many-headers?n=4000')) AS r;
 -- and a cancel lands while they are read
 SET statement_timeout = '300ms';
 SELECT qc_test.cancel_stop(format('SELECT count(queryclaw.api_call(%L)) FROM generate_series(1, 500)',
-       qc_test.url('/hostile/many-headers?n=30000'))) AS many_headers;
+       qc_test.url('/hostile/many-headers?n=4000'))) AS many_headers;
 RESET statement_timeout;

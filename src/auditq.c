@@ -54,6 +54,7 @@
 
 #include "audit.h"
 #include "auditq.h"
+#include "compat.h"
 #include "queryclaw.h"
 
 #define QC_AUDITQ_TRANCHE "queryclaw_audit"
@@ -181,7 +182,8 @@ qc_auditq_reserve(int timeout_ms)
 			waiting = true;
 		}
 		else
-			(void) ConditionVariableTimedSleep(&queue->room, left, PG_WAIT_EXTENSION);
+			(void) ConditionVariableTimedSleep(&queue->room, left,
+											   qc_wait_event(QC_WAIT_AUDIT_QUEUE));
 	}
 	if (waiting)
 		ConditionVariableCancelSleep();

@@ -24,6 +24,7 @@
 #include "utils/timestamp.h"
 #include "utils/wait_event.h"
 
+#include "compat.h"
 #include "endpoint.h"
 #include "queryclaw.h"
 
@@ -78,7 +79,7 @@ wait_before_retry(int64 ms)
 		if (left <= 0)
 			break;
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-						 left, PG_WAIT_EXTENSION);
+						 left, qc_wait_event(QC_WAIT_RETRY));
 		ResetLatch(MyLatch);
 	}
 }

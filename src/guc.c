@@ -31,6 +31,7 @@
 #include "utils/guc.h"
 #include "utils/timestamp.h"
 
+#include "compat.h"
 #include "http.h"
 #include "queryclaw.h"
 #include "redact.h"
@@ -111,13 +112,21 @@ check_list(char **newval, void **extra,
 static void *
 parse_addr_list(const char *text, char *err, size_t errlen)
 {
-	return qc_addr_list_parse(text, err, errlen);
+	QcAddrList *list = qc_addr_list_parse(text, err, errlen);
+
+	return list == NULL ? NULL :
+		qc_guc_extra(list, offsetof(QcAddrList, rules) + list->count * sizeof(QcAddrRule),
+					 err, errlen);
 }
 
 static void *
 parse_host_list(const char *text, char *err, size_t errlen)
 {
-	return qc_host_list_parse(text, err, errlen);
+	QcHostList *list = qc_host_list_parse(text, err, errlen);
+
+	return list == NULL ? NULL :
+		qc_guc_extra(list, offsetof(QcHostList, rules) + list->count * sizeof(QcHostRule),
+					 err, errlen);
 }
 
 static bool
@@ -438,7 +447,7 @@ check_retention(char **newval, void **extra, GucSource source)
 		GUC_check_errdetail("Use a positive interval such as '30 days' or '12 hours', or 0 to keep rows forever.");
 		return false;
 	}
-	parsed = malloc(sizeof(int64));
+	parsed = qc_guc_malloc(sizeof(int64));
 	if (parsed == NULL)
 		return false;
 	*parsed = usecs;

@@ -30,6 +30,7 @@
  */
 #include "postgres.h"
 
+#include <ctype.h>
 #include <pthread.h>
 #include <signal.h>
 #include <curl/curl.h>
@@ -42,6 +43,7 @@
 #include "utils/wait_event.h"
 
 #include "audit.h"
+#include "compat.h"
 #include "content.h"
 #include "http.h"
 #include "queryclaw.h"
@@ -98,6 +100,13 @@ grow(char **buf, size_t *cap, size_t need)
 	*cap = newcap;
 	return true;
 }
+
+/* libcurl 8.6 and newer have an error code of their own for huge headers. */
+#if LIBCURL_VERSION_NUM >= 0x080600
+#define QC_CURLE_HEADERS_TOO_LARGE(rc) ((rc) == CURLE_TOO_LARGE)
+#else
+#define QC_CURLE_HEADERS_TOO_LARGE(rc) false
+#endif
 
 /* Body bytes (already decompressed): keep up to body_limit, then stop. */
 static size_t
@@ -394,9 +403,14 @@ record_transfer_error(QcCall *call, Transfer *t, CURLcode rc, const char *url)
 	if (t->out_of_memory)
 		qc_call_record(call, QC_OUTCOME_ERROR, ERRCODE_OUT_OF_MEMORY,
 					   "out of memory receiving the response", NULL, NULL);
-	else if (t->head_overflow || (rc == CURLE_OUT_OF_MEMORY && t->body_len == 0))
+	else if (t->head_overflow || (rc == CURLE_OUT_OF_MEMORY && t->body_len == 0) ||
+			 QC_CURLE_HEADERS_TOO_LARGE(rc))
 	{
-		/* libcurl reports a header line over its 100 kB limit as "out of memory" */
+		/*
+		 * libcurl reports a header line over its 100 kB limit as "out of
+		 * memory" before 8.6, as "too large" (as it does more than 5000
+		 * headers) from 8.6 on
+		 */
 		qc_call_record(call, QC_OUTCOME_ERROR, ERRCODE_CONNECTION_FAILURE,
 					   psprintf("response headers from %s are too large", shown),
 					   psprintf("At most %d kB of headers, and 100 kB in one header line, are accepted.",
@@ -689,7 +703,9 @@ drop_lookup(Slot *slot)
  * A redirect target in printable ASCII: every other byte (controls, space,
  * DEL, and any byte of another charset, valid UTF-8 or not) is
  * percent-encoded, so that no byte of a Location header reaches the final
- * URL as it is.  libcurl encodes some of them already.
+ * URL as it is.  libcurl encodes some of them already, in lower case up to 8.14
+ * (Debian 13), in upper case in 8.23 (unstable): every escape is upper case here, as RFC 3986
+ * prefers, whichever libcurl made it.
  */
 static char *
 url_encode_bytes(const char *url)
@@ -701,6 +717,11 @@ url_encode_bytes(const char *url)
 	{
 		if (*p <= ' ' || *p >= 0x7F)
 			appendStringInfo(&out, "%%%02X", *p);
+		else if (*p == '%' && isxdigit(p[1]) && isxdigit(p[2]))
+		{
+			appendStringInfo(&out, "%%%c%c", toupper(p[1]), toupper(p[2]));
+			p += 2;
+		}
 		else
 			appendStringInfoChar(&out, (char) *p);
 	}
@@ -986,7 +1007,7 @@ wait_for_activity(void)
 	CURLMcode	mc;
 
 	CHECK_FOR_INTERRUPTS();
-	pgstat_report_wait_start(PG_WAIT_EXTENSION);
+	pgstat_report_wait_start(qc_wait_event(QC_WAIT_HTTP));
 	/* a signal (cancel, timeout) interrupts the poll at once */
 	mc = curl_multi_poll(qc_multi, NULL, 0, QC_POLL_SLICE_MS, NULL);
 	pgstat_report_wait_end();

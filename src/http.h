@@ -13,6 +13,8 @@
 #include "nodes/pg_list.h"
 #include "utils/timestamp.h"
 
+#include "compat.h"
+
 /* A request header, validated by qc_http_validate_header(). */
 typedef struct QcHeader
 {

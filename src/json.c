@@ -35,6 +35,7 @@
 #include "utils/json.h"
 #include "utils/numeric.h"
 
+#include "compat.h"
 #include "json.h"
 
 /* numeric's limits (utils/adt/numeric.c): the largest display scale, */
@@ -83,11 +84,12 @@ number_fits_numeric(const char *num)
 }
 
 /* Scalar callback: note a number that numeric cannot hold. */
-static void
+static QcJsonActionResult
 check_scalar(void *state, char *token, JsonTokenType tokentype)
 {
 	if (tokentype == JSON_TOKEN_NUMBER && !number_fits_numeric(token))
 		*(bool *) state = false;
+	QC_JSON_ACTION_DONE;
 }
 
 /*
@@ -103,8 +105,8 @@ jsonb_accepts(const char *text, size_t len)
 
 	sem.semstate = &numbers_fit;
 	sem.scalar = check_scalar;
-	lex = makeJsonLexContextCstringLen(unconstify(char *, text), len,
-									   GetDatabaseEncoding(), true);
+	lex = qc_json_lex_cstring(unconstify(char *, text), len,
+							  GetDatabaseEncoding(), true);
 	return pg_parse_json(lex, &sem) == JSON_SUCCESS && numbers_fit;
 }
 

@@ -19,6 +19,7 @@
  */
 #include "postgres.h"
 
+#include <ctype.h>
 #include <curl/curl.h>
 #include <sys/socket.h>
 
@@ -111,12 +112,43 @@ read_parts(CURLU *handle, QcUrl *url, char **error)
 	return true;
 }
 
+/*
+ * The first printable ASCII character of the URL's host that no host name
+ * has, or 0: libcurl 8 refuses such a host itself ("Bad hostname"), 7
+ * leaves it to qc_host_to_ascii(), and both are worded as the latter does.
+ */
+static char
+refused_host_char(const char *text)
+{
+	const char *host = strstr(text, "://");
+	size_t		len;
+
+	if (host == NULL)
+		return 0;
+	host += 3;
+	len = strcspn(host, "/?#");
+	for (const char *at = memchr(host, '@', len); at != NULL; at = memchr(host, '@', len))
+	{
+		len -= at + 1 - host;
+		host = at + 1;
+	}
+	for (size_t i = 0; i < len && host[i] != ':'; i++)
+	{
+		unsigned char c = (unsigned char) host[i];
+
+		if (c > 0x20 && c < 0x7f && !isalnum(c) && strchr("-._[]", c) == NULL)
+			return (char) c;
+	}
+	return 0;
+}
+
 bool
 qc_url_parse(const char *text, QcUrl *url, char **error)
 {
 	CURLU	   *handle;
 	CURLUcode	rc;
 	int			control = control_character(text);
+	char		bad;
 	bool		ok;
 
 	memset(url, 0, sizeof(*url));
@@ -131,8 +163,19 @@ qc_url_parse(const char *text, QcUrl *url, char **error)
 	rc = curl_url_set(handle, CURLUPART_URL, text, CURLU_NON_SUPPORT_SCHEME);
 	if (rc == CURLUE_OK)
 		rc = curl_url_set(handle, CURLUPART_FRAGMENT, NULL, 0);
-	if (rc == CURLUE_BAD_SCHEME)
+	/*
+	 * Refusals libcurl words differently by version, in words of our own:
+	 * no scheme and a space (8 calls both malformed input, 7 a bad scheme
+	 * and a bad host name), no host.
+	 */
+	if (rc == CURLUE_BAD_SCHEME || (rc != CURLUE_OK && strstr(text, "://") == NULL))
 		*error = pstrdup("A URL must start with http:// or https://.");
+	else if (rc != CURLUE_OK && strchr(text, ' ') != NULL)
+		*error = pstrdup("A URL cannot contain white space.");
+	else if (rc == CURLUE_NO_HOST)
+		*error = pstrdup("The URL has no host.");
+	else if (rc == CURLUE_BAD_HOSTNAME && (bad = refused_host_char(text)) != 0)
+		*error = psprintf("The host contains \"%c\", which host names cannot contain.", bad);
 	else if (rc != CURLUE_OK)
 		*error = psprintf("%s.", curl_url_strerror(rc));
 	ok = rc == CURLUE_OK && read_parts(handle, url, error);

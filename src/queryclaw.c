@@ -45,11 +45,12 @@
 
 #include "auditq.h"
 #include "budget.h"
+#include "compat.h"
 #include "queryclaw.h"
 #include "ratelimit.h"
 #include "worker.h"
 
-PG_MODULE_MAGIC;
+QC_MODULE_MAGIC;
 
 void		_PG_init(void);
 

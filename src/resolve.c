@@ -33,6 +33,7 @@
 #include "storage/latch.h"
 #include "utils/wait_event.h"
 
+#include "compat.h"
 #include "queryclaw.h"
 #include "resolve.h"
 
@@ -194,7 +195,7 @@ wait_for_lookup(Lookup *lookup)
 	while (!(done = lookup_done(lookup)))
 	{
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-						 WAIT_SLICE_MS, PG_WAIT_EXTENSION);
+						 WAIT_SLICE_MS, qc_wait_event(QC_WAIT_DNS));
 		ResetLatch(MyLatch);
 		CHECK_FOR_INTERRUPTS();
 		INSTR_TIME_SET_CURRENT(now);

@@ -24,6 +24,7 @@
 #include "utils/json.h"
 
 #include "audit.h"
+#include "compat.h"
 #include "content.h"
 #include "json.h"
 #include "queryclaw.h"
@@ -434,7 +435,7 @@ append_body(StringInfo out, QcCall *call)
 		size_t		raw = Min(call->data_len, (size_t) (call->max_chars / 4) * 3);
 		int			enclen = pg_b64_enc_len(raw);
 		char	   *encoded = palloc(enclen + 1);
-		int			n = pg_b64_encode(call->data, raw, encoded, enclen);
+		int			n = qc_b64_encode(call->data, raw, encoded, enclen);
 
 		encoded[Max(n, 0)] = '\0';
 		escape_json(out, encoded);

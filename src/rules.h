@@ -6,7 +6,8 @@
  *	  queryclaw.denied_hosts (host names, *.wildcards, optional port).
  *
  * Pure C (malloc, no PostgreSQL headers): the GUC check hooks keep the
- * parsed lists as their "extra" data, which PostgreSQL releases with free().
+ * parsed lists as their "extra" data, through qc_guc_extra() (compat.h:
+ * PostgreSQL 16 and newer free extra data with guc_free(), not free()).
  *
  *-------------------------------------------------------------------------
  */

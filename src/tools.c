@@ -34,6 +34,7 @@
 #include "utils/memutils.h"
 #include "utils/resowner.h"
 
+#include "compat.h"
 #include "content.h"
 #include "http.h"
 #include "json.h"
@@ -248,7 +249,7 @@ qc_require_execute(const char *signature, const char *detail)
 				 errmsg("function %s does not exist", signature),
 				 errdetail("%s", detail),
 				 errhint("The extension's SQL objects are older than its library: run ALTER EXTENSION queryclaw_ext UPDATE.")));
-	if (pg_proc_aclcheck(fn, GetUserId(), ACL_EXECUTE) != ACLCHECK_OK)
+	if (qc_proc_aclcheck(fn, GetUserId(), ACL_EXECUTE) != ACLCHECK_OK)
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 				 errmsg("permission denied for function %s", signature),

@@ -64,6 +64,7 @@
 #include "audit.h"
 #include "auditq.h"
 #include "bgsession.h"
+#include "compat.h"
 #include "queryclaw.h"
 #include "worker.h"
 
@@ -387,7 +388,7 @@ static void
 wait_for_work(long timeout_ms)
 {
 	(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-					 timeout_ms, PG_WAIT_EXTENSION);
+					 timeout_ms, qc_wait_event(QC_WAIT_AUDIT_WORKER));
 }
 
 /*
@@ -400,7 +401,7 @@ static void
 gather(void)
 {
 	(void) WaitLatch(NULL, WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, QC_GATHER_MS,
-					 PG_WAIT_EXTENSION);
+					 qc_wait_event(QC_WAIT_AUDIT_WORKER));
 }
 
 /* SIGTERM: write what is queued and what calls in flight will queue. */

@@ -6,8 +6,22 @@
 # PostgreSQL refuses to run as root, so as root the cluster runs as the
 # "postgres" OS user; as another user it runs as that user.
 
-QC_PACKAGES="make gcc pkg-config python3 python3-brotli openssl postgresql-15
- postgresql-server-dev-15 libcurl4-openssl-dev libcjson-dev libxml2-dev libidn2-dev
+# The PostgreSQL major this machine's Debian release ships (its "postgresql"
+# package), unless QC_PG_MAJOR says otherwise: test/pgroot.sh sets it in the
+# roots of other releases.
+qc_native_pg_major() {
+	local major
+	major=$(apt-cache depends postgresql 2>/dev/null | sed -n 's/.*Depends: postgresql-\([0-9][0-9]*\)$/\1/p' | head -1)
+	if [ -z "$major" ]; then
+		qc_as_root apt-get update -qq >/dev/null 2>&1
+		major=$(apt-cache depends postgresql 2>/dev/null | sed -n 's/.*Depends: postgresql-\([0-9][0-9]*\)$/\1/p' | head -1)
+	fi
+	echo "$major"
+}
+QC_PG_MAJOR=${QC_PG_MAJOR:-$(qc_native_pg_major)}
+
+QC_PACKAGES="make gcc pkg-config python3 python3-brotli openssl postgresql-$QC_PG_MAJOR
+ postgresql-server-dev-$QC_PG_MAJOR libcurl4-openssl-dev libcjson-dev libxml2-dev libidn2-dev
  iproute2 util-linux"
 
 # Installed when the package lists know them, skipped otherwise: pgvector
@@ -16,7 +30,7 @@ QC_PACKAGES="make gcc pkg-config python3 python3-brotli openssl postgresql-15
 QC_OPTIONAL_PACKAGES="postgresql-15-pgvector"
 
 QC_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-QC_PG_CONFIG=/usr/lib/postgresql/15/bin/pg_config
+QC_PG_CONFIG=/usr/lib/postgresql/$QC_PG_MAJOR/bin/pg_config
 QC_BINDIR=$($QC_PG_CONFIG --bindir 2>/dev/null)
 # Debian's interpreter, which has the Debian python3-* modules the servers use
 QC_PYTHON=/usr/bin/python3
@@ -63,14 +77,14 @@ qc_setup_private() {
 	qc_install_deps && qc_make_workdir && qc_build_private
 }
 
-# Build, and install into the system's PostgreSQL 15.
+# Build, and install into the system's PostgreSQL.
 qc_build_install() {
 	qc_log "building and installing queryclaw_ext"
 	make -C "$QC_ROOT" -s PG_CONFIG=$QC_PG_CONFIG >/dev/null &&
 		qc_as_root make -C "$QC_ROOT" -s PG_CONFIG=$QC_PG_CONFIG install >/dev/null
 }
 
-# Build, and install into a private copy of PostgreSQL 15 under QC_WORK,
+# Build, and install into a private copy of PostgreSQL under QC_WORK,
 # so that a test run never depends on (or disturbs) what is installed
 # system-wide, and concurrent runs from different trees cannot meet.
 # PostgreSQL finds its share directory relative to its binaries, so the
@@ -80,10 +94,10 @@ qc_build_private() {
 	qc_log "building queryclaw_ext and installing it into a private PostgreSQL copy"
 	make -C "$QC_ROOT" -s PG_CONFIG=$QC_PG_CONFIG >/dev/null || return 1
 	mkdir -p "$root"
-	tar -C / --exclude=usr/lib/postgresql/15/lib/bitcode \
-		-cf - usr/lib/postgresql/15 usr/share/postgresql/15 | tar -C "$root" -xf - || return 1
+	tar -C / --exclude=usr/lib/postgresql/$QC_PG_MAJOR/lib/bitcode \
+		-cf - usr/lib/postgresql/$QC_PG_MAJOR usr/share/postgresql/$QC_PG_MAJOR | tar -C "$root" -xf - || return 1
 	make -C "$QC_ROOT" -s PG_CONFIG=$QC_PG_CONFIG DESTDIR="$root" install >/dev/null || return 1
-	QC_BINDIR="$root/usr/lib/postgresql/15/bin"
+	QC_BINDIR="$root/usr/lib/postgresql/$QC_PG_MAJOR/bin"
 }
 
 # A scratch directory the cluster's OS user can write to.

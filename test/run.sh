@@ -22,8 +22,15 @@
 # name server (see qc_isolate): the tests cannot reach any other address
 # even by mistake, and 019_dns can show a cancel during name resolution.
 # Elsewhere (QC_NO_ISOLATION=1, or not root) that test is skipped.
+#
+# PG=NN (make test PG=17) runs all this against another PostgreSQL major,
+# from the Debian release that ships it, in a root test/pgroot.sh makes.
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
+
+if [ -n "${PG:-}" ] && [ "$PG" != "$QC_PG_MAJOR" ]; then
+	exec env -u PG bash "$QC_ROOT/test/pgroot.sh" test "$PG" "$@"
+fi
 
 if [ -z "${QC_ISOLATED:-}" ]; then
 	qc_install_deps || exit 1
@@ -90,9 +97,16 @@ run_suite() {
 	qc_as_pg "$($QC_PG_CONFIG --pkglibdir)/pgxs/src/test/regress/pg_regress" \
 		--host="$QC_WORK" --port=5432 --inputdir="$suite" --outputdir="$suite" \
 		--bindir="$QC_BINDIR" --dbname="$db" "$@" 2>&1 | tee "$suite/regress.log"
-	passed=$((passed + $(grep -cE '^(ok|test) .* ok( |$)|\.\.\. ok' "$suite/regress.log")))
+	count_results "$suite"
+}
+
+# Add up the results pg_regress wrote to $1/regress.log, and show its diffs.
+count_results() {
+	local suite=$1
+	# pg_regress 15 says "test name ... ok", 16 and newer "ok N - name" (TAP)
+	passed=$((passed + $(grep -cE '^(ok|test) .* ok( |$)|\.\.\. ok|^ok [0-9]+ ' "$suite/regress.log")))
 	# a test without an expected file makes pg_regress say "diff command failed"
-	failed=$((failed + $(grep -cE 'FAILED|failed \(ignored\)|diff command failed' "$suite/regress.log")))
+	failed=$((failed + $(grep -cE 'FAILED|failed \(ignored\)|diff command failed|^not ok [0-9]+ ' "$suite/regress.log")))
 	if [ -s "$suite/regression.diffs" ]; then
 		qc_log "differences"
 		cat "$suite/regression.diffs"
@@ -116,7 +130,11 @@ run_checks() {
 
 # No two files of src/ use each other's functions (the build is done).
 qc_log "layering"
-run_checks python3 "$QC_ROOT/test/layering/cycles.py"
+run_checks "$QC_PYTHON" "$QC_ROOT/test/layering/cycles.py"
+
+# META.json, what PGXN reads: its spec's rules, and the tree.
+qc_log "META.json"
+run_checks "$QC_PYTHON" "$QC_ROOT/test/meta/validate.py"
 
 # The main suite, with the library preloaded: the audit worker writes into
 # the regression database (it connects once pg_regress has created it), and
@@ -198,6 +216,20 @@ if [ -n "${QC_ISOLATED:-}" ]; then
 else
 	echo "skip - the README's examples need the test network namespace (root, unshare, QC_NO_ISOLATION unset)"
 fi
+
+# make installcheck, as a PGXS user runs it against a server of their own:
+# a plain one here (no preload, the default policy), the Makefile's REGRESS.
+qc_stop_cluster
+qc_start_cluster installcheck <<CONF || exit 1
+shared_preload_libraries = ''
+CONF
+suite="$QC_WORK/installcheck-out"
+mkdir -p "$suite"
+[ "$(id -u)" -eq 0 ] && chown postgres: "$suite"
+qc_log "make installcheck"
+qc_as_pg make -C "$QC_ROOT" -s PG_CONFIG="$QC_PG_CONFIG" REGRESS_OUTPUTDIR="$suite" \
+	PGHOST="$QC_WORK" PGPORT=5432 installcheck 2>&1 | tee "$suite/regress.log"
+count_results "$suite"
 
 # The tests check results, errors and audit rows for the API key; the
 # server log (every error with its statement) must not hold it either.

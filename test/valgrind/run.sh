@@ -29,17 +29,17 @@ CACHE=${XDG_CACHE_HOME:-$HOME/.cache}/queryclaw
 # PostgreSQL's suppression file, from the source package of the installed
 # major version; prints its path, or nothing when it cannot be had.
 pg_suppressions() {
-	local supp="$CACHE/postgresql-15-valgrind.supp" tmp version
+	local supp="$CACHE/postgresql-$QC_PG_MAJOR-valgrind.supp" tmp version
 	if [ ! -s "$supp" ]; then
 		mkdir -p "$CACHE"
-		if [ -z "$(apt-cache showsrc postgresql-15 2>/dev/null)" ]; then
+		if [ -z "$(apt-cache showsrc postgresql-$QC_PG_MAJOR 2>/dev/null)" ]; then
 			enable_deb_src >&2 && qc_as_root apt-get update -qq >&2
 		fi
 		tmp=$(mktemp -d)
 		# the newest version first; a mirror may lack the newest sources
-		for version in $(apt-cache showsrc postgresql-15 2>/dev/null | sed -n 's/^Version: //p' | sort -rV); do
-			(cd "$tmp" && apt-get source -qq --download-only "postgresql-15=$version" >/dev/null 2>&1) &&
-				tar -xjf "$tmp"/postgresql-15_*.orig.tar.bz2 -C "$tmp" --wildcards '*/src/tools/valgrind.supp' 2>/dev/null &&
+		for version in $(apt-cache showsrc postgresql-$QC_PG_MAJOR 2>/dev/null | sed -n 's/^Version: //p' | sort -rV); do
+			(cd "$tmp" && apt-get source -qq --download-only "postgresql-$QC_PG_MAJOR=$version" >/dev/null 2>&1) &&
+				tar -xjf "$tmp"/postgresql-"$QC_PG_MAJOR"_*.orig.tar.bz2 -C "$tmp" --wildcards '*/src/tools/valgrind.supp' 2>/dev/null &&
 				cp "$tmp"/postgresql-*/src/tools/valgrind.supp "$supp" && break
 			rm -rf "${tmp:?}"/*
 		done

@@ -148,6 +148,8 @@ SELECT * FROM upgrade_test.stats();
 -- the same update script, the two differ only if the script does
 -- something else in a database in use; once a release ships a complete
 -- install script of its own, this is what keeps it equal to the update.
+-- (PostgreSQL 17 and newer make the row types of the tables and views, and
+-- their array types, members too: they come with the relations, listed.)
 SELECT $describe$
 SELECT pg_describe_object(d.classid, d.objid, 0)
        || coalesce(E'\n  comment: ' || obj_description(d.objid, d.classid::regclass::text::name), '')
@@ -198,6 +200,9 @@ SELECT pg_describe_object(d.classid, d.objid, 0)
   FROM pg_depend d
  WHERE d.refclassid = 'pg_extension'::regclass AND d.deptype = 'e'
    AND d.refobjid = (SELECT oid FROM pg_extension WHERE extname = 'queryclaw_ext')
+   AND NOT EXISTS (SELECT FROM pg_type t
+                    WHERE d.classid = 'pg_type'::regclass AND t.oid = d.objid
+                      AND (t.typrelid <> 0 OR t.typelem IN (SELECT oid FROM pg_type WHERE typrelid <> 0)))
 UNION ALL
 SELECT 'schema queryclaw acl: ' || coalesce(nspacl::text, 'default') FROM pg_namespace WHERE nspname = 'queryclaw'
 UNION ALL

@@ -1,0 +1,114 @@
+/*
+ * compat.h: what differs between the PostgreSQL majors queryclaw_ext builds
+ * against (15 and newer), in one place, behind PG_VERSION_NUM.
+ *
+ * The code is written against 15's API; where a newer server changed a
+ * signature or removed a name, a macro or small function here gives every
+ * major the same call.  Where a newer server offers something users see
+ * (named wait events on 17, the module's name and version on 18), it is
+ * used there and left out before.
+ */
+#ifndef QC_COMPAT_H
+#define QC_COMPAT_H
+
+#include "postgres.h"
+
+#include "common/jsonapi.h"
+
+/*
+ * 18 dropped the postfix pg_attribute_noreturn() for a prefix pg_noreturn;
+ * the postfix form is GCC's attribute, which every compiler the server
+ * builds with on Debian understands.
+ */
+#ifndef pg_attribute_noreturn
+#if defined(__GNUC__) || defined(__clang__)
+#define pg_attribute_noreturn() __attribute__((noreturn))
+#else
+#define pg_attribute_noreturn()
+#endif
+#endif
+
+/*
+ * The magic block: 18 can also carry the module's name and version, which
+ * pg_get_loaded_modules() shows.  QC_VERSION comes from the control file,
+ * through the Makefile.
+ */
+#if PG_VERSION_NUM >= 180000
+#define QC_MODULE_MAGIC PG_MODULE_MAGIC_EXT(.name = "queryclaw_ext", .version = QC_VERSION)
+#else
+#define QC_MODULE_MAGIC PG_MODULE_MAGIC
+#endif
+
+/* 16 turned pg_proc_aclcheck() into object_aclcheck() on any catalog. */
+#if PG_VERSION_NUM >= 160000
+#include "catalog/pg_proc.h"
+#include "utils/acl.h"
+#define qc_proc_aclcheck(fn, role, mode) \
+	object_aclcheck(ProcedureRelationId, (fn), (role), (mode))
+#else
+#define qc_proc_aclcheck(fn, role, mode) pg_proc_aclcheck((fn), (role), (mode))
+#endif
+
+/*
+ * JSON parser callbacks return a JsonParseErrorType from 16 on (void
+ * before): a callback is declared QcJsonActionResult and ends with
+ * QC_JSON_ACTION_DONE.  17 gave makeJsonLexContextCstringLen() a context
+ * to fill (NULL: allocate one) as its first argument.
+ */
+#if PG_VERSION_NUM >= 160000
+typedef JsonParseErrorType QcJsonActionResult;
+#define QC_JSON_ACTION_DONE return JSON_SUCCESS
+#else
+typedef void QcJsonActionResult;
+#define QC_JSON_ACTION_DONE return
+#endif
+
+#if PG_VERSION_NUM >= 170000
+#define qc_json_lex_cstring(json, len, encoding, need_escapes) \
+	makeJsonLexContextCstringLen(NULL, (json), (len), (encoding), (need_escapes))
+#else
+#define qc_json_lex_cstring(json, len, encoding, need_escapes) \
+	makeJsonLexContextCstringLen((json), (len), (encoding), (need_escapes))
+#endif
+
+/* 18 takes the bytes to encode in base64 as uint8, not char. */
+#if PG_VERSION_NUM >= 180000
+#define qc_b64_encode(src, len, dst, dstlen) \
+	pg_b64_encode((const uint8 *) (src), (len), (dst), (dstlen))
+#else
+#define qc_b64_encode(src, len, dst, dstlen) \
+	pg_b64_encode((src), (len), (dst), (dstlen))
+#endif
+
+/*
+ * A check hook's extra data: the server frees it with free() before 16,
+ * with guc_free() from 16 on, so it comes from guc_malloc() there.
+ * qc_guc_extra() turns a malloc'd block of size bytes (the policy lists,
+ * parsed by the pure C rules.c) into extra data; NULL, with err set, when
+ * out of memory.
+ */
+#if PG_VERSION_NUM >= 160000
+#define qc_guc_malloc(size) guc_malloc(LOG, (size))
+#else
+#define qc_guc_malloc(size) malloc(size)
+#endif
+extern void *qc_guc_extra(void *block, size_t size, char *err, size_t errlen);
+
+/*
+ * Wait events: from 17 on, each wait has a name of its own in
+ * pg_stat_activity.wait_event (QueryclawHttp, ...) rather than the
+ * generic "Extension"; qc_wait_event() gives the one to report.
+ */
+typedef enum QcWaitEvent
+{
+	QC_WAIT_HTTP,				/* a transfer in flight */
+	QC_WAIT_DNS,				/* a name being resolved */
+	QC_WAIT_AUDIT_QUEUE,		/* a caller waiting for room in the audit queue */
+	QC_WAIT_AUDIT_WORKER,		/* the audit worker idle, or gathering a burst */
+	QC_WAIT_RETRY,				/* the pause before a request is retried */
+	QC_WAIT_COUNT
+} QcWaitEvent;
+
+extern uint32 qc_wait_event(QcWaitEvent event);
+
+#endif							/* QC_COMPAT_H */
