@@ -40,17 +40,6 @@ qc_call_new(const char *func, const char *method, const char *url)
 	return call;
 }
 
-char *
-qc_endpoint_url(const char *base, const char *path)
-{
-	size_t		query = strcspn(base, "?");
-	size_t		len = query;
-
-	while (len > 0 && base[len - 1] == '/')
-		len--;
-	return psprintf("%.*s%s%s", (int) len, base, path, base + query);
-}
-
 /*
  * A message, detail or hint of a failed call as it is kept and raised:
  * valid text (it may quote a server), and no secret (raised, it reaches

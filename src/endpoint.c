@@ -84,6 +84,17 @@ wait_before_retry(int64 ms)
 	}
 }
 
+char *
+qc_endpoint_url(const char *base, const char *path)
+{
+	size_t		query = strcspn(base, "?");
+	size_t		len = query;
+
+	while (len > 0 && base[len - 1] == '/')
+		len--;
+	return psprintf("%.*s%s%s", (int) len, base, path, base + query);
+}
+
 /* "20 s", "1.5 s", "250 ms" */
 static char *
 show_ms(int64 ms)

@@ -44,4 +44,10 @@ extern QcCall *qc_endpoint_send(const QcCall *proto, QcRetryEndpoint endpoint,
  */
 extern char *qc_endpoint_attempts_note(const QcAttempts *attempts);
 
+/*
+ * An API endpoint: base (a setting such as queryclaw.llm_url) without its
+ * trailing '/', then path, then base's query string, if any.
+ */
+extern char *qc_endpoint_url(const char *base, const char *path);
+
 #endif							/* QC_ENDPOINT_H */

@@ -22,7 +22,7 @@ typedef struct QcHeader
 	char	   *value;
 } QcHeader;
 
-/* Audit outcomes (DESIGN.md, "Audit"). */
+/* Audit outcomes (README, "Audit"). */
 #define QC_OUTCOME_OK			"ok"
 #define QC_OUTCOME_HTTP_ERROR	"http_error"
 #define QC_OUTCOME_REFUSED		"refused"
@@ -113,12 +113,6 @@ qc_call_elapsed_ms(const QcCall *call)
 {
 	return (GetCurrentTimestamp() - call->started) / 1000.0;
 }
-
-/*
- * An API endpoint: base (a setting such as queryclaw.llm_url) without its
- * trailing '/', then path, then base's query string, if any.
- */
-extern char *qc_endpoint_url(const char *base, const char *path);
 
 /*
  * Record a failure: audit the call with the given outcome and keep the

@@ -4,7 +4,7 @@
  *	  The retry policy: retryable statuses and failures, exponential backoff
  *	  with jitter, and Retry-After.
  *
- * Retried (DESIGN.md, "Retries"): connection failures, timeouts, 408, 425,
+ * Retried (README, "Retries"): connection failures, timeouts, 408, 425,
  * 429, 500, 502, 503 and 504, and 409 from the LLM endpoint (OpenAI's
  * "conflict" is a transient state on its side).  Requests to the DBA's
  * endpoints (LLM, embeddings, search) have no side effects and are retried

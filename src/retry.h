@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  *
  * retry.h
- *	  The retry policy (DESIGN.md, "Retries"): which failures are tried
+ *	  The retry policy (README, "Retries"): which failures are tried
  *	  again, and how long to wait before the next attempt.  One policy for
  *	  the synchronous calls to the DBA's endpoints (endpoint.c) and for the
  *	  asynchronous queue.

@@ -87,6 +87,18 @@ read_results(JsonbContainer *results, int n)
 	return out;
 }
 
+void
+qc_search_require_url(bool for_tool)
+{
+	if (qc_search_url[0] == '\0')
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 for_tool ? errmsg("tool \"web_search\" needs a search API") :
+				 errmsg("no search API is configured"),
+				 errdetail("queryclaw.search_url is empty."),
+				 errhint("A superuser can set queryclaw.search_url to a SearXNG-compatible search API.")));
+}
+
 List *
 qc_search(const char *query, int num_results, const char *audit_extra)
 {
@@ -98,12 +110,7 @@ qc_search(const char *query, int num_results, const char *audit_extra)
 	JsonbContainer *results;
 	List	   *out;
 
-	if (qc_search_url[0] == '\0')
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("no search API is configured"),
-				 errdetail("queryclaw.search_url is empty."),
-				 errhint("A superuser can set queryclaw.search_url to a SearXNG-compatible search API.")));
+	qc_search_require_url(false);
 	if (num_results < 1)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),

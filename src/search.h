@@ -19,6 +19,12 @@ typedef struct QcSearchResult
 } QcSearchResult;
 
 /*
+ * Raise 55000 when queryclaw.search_url is empty: "no search API is
+ * configured", or for_tool, the web_search tool's words.
+ */
+extern void qc_search_require_url(bool for_tool);
+
+/*
  * Query the configured search API and return up to num_results results
  * (of QcSearchResult *), audited as web_search; audit_extra (or NULL) goes
  * into the audit row's detail.  Failures are audited and raised.

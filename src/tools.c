@@ -285,12 +285,8 @@ qc_tools_parse(ArrayType *names)
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 name ? errmsg("unknown tool \"%s\"", name) : errmsg("tools cannot contain NULL"),
 					 errhint("The tools are web_fetch, api_call, web_search, check_url, sql_query, list_tables and describe_table.")));
-		if (strcmp(tool->name, "web_search") == 0 && qc_search_url[0] == '\0')
-			ereport(ERROR,
-					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-					 errmsg("tool \"web_search\" needs a search API"),
-					 errdetail("queryclaw.search_url is empty."),
-					 errhint("A superuser can set queryclaw.search_url to a SearXNG-compatible search API.")));
+		if (strcmp(tool->name, "web_search") == 0)
+			qc_search_require_url(true);
 		qc_require_execute(tool->function,
 						   psprintf("The tool \"%s\" runs this function, so using it needs EXECUTE on it.",
 									tool->name));
