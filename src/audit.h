@@ -11,7 +11,7 @@
 
 #include "lib/stringinfo.h"
 
-#include "http.h"
+#include "call.h"
 
 /* The text columns of an audit row, in the order records carry them. */
 typedef enum QcAuditText

@@ -26,6 +26,10 @@
  * they never palloc, ereport or longjmp.  Everything they allocate is freed
  * in a PG_FINALLY block, so an error or a cancel leaks nothing.
  *
+ * The request headers a caller may set are checked here too (at the end of
+ * the file): the transport sets Host, Content-Length and the hop-by-hop
+ * headers itself, and no value may smuggle in a line of its own.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -38,6 +42,7 @@
 
 #include "miscadmin.h"
 #include "pgstat.h"
+#include "utils/formatting.h"
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 #include "utils/wait_event.h"
@@ -1091,4 +1096,87 @@ qc_http_execute(QcCall *call)
 {
 	if (!qc_http_run(call))
 		qc_call_raise(call);
+}
+
+const char *
+qc_http_validate_method(const char *method)
+{
+	static const char *const methods[] = {
+		"GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", NULL
+	};
+	char	   *upper = asc_toupper(method, strlen(method));
+
+	for (int i = 0; methods[i]; i++)
+		if (strcmp(upper, methods[i]) == 0)
+			return methods[i];
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("unsupported HTTP method \"%s\"", method),
+			 errhint("Use GET, POST, PUT, PATCH, DELETE or HEAD.")));
+	pg_unreachable();
+}
+
+/* RFC 9110 token characters. */
+static bool
+is_token(const char *s)
+{
+	if (*s == '\0')
+		return false;
+	for (; *s; s++)
+		if (!(isalnum((unsigned char) *s) || strchr("!#$%&'*+-.^_`|~", *s)))
+			return false;
+	return true;
+}
+
+void
+qc_http_validate_header(const char *name, const char *value)
+{
+	static const char *const refused[] = {
+		"host", "connection", "keep-alive", "proxy-connection", "te", "trailer",
+		"transfer-encoding", "upgrade", "content-length", "expect", NULL
+	};
+
+	if (!is_token(name))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid HTTP header name \"%s\"", name),
+				 errdetail("Header names consist of letters, digits and !#$%%&'*+-.^_`|~ only.")));
+	for (int i = 0; refused[i]; i++)
+		if (pg_strcasecmp(name, refused[i]) == 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("HTTP header \"%s\" cannot be set", name),
+					 errdetail("Host, Content-Length and hop-by-hop headers are set by the transport.")));
+	for (const char *c = value; *c; c++)
+		if (*c == '\r' || *c == '\n')
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("invalid value for HTTP header \"%s\"", name),
+					 errdetail("Header values cannot contain carriage return or line feed characters.")));
+}
+
+const char *
+qc_http_find_header(List *headers, const char *name)
+{
+	ListCell   *lc;
+
+	foreach(lc, headers)
+	{
+		QcHeader   *h = lfirst(lc);
+
+		if (pg_strcasecmp(h->name, name) == 0)
+			return h->value;
+	}
+	return NULL;
+}
+
+List *
+qc_http_add_header(List *headers, const char *name, const char *value)
+{
+	QcHeader   *h = palloc(sizeof(QcHeader));
+
+	qc_http_validate_header(name, value);
+	h->name = pstrdup(name);
+	h->value = pstrdup(value);
+	return lappend(headers, h);
 }
