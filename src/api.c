@@ -17,6 +17,7 @@
 #include "utils/builtins.h"
 #include "utils/jsonb.h"
 
+#include "api.h"
 #include "audit.h"
 #include "http.h"
 #include "json.h"

@@ -29,6 +29,7 @@
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 
+#include "api.h"
 #include "http.h"
 #include "json.h"
 #include "queryclaw.h"

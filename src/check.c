@@ -22,6 +22,7 @@
 #include "utils/jsonb.h"
 
 #include "audit.h"
+#include "check.h"
 #include "json.h"
 #include "queryclaw.h"
 #include "ratelimit.h"

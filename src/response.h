@@ -65,20 +65,4 @@ extern char *qc_fetch_result(QcCall *call, QcFormat format);
 /* api_call's result object; sets call->chars and call->truncated. */
 extern Jsonb *qc_response_jsonb(QcCall *call);
 
-/*
- * api.c: a call as api_call() makes it; the method, headers and body are
- * validated (22023 errors are raised here, before anything is sent).
- */
-extern QcCall *qc_api_prepare(const char *func, char *url, const char *method,
-							  Jsonb *headers, char *body, int max_chars);
-
-/* api_call's result for a call that has run (audited), or NULL if it failed. */
-extern Jsonb *qc_api_result(QcCall *call);
-
-/*
- * check.c: check_url's result as JSON text; the check is audited (with
- * audit_extra, which may be NULL, in the row's detail) and rate-limited.
- */
-extern char *qc_check_url_json(const char *url, char *audit_extra);
-
 #endif							/* QC_RESPONSE_H */

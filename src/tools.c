@@ -35,6 +35,8 @@
 #include "utils/resowner.h"
 
 #include "compat.h"
+#include "api.h"
+#include "check.h"
 #include "content.h"
 #include "http.h"
 #include "json.h"
