@@ -454,11 +454,11 @@ judge_element(Analysis *a, Info *info)
 	const char *id = qc_attr(node, "id");
 	uint8		flags = 0;
 
-	if (tag == TAG_HTML || tag == TAG_BODY || tag == TAG_HEAD)
+	if (tag == QC_TAG_HTML || tag == QC_TAG_BODY || tag == QC_TAG_HEAD)
 		return;
-	info->control = (tag == TAG_BUTTON || tag == TAG_SELECT ||
-					 tag == TAG_INPUT || tag == TAG_TEXTAREA ||
-					 tag == TAG_LABEL);
+	info->control = (tag == QC_TAG_BUTTON || tag == QC_TAG_SELECT ||
+					 tag == QC_TAG_INPUT || tag == QC_TAG_TEXTAREA ||
+					 tag == QC_TAG_LABEL);
 	if (cls != NULL && cls[0] != '\0')
 		flags |= class_flags(a, cls);
 	if (id != NULL && id[0] != '\0')
@@ -466,11 +466,11 @@ judge_element(Analysis *a, Info *info)
 	info->hint = names_hint(flags);
 	if (info->hint < 0 && repeated(node))
 		info->hint = 0;
-	if (tag == TAG_ASIDE || tag == TAG_NAV || tag == TAG_DIALOG ||
-		tag == TAG_FORM || role_is_boilerplate(node))
+	if (tag == QC_TAG_ASIDE || tag == QC_TAG_NAV || tag == QC_TAG_DIALOG ||
+		tag == QC_TAG_FORM || role_is_boilerplate(node))
 		info->hint = -1;
 	/* the header of an article is its headline and byline */
-	if ((tag == TAG_HEADER || tag == TAG_FOOTER) && a->in_article == 0)
+	if ((tag == QC_TAG_HEADER || tag == QC_TAG_FOOTER) && a->in_article == 0)
 		info->hint = -1;
 	info->invisible = (flags & NAMES_HIDDEN) != 0;
 	if (info->invisible)
@@ -536,17 +536,17 @@ analysis_open(void *state, xmlNode *node)
 	info->parent = a->top;
 	info->tag = tag;
 	info->text_before = a->text_so_far;
-	info->is_block = qc_layout(tag) != LAYOUT_INLINE;
+	info->is_block = qc_layout(tag) != QC_LAYOUT_INLINE;
 	info->block = info->is_block ? index :
 		(a->top >= 0 ? a->infos[a->top].block : -1);
 	judge_element(a, info);
 	node->_private = info;
 
-	if (tag == TAG_ARTICLE || tag == TAG_MAIN)
+	if (tag == QC_TAG_ARTICLE || tag == QC_TAG_MAIN)
 		a->in_article++;
 	if (qc_heading_level(tag) > 0)
 		a->in_heading++;
-	if (tag == TAG_A)
+	if (tag == QC_TAG_A)
 		a->in_link++;
 	a->top = index;
 	return true;
@@ -558,11 +558,11 @@ analysis_close(void *state, xmlNode *node)
 	Analysis   *a = state;
 	Info	   *info = node->_private;
 
-	if (info->tag == TAG_ARTICLE || info->tag == TAG_MAIN)
+	if (info->tag == QC_TAG_ARTICLE || info->tag == QC_TAG_MAIN)
 		a->in_article--;
 	if (qc_heading_level(info->tag) > 0)
 		a->in_heading--;
-	if (info->tag == TAG_A)
+	if (info->tag == QC_TAG_A)
 	{
 		a->in_link--;
 		/* an image link costs nothing: it goes with the link of its card */
@@ -688,7 +688,7 @@ choose_region(Analysis *a)
 			i = info->end;
 			continue;
 		}
-		if (info->tag != TAG_HTML && info->tag != TAG_HEAD && info->score > 0 &&
+		if (info->tag != QC_TAG_HTML && info->tag != QC_TAG_HEAD && info->score > 0 &&
 			(best == NULL || info->score >= best->score))
 			best = info;
 		i++;
@@ -699,7 +699,7 @@ choose_region(Analysis *a)
 	 * its content, and the heading above it would be lost too.
 	 */
 	while (best != NULL && best->is_block && best->own_text == best->text &&
-		   best->parent >= 0 && a->infos[best->parent].tag != TAG_BODY)
+		   best->parent >= 0 && a->infos[best->parent].tag != QC_TAG_BODY)
 		best = &a->infos[best->parent];
 	return best;
 }
@@ -739,12 +739,12 @@ repeat_text_cmp(const void *a, const void *b)
 static bool
 repeat_candidate(const Info *info)
 {
-	if (info->tag == TAG_A)
+	if (info->tag == QC_TAG_A)
 		return info->text > 0 && info->text <= CONTROL_LINK_CHARS;
 	return info->is_block && info->own_text == info->text &&
 		info->text >= REPEATED_BLOCK_CHARS &&
 		2 * info->own_link <= info->own_text &&
-		info->tag != TAG_TD && info->tag != TAG_TH;
+		info->tag != QC_TAG_TD && info->tag != QC_TAG_TH;
 }
 
 /*
@@ -772,13 +772,13 @@ mark_repeats(Analysis *a, Info *region)
 			continue;
 		text = qc_node_text(info->node);
 		/* a link with digits is a price or a date */
-		if (info->tag == TAG_A && strpbrk(text, "0123456789") != NULL)
+		if (info->tag == QC_TAG_A && strpbrk(text, "0123456789") != NULL)
 		{
 			pfree(text);
 			continue;
 		}
 		texts[n].text = text;
-		texts[n].is_link = info->tag == TAG_A;
+		texts[n].is_link = info->tag == QC_TAG_A;
 		texts[n].index = i;
 		n++;
 	}
@@ -816,7 +816,7 @@ is_teaser_card(Analysis *a, Info *card)
 		return false;
 	for (i = card - a->infos + 1; i < card->end; i++)
 	{
-		if (a->infos[i].tag == TAG_A && a->infos[i].text > 0)
+		if (a->infos[i].tag == QC_TAG_A && a->infos[i].text > 0)
 			return a->infos[i].text_before == card->text_before;
 	}
 	return false;
@@ -914,7 +914,7 @@ with_siblings(Analysis *a, Info *best)
 
 	/* climb the wrappers that hold nothing else */
 	while (top->parent >= 0 && a->infos[top->parent].text == top->text &&
-		   a->infos[top->parent].tag != TAG_BODY)
+		   a->infos[top->parent].tag != QC_TAG_BODY)
 		top = &a->infos[top->parent];
 	if (top->parent < 0)
 		return list_make1(best->node);

@@ -56,97 +56,97 @@ typedef struct QcElem
  * content.
  */
 static const QcElem elements[] = {
-	{"a", TAG_A, LAYOUT_INLINE},
-	{"address", TAG_ADDRESS, LAYOUT_LINE},
-	{"article", TAG_ARTICLE, LAYOUT_PARA},
-	{"aside", TAG_ASIDE, LAYOUT_PARA},
-	{"audio", TAG_AUDIO, LAYOUT_SKIP},
-	{"b", TAG_B, LAYOUT_INLINE},
-	{"blockquote", TAG_BLOCKQUOTE, LAYOUT_PARA},
-	{"body", TAG_BODY, LAYOUT_LINE},
-	{"br", TAG_BR, LAYOUT_BREAK},
-	{"button", TAG_BUTTON, LAYOUT_INLINE},
-	{"canvas", TAG_CANVAS, LAYOUT_SKIP},
-	{"caption", TAG_CAPTION, LAYOUT_LINE},
-	{"center", TAG_CENTER, LAYOUT_LINE},
-	{"code", TAG_CODE, LAYOUT_INLINE},
-	{"datalist", TAG_DATALIST, LAYOUT_SKIP},
-	{"dd", TAG_DD, LAYOUT_LINE},
-	{"del", TAG_DEL, LAYOUT_INLINE},
-	{"details", TAG_DETAILS, LAYOUT_LINE},
-	{"dialog", TAG_DIALOG, LAYOUT_LINE},
-	{"dir", TAG_DIR, LAYOUT_LIST},
-	{"div", TAG_DIV, LAYOUT_LINE},
-	{"dl", TAG_DL, LAYOUT_PARA},
-	{"dt", TAG_DT, LAYOUT_LINE},
-	{"em", TAG_EM, LAYOUT_INLINE},
-	{"embed", TAG_EMBED, LAYOUT_SKIP},
-	{"fieldset", TAG_FIELDSET, LAYOUT_LINE},
-	{"figcaption", TAG_FIGCAPTION, LAYOUT_LINE},
-	{"figure", TAG_FIGURE, LAYOUT_PARA},
-	{"footer", TAG_FOOTER, LAYOUT_PARA},
-	{"form", TAG_FORM, LAYOUT_LINE},
-	{"h1", TAG_H1, LAYOUT_PARA},
-	{"h2", TAG_H2, LAYOUT_PARA},
-	{"h3", TAG_H3, LAYOUT_PARA},
-	{"h4", TAG_H4, LAYOUT_PARA},
-	{"h5", TAG_H5, LAYOUT_PARA},
-	{"h6", TAG_H6, LAYOUT_PARA},
-	{"head", TAG_HEAD, LAYOUT_LINE},	/* see above */
-	{"header", TAG_HEADER, LAYOUT_PARA},
-	{"hgroup", TAG_HGROUP, LAYOUT_LINE},
-	{"hr", TAG_HR, LAYOUT_PARA},
-	{"html", TAG_HTML, LAYOUT_LINE},
-	{"i", TAG_I, LAYOUT_INLINE},
-	{"iframe", TAG_IFRAME, LAYOUT_SKIP},
-	{"img", TAG_IMG, LAYOUT_INLINE},
-	{"input", TAG_INPUT, LAYOUT_INLINE},
-	{"kbd", TAG_KBD, LAYOUT_INLINE},
-	{"label", TAG_LABEL, LAYOUT_INLINE},
-	{"legend", TAG_LEGEND, LAYOUT_LINE},
-	{"li", TAG_LI, LAYOUT_ITEM},
-	{"link", TAG_LINK, LAYOUT_INLINE},
-	{"listing", TAG_LISTING, LAYOUT_PRE},
-	{"main", TAG_MAIN, LAYOUT_PARA},
-	{"map", TAG_MAP, LAYOUT_INLINE},
-	{"math", TAG_MATH, LAYOUT_INLINE},
-	{"menu", TAG_MENU, LAYOUT_LIST},
-	{"meta", TAG_META, LAYOUT_INLINE},
-	{"nav", TAG_NAV, LAYOUT_PARA},
-	{"noscript", TAG_NOSCRIPT, LAYOUT_SKIP},
-	{"object", TAG_OBJECT, LAYOUT_SKIP},
-	{"ol", TAG_OL, LAYOUT_LIST},
-	{"optgroup", TAG_OPTGROUP, LAYOUT_LINE},
-	{"option", TAG_OPTION, LAYOUT_LINE},
-	{"p", TAG_P, LAYOUT_PARA},
-	{"plaintext", TAG_PLAINTEXT, LAYOUT_PRE},
-	{"pre", TAG_PRE, LAYOUT_PRE},
-	{"s", TAG_S, LAYOUT_INLINE},
-	{"samp", TAG_SAMP, LAYOUT_INLINE},
-	{"script", TAG_SCRIPT, LAYOUT_SKIP},
-	{"search", TAG_SEARCH, LAYOUT_LINE},
-	{"section", TAG_SECTION, LAYOUT_PARA},
-	{"select", TAG_SELECT, LAYOUT_LINE},
-	{"strike", TAG_STRIKE, LAYOUT_INLINE},
-	{"strong", TAG_STRONG, LAYOUT_INLINE},
-	{"style", TAG_STYLE, LAYOUT_SKIP},
-	{"summary", TAG_SUMMARY, LAYOUT_LINE},
-	{"svg", TAG_SVG, LAYOUT_SKIP},
-	{"table", TAG_TABLE, LAYOUT_PARA},
-	{"tbody", TAG_TBODY, LAYOUT_LINE},
-	{"td", TAG_TD, LAYOUT_CELL},
-	{"template", TAG_TEMPLATE, LAYOUT_SKIP},
-	{"textarea", TAG_TEXTAREA, LAYOUT_LINE},
-	{"tfoot", TAG_TFOOT, LAYOUT_LINE},
-	{"th", TAG_TH, LAYOUT_CELL},
-	{"thead", TAG_THEAD, LAYOUT_LINE},
-	{"time", TAG_TIME, LAYOUT_INLINE},
-	{"title", TAG_TITLE, LAYOUT_SKIP},
-	{"tr", TAG_TR, LAYOUT_ROW},
-	{"tt", TAG_TT, LAYOUT_INLINE},
-	{"ul", TAG_UL, LAYOUT_LIST},
-	{"video", TAG_VIDEO, LAYOUT_SKIP},
-	{"xmp", TAG_XMP, LAYOUT_PRE},
+	{"a", QC_TAG_A, QC_LAYOUT_INLINE},
+	{"address", QC_TAG_ADDRESS, QC_LAYOUT_LINE},
+	{"article", QC_TAG_ARTICLE, QC_LAYOUT_PARA},
+	{"aside", QC_TAG_ASIDE, QC_LAYOUT_PARA},
+	{"audio", QC_TAG_AUDIO, QC_LAYOUT_SKIP},
+	{"b", QC_TAG_B, QC_LAYOUT_INLINE},
+	{"blockquote", QC_TAG_BLOCKQUOTE, QC_LAYOUT_PARA},
+	{"body", QC_TAG_BODY, QC_LAYOUT_LINE},
+	{"br", QC_TAG_BR, QC_LAYOUT_BREAK},
+	{"button", QC_TAG_BUTTON, QC_LAYOUT_INLINE},
+	{"canvas", QC_TAG_CANVAS, QC_LAYOUT_SKIP},
+	{"caption", QC_TAG_CAPTION, QC_LAYOUT_LINE},
+	{"center", QC_TAG_CENTER, QC_LAYOUT_LINE},
+	{"code", QC_TAG_CODE, QC_LAYOUT_INLINE},
+	{"datalist", QC_TAG_DATALIST, QC_LAYOUT_SKIP},
+	{"dd", QC_TAG_DD, QC_LAYOUT_LINE},
+	{"del", QC_TAG_DEL, QC_LAYOUT_INLINE},
+	{"details", QC_TAG_DETAILS, QC_LAYOUT_LINE},
+	{"dialog", QC_TAG_DIALOG, QC_LAYOUT_LINE},
+	{"dir", QC_TAG_DIR, QC_LAYOUT_LIST},
+	{"div", QC_TAG_DIV, QC_LAYOUT_LINE},
+	{"dl", QC_TAG_DL, QC_LAYOUT_PARA},
+	{"dt", QC_TAG_DT, QC_LAYOUT_LINE},
+	{"em", QC_TAG_EM, QC_LAYOUT_INLINE},
+	{"embed", QC_TAG_EMBED, QC_LAYOUT_SKIP},
+	{"fieldset", QC_TAG_FIELDSET, QC_LAYOUT_LINE},
+	{"figcaption", QC_TAG_FIGCAPTION, QC_LAYOUT_LINE},
+	{"figure", QC_TAG_FIGURE, QC_LAYOUT_PARA},
+	{"footer", QC_TAG_FOOTER, QC_LAYOUT_PARA},
+	{"form", QC_TAG_FORM, QC_LAYOUT_LINE},
+	{"h1", QC_TAG_H1, QC_LAYOUT_PARA},
+	{"h2", QC_TAG_H2, QC_LAYOUT_PARA},
+	{"h3", QC_TAG_H3, QC_LAYOUT_PARA},
+	{"h4", QC_TAG_H4, QC_LAYOUT_PARA},
+	{"h5", QC_TAG_H5, QC_LAYOUT_PARA},
+	{"h6", QC_TAG_H6, QC_LAYOUT_PARA},
+	{"head", QC_TAG_HEAD, QC_LAYOUT_LINE},	/* see above */
+	{"header", QC_TAG_HEADER, QC_LAYOUT_PARA},
+	{"hgroup", QC_TAG_HGROUP, QC_LAYOUT_LINE},
+	{"hr", QC_TAG_HR, QC_LAYOUT_PARA},
+	{"html", QC_TAG_HTML, QC_LAYOUT_LINE},
+	{"i", QC_TAG_I, QC_LAYOUT_INLINE},
+	{"iframe", QC_TAG_IFRAME, QC_LAYOUT_SKIP},
+	{"img", QC_TAG_IMG, QC_LAYOUT_INLINE},
+	{"input", QC_TAG_INPUT, QC_LAYOUT_INLINE},
+	{"kbd", QC_TAG_KBD, QC_LAYOUT_INLINE},
+	{"label", QC_TAG_LABEL, QC_LAYOUT_INLINE},
+	{"legend", QC_TAG_LEGEND, QC_LAYOUT_LINE},
+	{"li", QC_TAG_LI, QC_LAYOUT_ITEM},
+	{"link", QC_TAG_LINK, QC_LAYOUT_INLINE},
+	{"listing", QC_TAG_LISTING, QC_LAYOUT_PRE},
+	{"main", QC_TAG_MAIN, QC_LAYOUT_PARA},
+	{"map", QC_TAG_MAP, QC_LAYOUT_INLINE},
+	{"math", QC_TAG_MATH, QC_LAYOUT_INLINE},
+	{"menu", QC_TAG_MENU, QC_LAYOUT_LIST},
+	{"meta", QC_TAG_META, QC_LAYOUT_INLINE},
+	{"nav", QC_TAG_NAV, QC_LAYOUT_PARA},
+	{"noscript", QC_TAG_NOSCRIPT, QC_LAYOUT_SKIP},
+	{"object", QC_TAG_OBJECT, QC_LAYOUT_SKIP},
+	{"ol", QC_TAG_OL, QC_LAYOUT_LIST},
+	{"optgroup", QC_TAG_OPTGROUP, QC_LAYOUT_LINE},
+	{"option", QC_TAG_OPTION, QC_LAYOUT_LINE},
+	{"p", QC_TAG_P, QC_LAYOUT_PARA},
+	{"plaintext", QC_TAG_PLAINTEXT, QC_LAYOUT_PRE},
+	{"pre", QC_TAG_PRE, QC_LAYOUT_PRE},
+	{"s", QC_TAG_S, QC_LAYOUT_INLINE},
+	{"samp", QC_TAG_SAMP, QC_LAYOUT_INLINE},
+	{"script", QC_TAG_SCRIPT, QC_LAYOUT_SKIP},
+	{"search", QC_TAG_SEARCH, QC_LAYOUT_LINE},
+	{"section", QC_TAG_SECTION, QC_LAYOUT_PARA},
+	{"select", QC_TAG_SELECT, QC_LAYOUT_LINE},
+	{"strike", QC_TAG_STRIKE, QC_LAYOUT_INLINE},
+	{"strong", QC_TAG_STRONG, QC_LAYOUT_INLINE},
+	{"style", QC_TAG_STYLE, QC_LAYOUT_SKIP},
+	{"summary", QC_TAG_SUMMARY, QC_LAYOUT_LINE},
+	{"svg", QC_TAG_SVG, QC_LAYOUT_SKIP},
+	{"table", QC_TAG_TABLE, QC_LAYOUT_PARA},
+	{"tbody", QC_TAG_TBODY, QC_LAYOUT_LINE},
+	{"td", QC_TAG_TD, QC_LAYOUT_CELL},
+	{"template", QC_TAG_TEMPLATE, QC_LAYOUT_SKIP},
+	{"textarea", QC_TAG_TEXTAREA, QC_LAYOUT_LINE},
+	{"tfoot", QC_TAG_TFOOT, QC_LAYOUT_LINE},
+	{"th", QC_TAG_TH, QC_LAYOUT_CELL},
+	{"thead", QC_TAG_THEAD, QC_LAYOUT_LINE},
+	{"time", QC_TAG_TIME, QC_LAYOUT_INLINE},
+	{"title", QC_TAG_TITLE, QC_LAYOUT_SKIP},
+	{"tr", QC_TAG_TR, QC_LAYOUT_ROW},
+	{"tt", QC_TAG_TT, QC_LAYOUT_INLINE},
+	{"ul", QC_TAG_UL, QC_LAYOUT_LIST},
+	{"video", QC_TAG_VIDEO, QC_LAYOUT_SKIP},
+	{"xmp", QC_TAG_XMP, QC_LAYOUT_PRE},
 };
 
 /*
@@ -156,12 +156,12 @@ static const QcElem elements[] = {
  * lookup costs a hash and mostly one strcmp, where a binary search of
  * elements[] cost seven.  Both are filled on first use.
  */
-#define TAG_SLOTS 256			/* a power of two, over twice the elements */
-static QcLayout layouts[TAG_XMP + 1];
-static uint8 tag_slots[TAG_SLOTS];
+#define QC_TAG_SLOTS 256			/* a power of two, over twice the elements */
+static QcLayout layouts[QC_TAG_XMP + 1];
+static uint8 tag_slots[QC_TAG_SLOTS];
 static bool tables_ready = false;
 
-StaticAssertDecl(lengthof(elements) < TAG_SLOTS / 2 && lengthof(elements) < 255,
+StaticAssertDecl(lengthof(elements) < QC_TAG_SLOTS / 2 && lengthof(elements) < 255,
 				 "tag_slots must stay sparse and hold every index of elements[]");
 
 /* The hash of an element name, for tag_slots */
@@ -178,10 +178,10 @@ tables_init(void)
 
 	for (i = 0; i < lengthof(elements); i++)
 	{
-		uint32		slot = name_hash(elements[i].name) & (TAG_SLOTS - 1);
+		uint32		slot = name_hash(elements[i].name) & (QC_TAG_SLOTS - 1);
 
 		while (tag_slots[slot] != 0)
-			slot = (slot + 1) & (TAG_SLOTS - 1);
+			slot = (slot + 1) & (QC_TAG_SLOTS - 1);
 		tag_slots[slot] = i + 1;
 		layouts[elements[i].tag] = elements[i].layout;
 	}
@@ -195,18 +195,18 @@ qc_tag(const xmlNode *node)
 	uint32		slot;
 
 	if (node->type != XML_ELEMENT_NODE)
-		return TAG_OTHER;
+		return QC_TAG_OTHER;
 	if (!tables_ready)
 		tables_init();
-	for (slot = name_hash(name) & (TAG_SLOTS - 1); tag_slots[slot] != 0;
-		 slot = (slot + 1) & (TAG_SLOTS - 1))
+	for (slot = name_hash(name) & (QC_TAG_SLOTS - 1); tag_slots[slot] != 0;
+		 slot = (slot + 1) & (QC_TAG_SLOTS - 1))
 	{
 		const QcElem *elem = &elements[tag_slots[slot] - 1];
 
 		if (strcmp(name, elem->name) == 0)
 			return elem->tag;
 	}
-	return TAG_OTHER;
+	return QC_TAG_OTHER;
 }
 
 QcLayout
@@ -633,7 +633,7 @@ qc_hidden(const xmlNode *node)
 bool
 qc_shown(const xmlNode *node, QcTag tag)
 {
-	return qc_layout(tag) != LAYOUT_SKIP && !qc_dropped(node) &&
+	return qc_layout(tag) != QC_LAYOUT_SKIP && !qc_dropped(node) &&
 		!qc_hidden(node);
 }
 
@@ -729,7 +729,7 @@ xmlNode *
 qc_find_body(xmlDoc *doc)
 {
 	xmlNode    *html = qc_root_element(doc);
-	xmlNode    *body = child_with_tag(html, TAG_BODY);
+	xmlNode    *body = child_with_tag(html, QC_TAG_BODY);
 
 	return body ? body : html;
 }
@@ -746,15 +746,15 @@ folded_open(void *state, xmlNode *node)
 {
 	QcTag		tag = qc_tag(node);
 
-	if (qc_layout(tag) != LAYOUT_INLINE)
+	if (qc_layout(tag) != QC_LAYOUT_INLINE)
 		((QcFolded *) state)->space = true;
-	return qc_layout(tag) != LAYOUT_SKIP && !qc_hidden(node);
+	return qc_layout(tag) != QC_LAYOUT_SKIP && !qc_hidden(node);
 }
 
 static void
 folded_close(void *state, xmlNode *node)
 {
-	if (qc_layout(qc_tag(node)) != LAYOUT_INLINE)
+	if (qc_layout(qc_tag(node)) != QC_LAYOUT_INLINE)
 		((QcFolded *) state)->space = true;
 }
 
@@ -793,12 +793,12 @@ char *
 qc_document_title(xmlDoc *doc)
 {
 	xmlNode    *html = qc_root_element(doc);
-	xmlNode    *title = child_with_tag(child_with_tag(html, TAG_HEAD), TAG_TITLE);
+	xmlNode    *title = child_with_tag(child_with_tag(html, QC_TAG_HEAD), QC_TAG_TITLE);
 	char	   *text;
 
 	/* without a <head>, libxml2 may put the <title> straight into <html> */
 	if (title == NULL)
-		title = child_with_tag(html, TAG_TITLE);
+		title = child_with_tag(html, QC_TAG_TITLE);
 	if (title == NULL)
 		return NULL;
 	text = qc_node_text(title);

@@ -19,42 +19,46 @@
 
 #include "nodes/pg_list.h"
 
-/* The elements the HTML code tells apart; every other one is TAG_OTHER */
+/* The elements the HTML code tells apart; every other one is QC_TAG_OTHER */
 typedef enum QcTag
 {
-	TAG_OTHER = 0,
-	TAG_A, TAG_ADDRESS, TAG_ARTICLE, TAG_ASIDE, TAG_AUDIO, TAG_B,
-	TAG_BLOCKQUOTE, TAG_BODY, TAG_BR, TAG_BUTTON, TAG_CANVAS, TAG_CAPTION,
-	TAG_CENTER, TAG_CODE, TAG_DATALIST, TAG_DD, TAG_DEL, TAG_DETAILS,
-	TAG_DIALOG, TAG_DIR, TAG_DIV, TAG_DL, TAG_DT, TAG_EM, TAG_EMBED,
-	TAG_FIELDSET, TAG_FIGCAPTION, TAG_FIGURE, TAG_FOOTER, TAG_FORM,
-	TAG_H1, TAG_H2, TAG_H3, TAG_H4, TAG_H5, TAG_H6, TAG_HEAD, TAG_HEADER,
-	TAG_HGROUP, TAG_HR, TAG_HTML, TAG_I, TAG_IFRAME, TAG_IMG, TAG_INPUT,
-	TAG_KBD, TAG_LABEL, TAG_LEGEND, TAG_LI, TAG_LINK, TAG_LISTING, TAG_MAIN,
-	TAG_MAP, TAG_MATH, TAG_MENU, TAG_META, TAG_NAV, TAG_NOSCRIPT, TAG_OBJECT,
-	TAG_OL, TAG_OPTGROUP, TAG_OPTION, TAG_P, TAG_PLAINTEXT, TAG_PRE, TAG_S,
-	TAG_SAMP, TAG_SCRIPT, TAG_SEARCH, TAG_SECTION, TAG_SELECT, TAG_STRIKE,
-	TAG_STRONG, TAG_STYLE, TAG_SUMMARY, TAG_SVG, TAG_TABLE, TAG_TBODY,
-	TAG_TD, TAG_TEMPLATE, TAG_TEXTAREA, TAG_TFOOT, TAG_TH, TAG_THEAD,
-	TAG_TIME, TAG_TITLE, TAG_TR, TAG_TT, TAG_UL, TAG_VIDEO, TAG_XMP
+	QC_TAG_OTHER = 0,
+	QC_TAG_A, QC_TAG_ADDRESS, QC_TAG_ARTICLE, QC_TAG_ASIDE, QC_TAG_AUDIO,
+	QC_TAG_B, QC_TAG_BLOCKQUOTE, QC_TAG_BODY, QC_TAG_BR, QC_TAG_BUTTON,
+	QC_TAG_CANVAS, QC_TAG_CAPTION, QC_TAG_CENTER, QC_TAG_CODE,
+	QC_TAG_DATALIST, QC_TAG_DD, QC_TAG_DEL, QC_TAG_DETAILS, QC_TAG_DIALOG,
+	QC_TAG_DIR, QC_TAG_DIV, QC_TAG_DL, QC_TAG_DT, QC_TAG_EM, QC_TAG_EMBED,
+	QC_TAG_FIELDSET, QC_TAG_FIGCAPTION, QC_TAG_FIGURE, QC_TAG_FOOTER,
+	QC_TAG_FORM, QC_TAG_H1, QC_TAG_H2, QC_TAG_H3, QC_TAG_H4, QC_TAG_H5,
+	QC_TAG_H6, QC_TAG_HEAD, QC_TAG_HEADER, QC_TAG_HGROUP, QC_TAG_HR,
+	QC_TAG_HTML, QC_TAG_I, QC_TAG_IFRAME, QC_TAG_IMG, QC_TAG_INPUT,
+	QC_TAG_KBD, QC_TAG_LABEL, QC_TAG_LEGEND, QC_TAG_LI, QC_TAG_LINK,
+	QC_TAG_LISTING, QC_TAG_MAIN, QC_TAG_MAP, QC_TAG_MATH, QC_TAG_MENU,
+	QC_TAG_META, QC_TAG_NAV, QC_TAG_NOSCRIPT, QC_TAG_OBJECT, QC_TAG_OL,
+	QC_TAG_OPTGROUP, QC_TAG_OPTION, QC_TAG_P, QC_TAG_PLAINTEXT, QC_TAG_PRE,
+	QC_TAG_S, QC_TAG_SAMP, QC_TAG_SCRIPT, QC_TAG_SEARCH, QC_TAG_SECTION,
+	QC_TAG_SELECT, QC_TAG_STRIKE, QC_TAG_STRONG, QC_TAG_STYLE, QC_TAG_SUMMARY,
+	QC_TAG_SVG, QC_TAG_TABLE, QC_TAG_TBODY, QC_TAG_TD, QC_TAG_TEMPLATE,
+	QC_TAG_TEXTAREA, QC_TAG_TFOOT, QC_TAG_TH, QC_TAG_THEAD, QC_TAG_TIME,
+	QC_TAG_TITLE, QC_TAG_TR, QC_TAG_TT, QC_TAG_UL, QC_TAG_VIDEO, QC_TAG_XMP
 } QcTag;
 
 /* What an element means for the layout of text */
 typedef enum QcLayout
 {
-	LAYOUT_INLINE = 0,			/* its text flows on */
-	LAYOUT_SKIP,				/* never shown: dropped with all it contains */
-	LAYOUT_LINE,				/* on lines of its own */
-	LAYOUT_PARA,				/* set off by blank lines */
-	LAYOUT_BREAK,				/* <br> */
-	LAYOUT_LIST,				/* <ul>, <ol> */
-	LAYOUT_ITEM,				/* <li> */
-	LAYOUT_ROW,					/* <tr> */
-	LAYOUT_CELL,				/* <td>, <th> */
-	LAYOUT_PRE					/* kept verbatim */
+	QC_LAYOUT_INLINE = 0,				/* its text flows on */
+	QC_LAYOUT_SKIP,						/* never shown: dropped with all it contains */
+	QC_LAYOUT_LINE,						/* on lines of its own */
+	QC_LAYOUT_PARA,						/* set off by blank lines */
+	QC_LAYOUT_BREAK,					/* <br> */
+	QC_LAYOUT_LIST,						/* <ul>, <ol> */
+	QC_LAYOUT_ITEM,						/* <li> */
+	QC_LAYOUT_ROW,						/* <tr> */
+	QC_LAYOUT_CELL,						/* <td>, <th> */
+	QC_LAYOUT_PRE						/* kept verbatim */
 } QcLayout;
 
-/* The tag of an element node (TAG_OTHER for any other node). */
+/* The tag of an element node (QC_TAG_OTHER for any other node). */
 extern QcTag qc_tag(const xmlNode *node);
 
 /* How an element's content is laid out. */
@@ -64,7 +68,7 @@ extern QcLayout qc_layout(QcTag tag);
 static inline int
 qc_heading_level(QcTag tag)
 {
-	return tag >= TAG_H1 && tag <= TAG_H6 ? (int) (tag - TAG_H1) + 1 : 0;
+	return tag >= QC_TAG_H1 && tag <= QC_TAG_H6 ? (int) (tag - QC_TAG_H1) + 1 : 0;
 }
 
 /* An attribute's value (NULL when absent, "" when it has no value). */

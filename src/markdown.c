@@ -407,13 +407,13 @@ holds_blocks(xmlNode *node)
 			QcTag		tag = qc_tag(child);
 			QcLayout	layout = qc_layout(tag);
 
-			if (layout == LAYOUT_INLINE && child->children != NULL)
+			if (layout == QC_LAYOUT_INLINE && child->children != NULL)
 			{
 				child = child->children;
 				continue;
 			}
-			if (layout != LAYOUT_INLINE && layout != LAYOUT_SKIP &&
-				layout != LAYOUT_BREAK && qc_shown(child, tag))
+			if (layout != QC_LAYOUT_INLINE && layout != QC_LAYOUT_SKIP &&
+				layout != QC_LAYOUT_BREAK && qc_shown(child, tag))
 				return true;
 		}
 		/* the next node, climbing out of the inline elements that end */
@@ -438,15 +438,15 @@ is_data_table(xmlNode *table)
 	/* the rows may sit in <thead>, <tbody>, <tfoot> */
 	while (node != NULL)
 	{
-		QcTag		tag = node->type == XML_ELEMENT_NODE ? qc_tag(node) : TAG_OTHER;
+		QcTag		tag = node->type == XML_ELEMENT_NODE ? qc_tag(node) : QC_TAG_OTHER;
 
-		if (tag == TAG_THEAD || tag == TAG_TBODY || tag == TAG_TFOOT ||
-			tag == TAG_TR)
+		if (tag == QC_TAG_THEAD || tag == QC_TAG_TBODY || tag == QC_TAG_TFOOT ||
+			tag == QC_TAG_TR)
 		{
 			node = node->children;
 			continue;
 		}
-		if (tag == TAG_TD || tag == TAG_TH)
+		if (tag == QC_TAG_TD || tag == QC_TAG_TH)
 		{
 			if (holds_blocks(node))
 				return false;
@@ -633,8 +633,8 @@ block_breaks(MdOut *out, QcTag tag)
 {
 	QcLayout	layout = qc_layout(tag);
 
-	if (layout == LAYOUT_LINE || layout == LAYOUT_PARA)
-		owe_breaks(out, out->nlists > 0 && tag != TAG_P ? 1 : 2);
+	if (layout == QC_LAYOUT_LINE || layout == QC_LAYOUT_PARA)
+		owe_breaks(out, out->nlists > 0 && tag != QC_TAG_P ? 1 : 2);
 }
 
 static bool
@@ -646,9 +646,9 @@ md_open(void *state, xmlNode *node)
 
 	if (!qc_shown(node, tag))
 		return false;
-	if (out->table != NULL && qc_layout(tag) != LAYOUT_INLINE &&
-		tag != TAG_TD && tag != TAG_TH && tag != TAG_TR && tag != TAG_BR &&
-		tag != TAG_TABLE)
+	if (out->table != NULL && qc_layout(tag) != QC_LAYOUT_INLINE &&
+		tag != QC_TAG_TD && tag != QC_TAG_TH && tag != QC_TAG_TR && tag != QC_TAG_BR &&
+		tag != QC_TAG_TABLE)
 	{
 		/* block content inside a pipe table cell flows on */
 		out->space = true;
@@ -663,31 +663,31 @@ md_open(void *state, xmlNode *node)
 	}
 	switch (tag)
 	{
-		case TAG_UL:
-		case TAG_OL:
-		case TAG_MENU:
-		case TAG_DIR:
+		case QC_TAG_UL:
+		case QC_TAG_OL:
+		case QC_TAG_MENU:
+		case QC_TAG_DIR:
 			if (out->nlists < MAX_NESTING)
 			{
 				const char *start = qc_attr(node, "start");
 
-				out->lists[out->nlists].ordered = (tag == TAG_OL);
+				out->lists[out->nlists].ordered = (tag == QC_TAG_OL);
 				out->lists[out->nlists].next = start ? atoi(start) : 1;
 				out->nlists++;
 			}
 			owe_breaks(out, out->nlists > 1 ? 1 : 2);
 			return true;
-		case TAG_LI:
+		case QC_TAG_LI:
 			open_item(out);
 			return true;
-		case TAG_BLOCKQUOTE:
+		case QC_TAG_BLOCKQUOTE:
 			owe_breaks(out, 2);
 			push_box(out, "> ", true);
 			return true;
-		case TAG_PRE:
-		case TAG_LISTING:
-		case TAG_XMP:
-		case TAG_PLAINTEXT:
+		case QC_TAG_PRE:
+		case QC_TAG_LISTING:
+		case QC_TAG_XMP:
+		case QC_TAG_PLAINTEXT:
 			owe_breaks(out, 2);
 			pay(out);
 			appendStringInfo(&out->buf, "%s%s", code_fence(node), code_language(node));
@@ -695,24 +695,24 @@ md_open(void *state, xmlNode *node)
 			out->pre++;
 			out->pre_start = true;
 			return true;
-		case TAG_CODE:
-		case TAG_KBD:
-		case TAG_SAMP:
-		case TAG_TT:
+		case QC_TAG_CODE:
+		case QC_TAG_KBD:
+		case QC_TAG_SAMP:
+		case QC_TAG_TT:
 			if (out->pre == 0 && out->code++ == 0)
 				open_inline(out, code_marker(node));
 			return true;
-		case TAG_STRONG:
-		case TAG_B:
+		case QC_TAG_STRONG:
+		case QC_TAG_B:
 			if (out->pre == 0 && out->code == 0)
 				open_inline(out, "**");
 			return true;
-		case TAG_EM:
-		case TAG_I:
+		case QC_TAG_EM:
+		case QC_TAG_I:
 			if (out->pre == 0 && out->code == 0)
 				open_inline(out, "*");
 			return true;
-		case TAG_A:
+		case QC_TAG_A:
 			{
 				const char *href = qc_attr(node, "href");
 
@@ -725,10 +725,10 @@ md_open(void *state, xmlNode *node)
 				}
 			}
 			return true;
-		case TAG_IMG:
+		case QC_TAG_IMG:
 			write_image(out, node);
 			return false;
-		case TAG_BR:
+		case QC_TAG_BR:
 			if (out->pre > 0)
 				new_line(out);
 			else if (out->table != NULL)
@@ -739,13 +739,13 @@ md_open(void *state, xmlNode *node)
 				new_line(out);
 			}
 			return false;
-		case TAG_HR:
+		case QC_TAG_HR:
 			owe_breaks(out, 2);
 			pay(out);
 			appendStringInfoString(&out->buf, "---");
 			owe_breaks(out, 2);
 			return false;
-		case TAG_TABLE:
+		case QC_TAG_TABLE:
 			/* counted even inside a pipe table, as md_close counts it */
 			out->tables++;
 			if (out->table != NULL)
@@ -760,14 +760,14 @@ md_open(void *state, xmlNode *node)
 			}
 			owe_breaks(out, 2);
 			return true;
-		case TAG_TR:
+		case QC_TAG_TR:
 			if (out->table != NULL)
 				out->table->row = NIL;
 			else
 				owe_breaks(out, 1);
 			return true;
-		case TAG_TD:
-		case TAG_TH:
+		case QC_TAG_TD:
+		case QC_TAG_TH:
 			if (out->table != NULL)
 			{
 				out->table->cell_start = out->buf.len;
@@ -790,8 +790,8 @@ md_close(void *state, xmlNode *node)
 	MdOut	   *out = state;
 	QcTag		tag = qc_tag(node);
 
-	if (out->table != NULL && qc_layout(tag) != LAYOUT_INLINE &&
-		tag != TAG_TD && tag != TAG_TH && tag != TAG_TR && tag != TAG_TABLE)
+	if (out->table != NULL && qc_layout(tag) != QC_LAYOUT_INLINE &&
+		tag != QC_TAG_TD && tag != QC_TAG_TH && tag != QC_TAG_TR && tag != QC_TAG_TABLE)
 	{
 		out->space = true;
 		return;
@@ -805,26 +805,26 @@ md_close(void *state, xmlNode *node)
 	}
 	switch (tag)
 	{
-		case TAG_UL:
-		case TAG_OL:
-		case TAG_MENU:
-		case TAG_DIR:
+		case QC_TAG_UL:
+		case QC_TAG_OL:
+		case QC_TAG_MENU:
+		case QC_TAG_DIR:
 			if (out->nlists > 0)
 				out->nlists--;
 			owe_breaks(out, out->nlists > 0 ? 1 : 2);
 			return;
-		case TAG_LI:
+		case QC_TAG_LI:
 			pop_box(out);
 			owe_breaks(out, 1);
 			return;
-		case TAG_BLOCKQUOTE:
+		case QC_TAG_BLOCKQUOTE:
 			pop_box(out);
 			owe_breaks(out, 2);
 			return;
-		case TAG_PRE:
-		case TAG_LISTING:
-		case TAG_XMP:
-		case TAG_PLAINTEXT:
+		case QC_TAG_PRE:
+		case QC_TAG_LISTING:
+		case QC_TAG_XMP:
+		case QC_TAG_PLAINTEXT:
 			out->pre--;
 			trim_blanks(&out->buf);
 			if (out->buf.len > 0 && out->buf.data[out->buf.len - 1] != '\n')
@@ -832,10 +832,10 @@ md_close(void *state, xmlNode *node)
 			appendStringInfoString(&out->buf, code_fence(node));
 			owe_breaks(out, 2);
 			return;
-		case TAG_CODE:
-		case TAG_KBD:
-		case TAG_SAMP:
-		case TAG_TT:
+		case QC_TAG_CODE:
+		case QC_TAG_KBD:
+		case QC_TAG_SAMP:
+		case QC_TAG_TT:
 			if (out->pre == 0 && --out->code == 0)
 			{
 				const char *marker = code_marker(node);
@@ -843,17 +843,17 @@ md_close(void *state, xmlNode *node)
 				close_inline(out, marker, marker[1] == '`' ? " ``" : marker);
 			}
 			return;
-		case TAG_STRONG:
-		case TAG_B:
+		case QC_TAG_STRONG:
+		case QC_TAG_B:
 			if (out->pre == 0 && out->code == 0)
 				close_inline(out, "**", "**");
 			return;
-		case TAG_EM:
-		case TAG_I:
+		case QC_TAG_EM:
+		case QC_TAG_I:
 			if (out->pre == 0 && out->code == 0)
 				close_inline(out, "*", "*");
 			return;
-		case TAG_A:
+		case QC_TAG_A:
 			if (out->link == node)
 			{
 				out->link = NULL;
@@ -870,7 +870,7 @@ md_close(void *state, xmlNode *node)
 				appendStringInfoChar(&out->buf, ')');
 			}
 			return;
-		case TAG_TABLE:
+		case QC_TAG_TABLE:
 			out->tables--;
 			if (out->table != NULL && out->tables == 0)
 			{
@@ -888,7 +888,7 @@ md_close(void *state, xmlNode *node)
 			}
 			owe_breaks(out, 2);
 			return;
-		case TAG_TR:
+		case QC_TAG_TR:
 			if (out->table != NULL)
 			{
 				if (out->table->row != NIL)
@@ -898,8 +898,8 @@ md_close(void *state, xmlNode *node)
 			else
 				owe_breaks(out, 1);
 			return;
-		case TAG_TD:
-		case TAG_TH:
+		case QC_TAG_TD:
+		case QC_TAG_TH:
 			if (out->table != NULL)
 				end_cell(out);
 			else

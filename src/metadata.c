@@ -508,19 +508,19 @@ meta_open(void *state, xmlNode *node)
 
 	switch (tag)
 	{
-		case TAG_HTML:
+		case QC_TAG_HTML:
 			offer(meta, F_LANG, 1, qc_attr(node, "lang"));
 			if (qc_attr(node, "lang") == NULL)
 				offer(meta, F_LANG, 1, qc_attr(node, "xml:lang"));
 			break;
-		case TAG_META:
+		case QC_TAG_META:
 			read_meta(meta, node);
 			return false;
-		case TAG_LINK:
+		case QC_TAG_LINK:
 			if (qc_attr(node, "rel") && has_word(qc_attr(node, "rel"), "canonical"))
 				offer(meta, F_CANONICAL, 1, qc_attr(node, "href"));
 			return false;
-		case TAG_TITLE:
+		case QC_TAG_TITLE:
 			{
 				char	   *title = qc_node_text(node);
 
@@ -528,7 +528,7 @@ meta_open(void *state, xmlNode *node)
 				pfree(title);
 			}
 			return false;
-		case TAG_SCRIPT:
+		case QC_TAG_SCRIPT:
 			{
 				const char *type = qc_attr(node, "type");
 
@@ -536,12 +536,12 @@ meta_open(void *state, xmlNode *node)
 					read_json_ld(meta, node, &w->json_rank);
 			}
 			return false;
-		case TAG_H1:
+		case QC_TAG_H1:
 			if (w->first_h1 == NULL)
 				w->first_h1 = node;
 			break;
 		default:
-			if (qc_layout(tag) == LAYOUT_SKIP)
+			if (qc_layout(tag) == QC_LAYOUT_SKIP)
 				return false;
 			break;
 	}

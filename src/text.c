@@ -154,7 +154,7 @@ follows_cell(const xmlNode *node)
 	for (prev = node->prev; prev != NULL; prev = prev->prev)
 	{
 		if (prev->type == XML_ELEMENT_NODE)
-			return qc_layout(qc_tag(prev)) == LAYOUT_CELL;
+			return qc_layout(qc_tag(prev)) == QC_LAYOUT_CELL;
 	}
 	return false;
 }
@@ -193,41 +193,41 @@ text_open(void *state, xmlNode *node)
 		return false;
 	switch (qc_layout(tag))
 	{
-		case LAYOUT_INLINE:
-		case LAYOUT_SKIP:
+		case QC_LAYOUT_INLINE:
+		case QC_LAYOUT_SKIP:
 			break;
-		case LAYOUT_LINE:
+		case QC_LAYOUT_LINE:
 			block_start(out, 1);
 			break;
-		case LAYOUT_PARA:
+		case QC_LAYOUT_PARA:
 			block_start(out, para_breaks(out));
 			break;
-		case LAYOUT_BREAK:
+		case QC_LAYOUT_BREAK:
 			if (!out->cell)
 				out->breaks = Min(out->breaks + 1, 2);
 			break;
-		case LAYOUT_LIST:
+		case QC_LAYOUT_LIST:
 			block_start(out, para_breaks(out));
 			out->lists++;
 			if (out->lists <= MAX_LIST_DEPTH)
 			{
 				const char *start = qc_attr(node, "start");
 
-				out->ordered[out->lists - 1] = (tag == TAG_OL);
+				out->ordered[out->lists - 1] = (tag == QC_TAG_OL);
 				out->numbers[out->lists - 1] = start ? atoi(start) : 1;
 			}
 			break;
-		case LAYOUT_ITEM:
+		case QC_LAYOUT_ITEM:
 			block_start(out, 1);
 			out->item = Max(out->lists, 1);
 			open_item(out);
 			out->items++;
 			break;
-		case LAYOUT_ROW:
+		case QC_LAYOUT_ROW:
 			block_start(out, 1);
 			out->row_start = out->buf.len;
 			break;
-		case LAYOUT_CELL:
+		case QC_LAYOUT_CELL:
 			/* after a cell that wrote text, stay on the row's line */
 			if (follows_cell(node) && out->buf.len > out->row_start)
 			{
@@ -236,7 +236,7 @@ text_open(void *state, xmlNode *node)
 			}
 			out->cells++;
 			break;
-		case LAYOUT_PRE:
+		case QC_LAYOUT_PRE:
 			block_start(out, 2);
 			out->pre++;
 			break;
@@ -252,26 +252,26 @@ text_close(void *state, xmlNode *node)
 
 	switch (qc_layout(qc_tag(node)))
 	{
-		case LAYOUT_LINE:
-		case LAYOUT_ROW:
+		case QC_LAYOUT_LINE:
+		case QC_LAYOUT_ROW:
 			block_end(out, 1);
 			break;
-		case LAYOUT_PARA:
+		case QC_LAYOUT_PARA:
 			block_end(out, para_breaks(out));
 			break;
-		case LAYOUT_LIST:
+		case QC_LAYOUT_LIST:
 			out->lists--;
 			block_end(out, para_breaks(out));
 			break;
-		case LAYOUT_CELL:
+		case QC_LAYOUT_CELL:
 			out->cells--;
 			break;
-		case LAYOUT_ITEM:
+		case QC_LAYOUT_ITEM:
 			out->item = 0;
 			out->items--;
 			block_end(out, 1);
 			break;
-		case LAYOUT_PRE:
+		case QC_LAYOUT_PRE:
 			out->pre--;
 			block_end(out, 2);
 			break;
