@@ -22,6 +22,12 @@ SELECT r->'body'->'headers'->>'content-type' AS sent_type, r->'body'->>'body' AS
 SELECT r->'body'->'headers'->>'content-type' AS sent_type
   FROM queryclaw.api_call(qc_test.url('/echo'), 'POST', '{"Content-Type": "text/csv"}', 'a,b') AS r;
 
+-- only whitespace may follow the JSON value: anything else is not JSON
+SELECT replace(replace(b, E'\n', '\n'), E'\t', '\t') AS body,
+       r->'body'->'headers'->>'content-type' AS sent_type
+  FROM unnest(ARRAY[E'{"a": 1} \t\n', '{"a": 1} x', '{"a": 1}{}', '[1] 2']) AS b,
+       queryclaw.api_call(qc_test.url('/echo'), 'POST', NULL, b) AS r;
+
 -- request headers: strings, numbers, booleans; empty values
 SELECT h.key, h.value
   FROM queryclaw.api_call(qc_test.url('/echo'),

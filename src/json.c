@@ -114,23 +114,21 @@ bool
 qc_json_is_valid(const char *text, size_t len)
 {
 	cJSON	   *tree;
+	const char *end = NULL;
 
 	if (len == 0 || len > INT_MAX || memchr(text, '\0', len) != NULL)
 		return false;
-	tree = cJSON_ParseWithLengthOpts(text, len, NULL, false);
+	tree = cJSON_ParseWithLengthOpts(text, len, &end, false);
 	if (tree == NULL)
 		return false;
 	cJSON_Delete(tree);
 
-	/* trailing garbage: cJSON stops at the end of the first value */
-	{
-		const char *end = NULL;
-
-		tree = cJSON_ParseWithOpts(text, &end, true);
-		if (tree == NULL)
-			return false;
-		cJSON_Delete(tree);
-	}
+	/* cJSON stops at the end of the first value: only whitespace may follow */
+	while (end < text + len && (*end == ' ' || *end == '\t' || *end == '\n' ||
+								*end == '\r'))
+		end++;
+	if (end != text + len)
+		return false;
 	return jsonb_accepts(text, len);
 }
 
