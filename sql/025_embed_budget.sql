@@ -88,7 +88,8 @@ BEGIN
            <> (SELECT array_agg(id ORDER BY cosine(embedding, queryclaw.llm_embed('apples')) DESC, id) FROM docs) THEN
             RAISE EXCEPTION 'pgvector orders the documents differently';
         END IF;
-        DROP EXTENSION vector CASCADE;
+        ALTER TABLE docs DROP COLUMN v;
+        DROP EXTENSION vector;
     END IF;
 END $$;
 DROP TABLE docs;

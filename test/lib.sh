@@ -27,7 +27,7 @@ QC_PACKAGES="make gcc pkg-config python3 python3-brotli openssl postgresql-$QC_P
 # Installed when the package lists know them, skipped otherwise: pgvector
 # for the embeddings test's cast to vector (Debian ships it only in some
 # releases; the test passes the same without it).
-QC_OPTIONAL_PACKAGES="postgresql-15-pgvector"
+QC_OPTIONAL_PACKAGES="postgresql-$QC_PG_MAJOR-pgvector"
 
 QC_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 QC_PG_CONFIG=/usr/lib/postgresql/$QC_PG_MAJOR/bin/pg_config

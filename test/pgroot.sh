@@ -76,11 +76,21 @@ root_packages() {
 	echo $QC_ROOT_PACKAGES $(QC_PG_MAJOR=$1 bash -c '. "$0/test/lib.sh" && echo $QC_PACKAGES' "$QC_SRC")
 }
 
+# test/lib.sh's optional packages of major $2 (pgvector) that the apt lists
+# of root $1 know: a root of a release that has them must have them.
+optional_packages() {
+	local pkg
+	for pkg in $(QC_PG_MAJOR=$2 bash -c '. "$0/test/lib.sh" && echo $QC_OPTIONAL_PACKAGES' "$QC_SRC"); do
+		in_root "$1" apt-cache show "$pkg" >/dev/null 2>&1 && echo "$pkg"
+	done
+}
+
 # Is the root whole: its stamp there, and every package it needs installed?
 root_ok() {
-	local root=$1 stamp=$1/.queryclaw-root pkg
+	local root=$1 stamp=$1/.queryclaw-root pkg major
 	[ -s "$stamp" ] && [ -x "$root/usr/bin/apt-get" ] || return 1
-	for pkg in $(root_packages "$(sed -n 's/^major=//p' "$stamp")"); do
+	major=$(sed -n 's/^major=//p' "$stamp")
+	for pkg in $(root_packages "$major") $(optional_packages "$root" "$major"); do
 		in_root "$root" dpkg-query -W -f='${Status}\n' "$pkg" 2>/dev/null |
 			grep -q 'install ok installed' || return 1
 	done
@@ -93,7 +103,7 @@ apt_install() {
 		mount -t proc proc "$0/proc" || exit 1
 		chroot "$0" apt-get update -qq &&
 			chroot "$0" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@"' \
-		"$dir" $(root_packages "$major") >>"$dir.log" 2>&1 ||
+		"$dir" $(root_packages "$major") $(optional_packages "$dir" "$major") >>"$dir.log" 2>&1 ||
 		{ tail -20 "$dir.log" >&2; return 1; }
 	in_root "$dir" apt-get clean
 	printf 'suite=%s\nmajor=%s\npackages=%s\n' "$suite" "$major" "$(root_packages "$major")" \
