@@ -269,8 +269,8 @@ audit_record(const QcCall *call, const char *role, const char *outcome,
 	rec->pid = MyProcPid;
 	rec->status = (int32) call->status;
 	rec->chars = call->chars;
-	rec->truncated = call->truncated || call->data_cut;
-	rec->bytes = (int64) call->data_len;
+	rec->truncated = call->truncated || call->response_cut;
+	rec->bytes = (int64) call->response_len;
 	rec->elapsed_ms = call->elapsed_ms;
 	rec->text[QC_AT_ROLE] = role;
 	rec->text[QC_AT_FUNC] = call->func;

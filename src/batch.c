@@ -97,11 +97,11 @@ shape_row(QcCall *call, void *arg)
 	MemoryContextSwitchTo(old);
 
 	/* the raw response is no longer needed */
-	if (call->data != NULL)
-		pfree(call->data);
+	if (call->response_body != NULL)
+		pfree(call->response_body);
 	if (call->response_headers != NULL)
 		pfree(call->response_headers);
-	call->data = call->response_headers = NULL;
+	call->response_body = call->response_headers = NULL;
 	MemoryContextReset(batch->scratch_cxt);
 }
 

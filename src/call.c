@@ -94,7 +94,7 @@ const char *
 qc_call_api_reply(QcCall *call, const char *what, const char *key_hint,
 				  const char *note)
 {
-	const char *text = qc_redact_keys(qc_to_server_text(call->data, call->data_len,
+	const char *text = qc_redact_keys(qc_to_server_text(call->response_body, call->response_len,
 														qc_content_type_charset(call->content_type)));
 
 	if (!qc_call_status_ok(call))

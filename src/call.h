@@ -71,9 +71,9 @@ typedef struct QcCall
 	long		status;			/* 0 until a response arrived */
 	char	   *content_type;	/* NULL when the server sent none */
 	char	   *response_headers;	/* raw header block of the final response */
-	char	   *data;			/* body bytes (NUL-terminated copy) */
-	size_t		data_len;
-	bool		data_cut;		/* cut at queryclaw.max_bytes */
+	char	   *response_body;	/* body bytes (NUL-terminated copy) */
+	size_t		response_len;
+	bool		response_cut;	/* cut at queryclaw.max_bytes */
 	int			redirects;
 	char	   *redirect_held;	/* a redirect not followed (http.c), redacted */
 	double		elapsed_ms;

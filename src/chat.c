@@ -579,13 +579,13 @@ qc_chat_send(QcChat *chat, int round)
 	call = qc_endpoint_send(proto, QC_ENDPOINT_LLM, &attempts);
 
 	/* a palloc'd copy of the body, which repair_escapes() may change */
-	text = (char *) qc_redact_keys(qc_to_server_text(call->data, call->data_len,
+	text = (char *) qc_redact_keys(qc_to_server_text(call->response_body, call->response_len,
 													 qc_content_type_charset(call->content_type)));
 	repair_escapes(text);
 	jb = qc_jsonb_parse(text);
 	if (!qc_call_status_ok(call))
 		fail_status(call, text, jb, &attempts);
-	if (call->data_cut)
+	if (call->response_cut)
 		fail_shape(call, psprintf("The reply is larger than %zu bytes.", call->max_bytes));
 	reply = read_reply(call, chat, round, text, jb);
 	qc_budget_count(reply->usage.total_tokens);

@@ -205,7 +205,7 @@ send_group(const EmbedTarget *t, char **inputs, int n, ArrayType **out)
 							 "Check queryclaw.embed_api_key (or queryclaw.llm_api_key).",
 							 qc_endpoint_attempts_note(&attempts));
 	jb = qc_jsonb_parse(text);
-	if (call->data_cut)
+	if (call->response_cut)
 		fail_reply(call, "The reply is too large.");
 	read_reply(call, jb, n, out, &tokens);
 	qc_budget_count(tokens);

@@ -750,9 +750,9 @@ take_response(Slot *slot)
 	call->content_type = value ? qc_to_server_text(value, strlen(value), NULL) : NULL;
 	call->response_headers = qc_to_server_text(slot->t.head ? slot->t.head : "",
 											   slot->t.head_len, NULL);
-	call->data = copy_bytes(slot->t.body, slot->t.body_len);
-	call->data_len = slot->t.body_len;
-	call->data_cut = slot->t.body_cut;
+	call->response_body = copy_bytes(slot->t.body, slot->t.body_len);
+	call->response_len = slot->t.body_len;
+	call->response_cut = slot->t.body_cut;
 	if (call->status >= 300 && call->status < 400 &&
 		(value = copy_info_string(h, CURLINFO_REDIRECT_URL)) != NULL)
 		return url_encode_bytes(value);

@@ -116,7 +116,7 @@ body_is_html(const QcCall *call)
 {
 	if (call->content_type != NULL)
 		return qc_content_type_is_html(call->content_type);
-	return looks_like_html(call->data, call->data_len);
+	return looks_like_html(call->response_body, call->response_len);
 }
 
 /*
@@ -130,7 +130,7 @@ body_charset(const QcCall *call)
 	char	   *header = qc_content_type_charset(call->content_type);
 
 	if (body_is_html(call))
-		return qc_html_charset(call->data, call->data_len, header);
+		return qc_html_charset(call->response_body, call->response_len, header);
 	return header;
 }
 
@@ -147,7 +147,7 @@ fail(QcCall *call, int sqlerrcode, const char *message, const char *detail,
 static char *
 finish_text(QcCall *call, char *text)
 {
-	call->truncated = qc_clip_chars(text, call->max_chars) || call->data_cut;
+	call->truncated = qc_clip_chars(text, call->max_chars) || call->response_cut;
 	call->chars = qc_count_chars(text);
 	return text;
 }
@@ -185,19 +185,19 @@ qc_response_text(QcCall *call, QcFormat format)
 	char	   *text;
 
 	if (format == QC_FORMAT_RAW)
-		return finish_text(call, qc_to_server_text(call->data, call->data_len,
+		return finish_text(call, qc_to_server_text(call->response_body, call->response_len,
 												   body_charset(call)));
 
 	if (format == QC_FORMAT_JSON)
 	{
-		text = qc_to_server_text(call->data, call->data_len, header_charset);
+		text = qc_to_server_text(call->response_body, call->response_len, header_charset);
 		/* one too long to return is refused unparsed: parsing cannot stop */
 		if (!qc_exceeds_chars(text, call->max_chars) &&
 			!qc_json_is_valid(text, strlen(text)))
 			return fail(call, ERRCODE_INVALID_TEXT_REPRESENTATION,
 						psprintf("response from %s is not valid JSON",
 								 qc_redact_url(call->final_url)),
-						call->data_cut ?
+						call->response_cut ?
 						psprintf("The response was cut at queryclaw.max_bytes (%d kB).", qc_max_bytes) :
 						NULL,
 						NULL);
@@ -218,7 +218,7 @@ qc_response_text(QcCall *call, QcFormat format)
 	{
 		bool		html = body_is_html(call);
 
-		(void) qc_html_convert(html ? call->data : "", html ? call->data_len : 0,
+		(void) qc_html_convert(html ? call->response_body : "", html ? call->response_len : 0,
 							   header_charset, QC_HTML_NONE, call->final_url,
 							   &text);
 		return finish_json(call, text, "metadata",
@@ -227,11 +227,11 @@ qc_response_text(QcCall *call, QcFormat format)
 
 	/* text, article, markdown: HTML is converted, other text kept as it is */
 	if (body_is_html(call))
-		return finish_text(call, qc_html_convert(call->data, call->data_len,
+		return finish_text(call, qc_html_convert(call->response_body, call->response_len,
 												 header_charset,
 												 qc_format_html(format),
 												 call->final_url, NULL));
-	return finish_text(call, qc_to_server_text(call->data, call->data_len,
+	return finish_text(call, qc_to_server_text(call->response_body, call->response_len,
 											   header_charset));
 }
 
@@ -252,7 +252,7 @@ fail_status(QcCall *call)
 	qc_call_record(call, QC_OUTCOME_HTTP_ERROR, ERRCODE_EXTERNAL_ROUTINE_EXCEPTION,
 				   psprintf("HTTP status %ld from %s", call->status,
 							qc_redact_url(call->final_url)),
-				   qc_text_quote(qc_to_server_text(call->data, call->data_len, NULL)),
+				   qc_text_quote(qc_to_server_text(call->response_body, call->response_len, NULL)),
 				   "Use queryclaw.api_call() to read responses of any status.");
 	return NULL;
 }
@@ -398,7 +398,7 @@ body_is_text(const QcCall *call)
 	if (ctype != NULL)
 		return qc_content_type_is_text(ctype) || qc_content_type_is_html(ctype) ||
 			qc_content_type_is_json(ctype);
-	return qc_is_utf8(call->data, call->data_len);
+	return qc_is_utf8(call->response_body, call->response_len);
 }
 
 /* Append the body: jsonb, a string, or base64; sets chars and truncated. */
@@ -407,7 +407,7 @@ append_body(StringInfo out, QcCall *call)
 {
 	char	   *text;
 
-	if (call->data_len == 0)
+	if (call->response_len == 0)
 	{
 		appendStringInfoString(out, "null");
 		call->chars = 0;
@@ -416,8 +416,8 @@ append_body(StringInfo out, QcCall *call)
 	}
 	if (body_is_text(call))
 	{
-		text = qc_to_server_text(call->data, call->data_len, body_charset(call));
-		if (qc_content_type_is_json(call->content_type) && !call->data_cut &&
+		text = qc_to_server_text(call->response_body, call->response_len, body_charset(call));
+		if (qc_content_type_is_json(call->content_type) && !call->response_cut &&
 			!qc_exceeds_chars(text, call->max_chars) &&
 			qc_json_is_valid(text, strlen(text)))
 		{
@@ -432,16 +432,16 @@ append_body(StringInfo out, QcCall *call)
 	else
 	{
 		/* whole base64 quanta, so that the cut text still decodes */
-		size_t		raw = Min(call->data_len, (size_t) (call->max_chars / 4) * 3);
+		size_t		raw = Min(call->response_len, (size_t) (call->max_chars / 4) * 3);
 		int			enclen = pg_b64_enc_len(raw);
 		char	   *encoded = palloc(enclen + 1);
-		int			n = qc_b64_encode(call->data, raw, encoded, enclen);
+		int			n = qc_b64_encode(call->response_body, raw, encoded, enclen);
 
 		encoded[Max(n, 0)] = '\0';
 		escape_json(out, encoded);
 		appendStringInfoString(out, ", \"body_encoding\": \"base64\"");
 		call->chars = Max(n, 0);
-		call->truncated = raw < call->data_len || call->data_cut;
+		call->truncated = raw < call->response_len || call->response_cut;
 	}
 }
 
@@ -465,12 +465,12 @@ qc_response_jsonb(QcCall *call)
 	appendStringInfoString(&out, ", \"body\": ");
 	append_body(&out, call);
 	call->truncated = call->truncated || headers_dropped > 0;
-	if (call->data_len > 0 && body_is_html(call))
+	if (call->response_len > 0 && body_is_html(call))
 	{
 		char	   *metadata;
 
 		/* what the page says about itself, from the whole body */
-		(void) qc_html_convert(call->data, call->data_len,
+		(void) qc_html_convert(call->response_body, call->response_len,
 							   qc_content_type_charset(call->content_type),
 							   QC_HTML_NONE, call->final_url, &metadata);
 		appendStringInfo(&out, ", \"metadata\": %s", metadata);
