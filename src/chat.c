@@ -40,10 +40,10 @@
 
 #include "audit.h"
 #include "budget.h"
+#include "chat.h"
 #include "content.h"
 #include "endpoint.h"
 #include "json.h"
-#include "llm.h"
 #include "queryclaw.h"
 #include "redact.h"
 #include "response.h"

@@ -35,10 +35,13 @@
 #include "utils/json.h"
 #include "utils/jsonb.h"
 
+#include "chat.h"
 #include "content.h"
 #include "json.h"
 #include "llm.h"
 #include "queryclaw.h"
+#include "schema.h"
+#include "tools.h"
 
 PG_FUNCTION_INFO_V1(llm_chat_tools);
 PG_FUNCTION_INFO_V1(llm_chat_tools_messages);

@@ -31,7 +31,7 @@
 #include "utils/numeric.h"
 
 #include "json.h"
-#include "llm.h"
+#include "schema.h"
 
 /* Deeper than this, a schema ($ref cycles included) is not followed. */
 #define SCHEMA_MAX_DEPTH 64

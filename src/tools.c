@@ -34,17 +34,17 @@
 #include "utils/memutils.h"
 #include "utils/resowner.h"
 
-#include "compat.h"
 #include "api.h"
 #include "check.h"
+#include "compat.h"
 #include "content.h"
 #include "http.h"
 #include "json.h"
-#include "llm.h"
 #include "queryclaw.h"
 #include "response.h"
 #include "search.h"
 #include "sqltool.h"
+#include "tools.h"
 
 /* What a tool's code gets besides its arguments. */
 typedef struct ToolContext

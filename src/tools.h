@@ -1,0 +1,54 @@
+/*-------------------------------------------------------------------------
+ *
+ * tools.h
+ *	  The tools a model may call (tools.c), each run in a subtransaction.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef QC_TOOLS_H
+#define QC_TOOLS_H
+
+#include "nodes/pg_list.h"
+#include "utils/array.h"
+
+#include "chat.h"
+
+/* What became of one tool call. */
+typedef struct QcToolResult
+{
+	bool		ok;
+	char	   *content;		/* what the model is told */
+	char	   *error;			/* the error message, when not ok */
+	int			chars;			/* characters of the result sent */
+	bool		truncated;
+} QcToolResult;
+
+/*
+ * The tools a call offers, from its tools argument (of const QcTool *).
+ * Raises 22023 for an unknown name, 55000 for web_search without
+ * queryclaw.search_url, 42501 when the role may not run the tool's
+ * function: all before any request.
+ */
+extern List *qc_tools_parse(ArrayType *names);
+
+/* The request's "tools" array for those tools, or NULL for none. */
+extern char *qc_tools_json(List *tools);
+
+/*
+ * Run one tool call in a subtransaction: its failure (refusal, timeout,
+ * HTTP error, bad arguments, a tool not offered) becomes the result's
+ * content; only a query cancel or termination is raised.
+ */
+extern QcToolResult *qc_tool_run(const QcChat *chat, List *tools, int round,
+								 const QcToolCall *tc);
+
+/*
+ * The result of a tool call that is not run because its reply holds more
+ * than queryclaw.llm_max_tool_calls calls: an error the model can read.
+ */
+extern QcToolResult *qc_tool_not_run(void);
+
+/* Raise 42501 unless the current role may execute the function. */
+extern void qc_require_execute(const char *signature, const char *detail);
+
+#endif							/* QC_TOOLS_H */
