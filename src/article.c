@@ -50,6 +50,7 @@
 #include "common/hashfn.h"
 #include "miscadmin.h"
 
+#include "article.h"
 #include "html.h"
 
 /* What a link costs its block, in characters of text */

@@ -71,7 +71,7 @@
 #include "audit.h"
 #include "auditq.h"
 #include "content.h"
-#include "queryclaw.h"
+#include "guc.h"
 #include "redact.h"
 
 /* Longest stored texts, in bytes; longer ones are cut and marked. */

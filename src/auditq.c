@@ -55,7 +55,7 @@
 #include "audit.h"
 #include "auditq.h"
 #include "compat.h"
-#include "queryclaw.h"
+#include "guc.h"
 
 #define QC_AUDITQ_TRANCHE "queryclaw_audit"
 

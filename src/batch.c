@@ -30,9 +30,9 @@
 #include "utils/memutils.h"
 
 #include "api.h"
+#include "guc.h"
 #include "http.h"
 #include "json.h"
-#include "queryclaw.h"
 #include "response.h"
 
 PG_FUNCTION_INFO_V1(web_fetch_many);

@@ -30,7 +30,7 @@
 #include "utils/timestamp.h"
 
 #include "budget.h"
-#include "queryclaw.h"
+#include "guc.h"
 #include "ratelimit.h"
 #include "rolecount.h"
 

@@ -16,9 +16,9 @@
 #include "utils/timestamp.h"
 
 #include "audit.h"
-#include "content.h"
 #include "call.h"
-#include "queryclaw.h"
+#include "content.h"
+#include "guc.h"
 #include "redact.h"
 
 QcCall *

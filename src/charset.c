@@ -29,7 +29,7 @@
 #include "mb/pg_wchar.h"
 #include "miscadmin.h"
 
-#include "content.h"
+#include "charset.h"
 
 /* U+FFFD REPLACEMENT CHARACTER in UTF-8 */
 #define UTF8_REPLACEMENT "\xEF\xBF\xBD"

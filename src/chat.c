@@ -43,8 +43,8 @@
 #include "chat.h"
 #include "content.h"
 #include "endpoint.h"
+#include "guc.h"
 #include "json.h"
-#include "queryclaw.h"
 #include "redact.h"
 #include "response.h"
 

@@ -23,8 +23,8 @@
 
 #include "audit.h"
 #include "check.h"
+#include "guc.h"
 #include "json.h"
-#include "queryclaw.h"
 #include "ratelimit.h"
 #include "resolve.h"
 #include "response.h"

@@ -18,8 +18,12 @@
 
 #include "miscadmin.h"
 
+#include "article.h"
 #include "content.h"
 #include "html.h"
+#include "markdown.h"
+#include "metadata.h"
+#include "text.h"
 
 /* Forget what article.c marked as dropped, in every element. */
 static void

@@ -32,9 +32,9 @@
 #include "audit.h"
 #include "budget.h"
 #include "endpoint.h"
+#include "guc.h"
 #include "http.h"
 #include "json.h"
-#include "queryclaw.h"
 
 PG_FUNCTION_INFO_V1(llm_embed);
 PG_FUNCTION_INFO_V1(llm_embed_many);

@@ -26,7 +26,7 @@
 
 #include "compat.h"
 #include "endpoint.h"
-#include "queryclaw.h"
+#include "guc.h"
 
 /* A new call for one attempt at proto's request. */
 static QcCall *

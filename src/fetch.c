@@ -16,9 +16,9 @@
 
 #include "audit.h"
 #include "content.h"
+#include "guc.h"
 #include "http.h"
 #include "llm.h"
-#include "queryclaw.h"
 #include "redact.h"
 #include "response.h"
 

@@ -32,8 +32,8 @@
 #include "utils/timestamp.h"
 
 #include "compat.h"
+#include "guc.h"
 #include "http.h"
-#include "queryclaw.h"
 #include "redact.h"
 
 bool		qc_enabled = false;

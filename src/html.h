@@ -206,6 +206,16 @@ qc_skip_line_end(const char *p)
 }
 
 /*
+ * The charset label to decode an HTML body with, decided as browsers
+ * decide it: header_charset (the HTTP header's, or NULL) if known, else a
+ * <meta> declaration in the first 1024 bytes, else "utf-8" when the bytes
+ * look like UTF-8, else "windows-1252".  (A byte order mark, which
+ * overrides all of these, is seen to by qc_to_utf8().)
+ */
+extern const char *qc_html_charset(const char *html, size_t len,
+								   const char *header_charset);
+
+/*
  * Parse UTF-8 HTML into a tree the caller frees with xmlFreeDoc(); NULL
  * when libxml2 makes nothing of it.  Never raises.
  */
@@ -219,18 +229,5 @@ extern char *qc_node_text(xmlNode *node);
  * either cannot be parsed.  Returns palloc'd memory.
  */
 extern char *qc_resolve_url(const char *base, const char *url);
-
-/* article.c: the nodes that make up the main content, in document order. */
-extern List *qc_article_select(xmlDoc *doc);
-
-/* text.c and markdown.c: write nodes (with what they contain) as UTF-8. */
-extern char *qc_write_text(List *roots, const char *title);
-extern char *qc_write_markdown(List *roots, const char *base_url);
-
-/*
- * metadata.c: the page's metadata as a JSON object (UTF-8); with doc NULL,
- * the object with every value null.
- */
-extern char *qc_metadata_json(xmlDoc *doc, const char *base_url);
 
 #endif							/* QC_HTML_H */

@@ -37,9 +37,9 @@
 
 #include "chat.h"
 #include "content.h"
+#include "guc.h"
 #include "json.h"
 #include "llm.h"
-#include "queryclaw.h"
 #include "schema.h"
 #include "tools.h"
 

@@ -24,6 +24,7 @@
 #include "lib/stringinfo.h"
 
 #include "html.h"
+#include "markdown.h"
 
 /* Most levels of nested lists and quotes that are indented */
 #define MAX_NESTING 32

@@ -28,6 +28,7 @@
 #include "mb/pg_wchar.h"
 
 #include "html.h"
+#include "metadata.h"
 #include "json.h"
 
 /* Longest value kept, in bytes of UTF-8 */

@@ -25,7 +25,7 @@
 
 #include "utils/formatting.h"
 
-#include "queryclaw.h"
+#include "guc.h"
 
 /* Copy a libcurl string into palloc'd memory and free the original. */
 static char *

@@ -46,7 +46,7 @@
 #include "auditq.h"
 #include "budget.h"
 #include "compat.h"
-#include "queryclaw.h"
+#include "guc.h"
 #include "ratelimit.h"
 #include "worker.h"
 

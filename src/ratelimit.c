@@ -22,7 +22,7 @@
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
 
-#include "queryclaw.h"
+#include "guc.h"
 #include "ratelimit.h"
 #include "rolecount.h"
 

@@ -37,8 +37,8 @@
 #include "utils/builtins.h"
 #include "utils/formatting.h"
 
+#include "guc.h"
 #include "http.h"
-#include "queryclaw.h"
 #include "redact.h"
 
 /* Configured API keys shorter than this are not searched for: too many false hits. */

@@ -34,7 +34,7 @@
 #include "utils/wait_event.h"
 
 #include "compat.h"
-#include "queryclaw.h"
+#include "guc.h"
 #include "resolve.h"
 
 /* How long one wait lasts before the lookup and a cancel are looked at */

@@ -26,8 +26,9 @@
 #include "audit.h"
 #include "compat.h"
 #include "content.h"
+#include "guc.h"
+#include "html.h"
 #include "json.h"
-#include "queryclaw.h"
 #include "redact.h"
 #include "response.h"
 

@@ -54,8 +54,8 @@
 
 #include "audit.h"
 #include "content.h"
+#include "guc.h"
 #include "http.h"
-#include "queryclaw.h"
 #include "redact.h"
 #include "sqltool.h"
 

@@ -17,6 +17,7 @@
 #include "lib/stringinfo.h"
 
 #include "html.h"
+#include "text.h"
 
 /* Lists nested deeper than this are numbered and indented as this deep */
 #define MAX_LIST_DEPTH 32

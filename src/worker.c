@@ -65,7 +65,7 @@
 #include "auditq.h"
 #include "bgsession.h"
 #include "compat.h"
-#include "queryclaw.h"
+#include "guc.h"
 #include "worker.h"
 
 #define QC_WORKER_RESTART_S		5

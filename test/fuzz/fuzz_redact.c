@@ -23,8 +23,8 @@
  */
 #include "postgres.h"
 
+#include "guc.h"
 #include "http.h"
-#include "queryclaw.h"
 #include "redact.h"
 #include "shim.h"
 

@@ -28,7 +28,7 @@
 #include <curl/curl.h>
 #include <sys/socket.h>
 
-#include "queryclaw.h"
+#include "guc.h"
 #include "redact.h"
 #include "shim.h"
 

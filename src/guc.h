@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  *
- * queryclaw.h
- *	  Settings and helpers shared by every part of queryclaw_ext.
+ * guc.h
+ *	  The settings (guc.c), read by every part of queryclaw_ext.
  *
  * The policy settings are defined in guc.c; each C variable is named after
  * its setting (queryclaw.max_bytes is qc_max_bytes).  List settings are
@@ -10,13 +10,12 @@
  *
  *-------------------------------------------------------------------------
  */
-#ifndef QUERYCLAW_H
-#define QUERYCLAW_H
+#ifndef QC_GUC_H
+#define QC_GUC_H
 
 #include "policy.h"
 #include "rules.h"
 
-/* guc.c */
 extern bool qc_enabled;
 extern int	qc_timeout;			/* milliseconds */
 extern int	qc_max_chars;
@@ -84,4 +83,4 @@ extern void qc_guc_init(void);
 /* max_bytes in bytes */
 #define QC_MAX_BYTES() ((size_t) qc_max_bytes * 1024)
 
-#endif							/* QUERYCLAW_H */
+#endif							/* QC_GUC_H */
