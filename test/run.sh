@@ -128,7 +128,8 @@ run_checks() {
 	fi
 }
 
-# No two files of src/ use each other's functions (the build is done).
+# No two files of src/ use each other's functions, and each header declares
+# only its own file's (the build is done).
 qc_log "layering"
 run_checks "$QC_PYTHON" "$QC_ROOT/test/layering/cycles.py"
 

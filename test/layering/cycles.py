@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""test/layering/cycles.py: no two files of src/ use each other's functions.
+"""test/layering/cycles.py: no two files of src/ use each other's functions,
+and each header declares only the functions of its own file.
 
 Reads which src/*.c file uses which other file's functions from the built
 objects (nm: the functions an object defines, and the symbols it leaves
@@ -9,11 +10,16 @@ every file uses, directly or through the others, a function of every other
 read, tested or changed without the others; the layers are meant to go one
 way only, from the SQL entry points down to the transport and the helpers.
 
-Prints one "ok"/"not ok" line for make test, and each circle found with
-the uses that make it.  Run by hand after a build:
+A header src/x.h declares the functions of src/x.c, or of the files whose
+names start with x (one subsystem), never those of an unrelated file: a
+reader looks for a function where its header says it is.
+
+Prints an "ok"/"not ok" line for each rule for make test, and each circle
+or misplaced declaration found.  Run by hand after a build:
     python3 test/layering/cycles.py [-v]   (-v: the whole graph)
 """
 import os
+import re
 import subprocess
 import sys
 
@@ -36,8 +42,8 @@ def symbols(obj):
     return defined, used
 
 
-def graph():
-    """file -> the other files whose functions it uses (stems of src/*.c)."""
+def objects():
+    """(file -> functions it defines, file -> symbols it uses), from nm."""
     files = sorted(f[:-2] for f in os.listdir(SRC) if f.endswith(".c"))
     missing = [f for f in files if not os.path.exists(os.path.join(SRC, f + ".o"))]
     if missing:
@@ -45,9 +51,28 @@ def graph():
     defined, used = {}, {}
     for f in files:
         defined[f], used[f] = symbols(os.path.join(SRC, f + ".o"))
-    owner = {sym: f for f in files for sym in defined[f]}
+    return defined, used
+
+
+def graph(defined, used):
+    """file -> the other files whose functions it uses (stems of src/*.c)."""
+    owner = {sym: f for f in defined for sym in defined[f]}
     return {f: sorted({owner[s] for s in used[f] if owner.get(s, f) != f})
-            for f in files}
+            for f in defined}
+
+
+def misplaced(defined):
+    """(header, function, its file) for each declaration in the wrong header."""
+    owner = {sym: f for f in defined for sym in defined[f]}
+    found = []
+    for h in sorted(x for x in os.listdir(SRC) if x.endswith(".h")):
+        with open(os.path.join(SRC, h)) as fh:
+            text = fh.read()
+        for name in re.findall(r"\bextern\b[^;(]*?\b(\w+)\s*\(", text):
+            f = owner.get(name)
+            if f is not None and not f.startswith(h[:-2]):
+                found.append((h, name, f + ".c"))
+    return found
 
 
 def circles(g):
@@ -82,7 +107,8 @@ def circles(g):
 
 
 def main():
-    g = graph()
+    defined, used = objects()
+    g = graph(defined, used)
     if "-v" in sys.argv:
         for f in g:
             print("%s -> %s" % (f, " ".join(g[f])))
@@ -94,9 +120,16 @@ def main():
             print("#   %s uses %s" % (f, " ".join(x for x in g[f] if x in members)))
     if found:
         print("not ok - no circle in src/'s file graph (%d found)" % len(found))
-        return 1
-    print("ok - no circle in src/'s file graph")
-    return 0
+    else:
+        print("ok - no circle in src/'s file graph")
+    wrong = misplaced(defined)
+    for h, name, f in wrong:
+        print("# %s declares %s, a function of %s" % (h, name, f))
+    if wrong:
+        print("not ok - each header of src/ declares only its own file's functions")
+    else:
+        print("ok - each header of src/ declares only its own file's functions")
+    return 1 if found or wrong else 0
 
 
 if __name__ == "__main__":
