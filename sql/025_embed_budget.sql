@@ -108,6 +108,10 @@ SELECT queryclaw.llm_embed('x', 'auth-probe') AS other_host_gets_embed_key;
 SELECT queryclaw.llm_embed('sk-embed-key', 'auth-probe') AS key_in_statement;
 SELECT qc_test.audit_flush();
 SELECT query FROM queryclaw.audit_log WHERE func = 'llm_embed' ORDER BY id DESC LIMIT 1;
+-- in the header llm_api_key_header names, as the model's key (Azure OpenAI)
+SET queryclaw.llm_api_key_header = 'api-key';
+SELECT queryclaw.llm_embed('x', 'auth-probe') AS embed_key_in_named_header;
+RESET queryclaw.llm_api_key_header;
 RESET queryclaw.embed_api_key;
 RESET queryclaw.embed_url;
 

@@ -545,22 +545,10 @@ repair_escapes(char *text)
 static QcCall *
 new_request(QcChat *chat, int round)
 {
-	QcCall	   *call = qc_call_new("llm", "POST",
-								   qc_endpoint_url(qc_llm_url, "/chat/completions"));
+	QcCall	   *call = qc_endpoint_request("llm", qc_llm_url, "/chat/completions",
+										   qc_llm_api_key, QC_LLM_REPLY_BYTES,
+										   request_body(chat));
 
-	call->trusted = true;
-	call->timeout_ms = qc_llm_timeout;
-	call->timeout_setting = "queryclaw.llm_timeout";
-	/* replies are bounded by tokens, not by the limit meant for web pages */
-	call->max_bytes = Max(QC_MAX_BYTES(), QC_LLM_REPLY_BYTES);
-	call->headers = qc_http_add_header(NIL, "Content-Type", "application/json");
-	if (qc_llm_api_key[0] != '\0')
-		call->headers = pg_strcasecmp(qc_llm_api_key_header, "Authorization") == 0 ?
-			qc_http_add_header(call->headers, "Authorization",
-							   psprintf("Bearer %s", qc_llm_api_key)) :
-			qc_http_add_header(call->headers, qc_llm_api_key_header, qc_llm_api_key);
-	call->body = request_body(chat);
-	call->body_len = strlen(call->body);
 	call->audit_extra = audit_extra(chat, round, NULL);
 	return call;
 }

@@ -174,8 +174,9 @@ read_reply(QcCall *call, Jsonb *jb, int n, ArrayType **out, int64 *tokens)
 static void
 send_group(const EmbedTarget *t, char **inputs, int n, ArrayType **out)
 {
-	QcCall	   *proto = qc_call_new("llm_embed", "POST",
-									qc_endpoint_url(t->base, "/embeddings"));
+	QcCall	   *proto = qc_endpoint_request("llm_embed", t->base, "/embeddings",
+											t->key, (size_t) 64 * 1024 * 1024,
+											request_body(t, inputs, n));
 	QcCall	   *call;
 	QcAttempts	attempts;
 	const char *text;
@@ -183,16 +184,6 @@ send_group(const EmbedTarget *t, char **inputs, int n, ArrayType **out)
 	int64		tokens = 0;
 	StringInfoData extra;
 
-	proto->trusted = true;
-	proto->timeout_ms = qc_llm_timeout;
-	proto->timeout_setting = "queryclaw.llm_timeout";
-	proto->max_bytes = Max(QC_MAX_BYTES(), (size_t) 64 * 1024 * 1024);
-	proto->headers = qc_http_add_header(NIL, "Content-Type", "application/json");
-	if (t->key != NULL)
-		proto->headers = qc_http_add_header(proto->headers, "Authorization",
-											psprintf("Bearer %s", t->key));
-	proto->body = request_body(t, inputs, n);
-	proto->body_len = strlen(proto->body);
 	initStringInfo(&extra);
 	appendStringInfoString(&extra, "\"model\": ");
 	escape_json(&extra, t->model);

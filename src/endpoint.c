@@ -95,6 +95,28 @@ qc_endpoint_url(const char *base, const char *path)
 	return psprintf("%.*s%s%s", (int) len, base, path, base + query);
 }
 
+QcCall *
+qc_endpoint_request(const char *func, const char *base, const char *path,
+					const char *key, size_t max_bytes, const char *body)
+{
+	QcCall	   *call = qc_call_new(func, "POST", qc_endpoint_url(base, path));
+
+	call->trusted = true;
+	call->timeout_ms = qc_llm_timeout;
+	call->timeout_setting = "queryclaw.llm_timeout";
+	/* replies are bounded by tokens, not by the limit meant for web pages */
+	call->max_bytes = Max(QC_MAX_BYTES(), max_bytes);
+	call->headers = qc_http_add_header(NIL, "Content-Type", "application/json");
+	if (key != NULL && key[0] != '\0')
+		call->headers = pg_strcasecmp(qc_llm_api_key_header, "Authorization") == 0 ?
+			qc_http_add_header(call->headers, "Authorization",
+							   psprintf("Bearer %s", key)) :
+			qc_http_add_header(call->headers, qc_llm_api_key_header, key);
+	call->body = body;
+	call->body_len = strlen(body);
+	return call;
+}
+
 /* "20 s", "1.5 s", "250 ms" */
 static char *
 show_ms(int64 ms)

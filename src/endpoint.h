@@ -50,4 +50,14 @@ extern char *qc_endpoint_attempts_note(const QcAttempts *attempts);
  */
 extern char *qc_endpoint_url(const char *base, const char *path);
 
+/*
+ * A POST of a JSON body to a trusted endpoint (the model, the embeddings):
+ * base and path as qc_endpoint_url joins them, llm_timeout, a response of
+ * up to max_bytes (or max_bytes the setting, if larger), and key, unless
+ * NULL or empty, in the header queryclaw.llm_api_key_header names.
+ */
+extern QcCall *qc_endpoint_request(const char *func, const char *base,
+								   const char *path, const char *key,
+								   size_t max_bytes, const char *body);
+
 #endif							/* QC_ENDPOINT_H */
