@@ -22,7 +22,6 @@
  */
 #include "hostname.h"
 
-#include <arpa/inet.h>
 #include <idn2.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -69,9 +68,8 @@ map_ipv6(const char *host, QcHostName *out, char *err, size_t errlen)
 		memcpy(buf, host, len + 1);
 	else
 		goto bad;
-	if (inet_pton(AF_INET6, buf, out->addr.bytes) != 1)
+	if (!qc_inet_parse(buf, &out->addr) || out->addr.family != AF_INET6)
 		goto bad;
-	out->addr.family = AF_INET6;
 	out->is_ip = true;
 	qc_inet_format(&out->addr, out->name, sizeof(out->name));
 	return true;

@@ -708,9 +708,10 @@ drop_lookup(Slot *slot)
  * A redirect target in printable ASCII: every other byte (controls, space,
  * DEL, and any byte of another charset, valid UTF-8 or not) is
  * percent-encoded, so that no byte of a Location header reaches the final
- * URL as it is.  libcurl encodes some of them already, in lower case up to 8.14
- * (Debian 13), in upper case in 8.23 (unstable): every escape is upper case here, as RFC 3986
- * prefers, whichever libcurl made it.
+ * URL as it is.  libcurl encodes some of them already, in lower case up to
+ * 8.14 (Debian 13) and in upper case since: every escape is written in upper
+ * case here, as RFC 3986 prefers, so the final URL does not depend on which
+ * libcurl made it.
  */
 static char *
 url_encode_bytes(const char *url)
