@@ -495,6 +495,45 @@ define_audit_settings(void)
 
 /* ---- end of the durable audit and rate limit settings ---- */
 
+/* ---- the asynchronous worker's host rates (hostrate.c) ---- */
+char	   *qc_host_rate_limit = NULL;
+static const QcRateList empty_rate_list = {0};
+const QcRateList *qc_host_rate_limit_parsed = &empty_rate_list;
+
+static void *
+parse_rate_list(const char *text, char *err, size_t errlen)
+{
+	QcRateList *list = qc_rate_list_parse(text, err, errlen);
+
+	return list == NULL ? NULL :
+		qc_guc_extra(list, offsetof(QcRateList, rules) + list->count * sizeof(QcRateRule),
+					 err, errlen);
+}
+
+static bool
+check_host_rate_limit(char **newval, void **extra, GucSource source)
+{
+	return check_list(newval, extra, parse_rate_list);
+}
+
+static void
+assign_host_rate_limit(const char *newval, void *extra)
+{
+	qc_host_rate_limit_parsed = extra ? extra : &empty_rate_list;
+}
+
+static void
+define_host_rate_settings(void)
+{
+	DefineCustomStringVariable("queryclaw.host_rate_limit",
+							   "Sets the most requests a second the asynchronous workers send to a host.",
+							   "Entries HOST=N/s (or N/min): a host, *.domain or *; each host has its own token bucket holding at most one second of tokens; requests over the rate wait.",
+							   &qc_host_rate_limit, "", PGC_SUSET, LIST_FLAGS,
+							   check_host_rate_limit, assign_host_rate_limit, NULL);
+}
+
+/* ---- end of the asynchronous worker's host rates ---- */
+
 /* ---- the database tools, embeddings and token budgets (sqltool.c, embed.c, budget.c) ---- */
 int			qc_sql_timeout = 5000;
 int			qc_sql_max_rows = 100;
@@ -645,6 +684,7 @@ qc_guc_init(void)
 	define_retry_settings();
 	define_audit_settings();
 	define_agent_settings();
+	define_host_rate_settings();
 
 	MarkGUCPrefixReserved("queryclaw");
 }

@@ -73,10 +73,14 @@ extern char *qc_embed_api_key;
 extern int	qc_embed_batch_size;
 extern int	qc_max_tokens_per_day;
 
+/* the asynchronous workers' host rates (hostrate.c) */
+extern char *qc_host_rate_limit;
+
 /* parsed forms of the list settings; never NULL once the GUCs exist */
 extern const QcAddrList *qc_local_allowlist_parsed;
 extern const QcHostList *qc_allowed_hosts_parsed;
 extern const QcHostList *qc_denied_hosts_parsed;
+extern const QcRateList *qc_host_rate_limit_parsed;
 
 extern void qc_guc_init(void);
 

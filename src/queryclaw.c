@@ -35,6 +35,8 @@
  *	llm.c		llm_chat_tools(): the tool loop; web_fetch's extract
  *	sqltool.c	the database as a read-only tool: sql_query and its kin
  *	embed.c		llm_embed(): an OpenAI-compatible embeddings endpoint
+ *	bucket.c	the token bucket arithmetic (pure C)
+ *	hostrate.c	queryclaw.host_rate_limit: the buckets in shared memory
  *
  *-------------------------------------------------------------------------
  */
@@ -47,6 +49,7 @@
 #include "budget.h"
 #include "compat.h"
 #include "guc.h"
+#include "hostrate.h"
 #include "ratelimit.h"
 #include "worker.h"
 
@@ -70,4 +73,5 @@ _PG_init(void)
 	qc_worker_init();
 	qc_ratelimit_init();
 	qc_budget_init();
+	qc_hostrate_init();
 }
