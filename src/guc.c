@@ -34,6 +34,7 @@
 #include "compat.h"
 #include "guc.h"
 #include "http.h"
+#include "queue.h"
 #include "redact.h"
 
 bool		qc_enabled = false;
@@ -83,12 +84,23 @@ char	   *qc_audit_retention = NULL;
 int64		qc_audit_retention_us = 0;
 /* ---- end of the durable audit and rate limit settings ---- */
 
+/* ---- the asynchronous queue (queue.c, enqueue.c, the async workers) ---- */
+int			qc_async_workers = 0;
+int			qc_async_concurrency = 64;
+char	   *qc_async_retention = NULL;
+int64		qc_async_retention_us = 0;
+int			qc_max_queued_per_role = 0;
+char	   *qc_host_rate_limit = NULL;
+/* ---- end of the asynchronous queue settings ---- */
+
 static const QcAddrList empty_addr_list = {0};
 static const QcHostList empty_host_list = {0};
+static const QcHostRateList empty_host_rate_list = {0};
 
 const QcAddrList *qc_local_allowlist_parsed = &empty_addr_list;
 const QcHostList *qc_allowed_hosts_parsed = &empty_host_list;
 const QcHostList *qc_denied_hosts_parsed = &empty_host_list;
+const QcHostRateList *qc_host_rate_limit_parsed = &empty_host_rate_list;
 
 #define LIST_FLAGS (GUC_SUPERUSER_ONLY | GUC_LIST_INPUT)
 
@@ -552,6 +564,150 @@ define_agent_settings(void)
 
 /* ---- end of the database tools, embeddings and token budgets ---- */
 
+/* ---- the asynchronous queue (queue.c, enqueue.c, the async workers) ---- */
+
+static void
+assign_async_retention(const char *newval, void *extra)
+{
+	qc_async_retention_us = extra ? *(int64 *) extra : 0;
+}
+
+/*
+ * One entry of queryclaw.host_rate_limit, "host=N/s" (blanks allowed
+ * around each part), into *rule; false with err set when it is not that.
+ */
+static bool
+parse_host_rate(const char *entry, size_t len, QcHostRate *rule, char *err, size_t errlen)
+{
+	const char *eq = memchr(entry, '=', len);
+	size_t		hlen;
+	size_t		nlen;
+	char		number[64];
+	char	   *end;
+
+	if (eq == NULL)
+	{
+		snprintf(err, errlen, "Entry \"%.*s\" is not host=N/s.", (int) Min(len, 200), entry);
+		return false;
+	}
+	hlen = eq - entry;
+	while (hlen > 0 && isspace((unsigned char) entry[hlen - 1]))
+		hlen--;
+	for (size_t i = 0; i < hlen; i++)
+		if (!(isalnum((unsigned char) entry[i]) || strchr("-.*:[]_", entry[i])))
+			hlen = 0;
+	nlen = len - (eq + 1 - entry);
+	if (hlen == 0 || hlen >= QC_HOST_RATE_MAX_HOST)
+	{
+		snprintf(err, errlen, "Entry \"%.*s\" does not start with a host name, an address, *.domain or *.",
+				 (int) Min(len, 200), entry);
+		return false;
+	}
+	memcpy(number, eq + 1, Min(nlen, sizeof(number) - 1));
+	number[Min(nlen, sizeof(number) - 1)] = '\0';
+	rule->per_second = strtod(number, &end);
+	while (isspace((unsigned char) *end))
+		end++;
+	if (nlen >= sizeof(number) || end == number || strcmp(end, "/s") != 0 ||
+		!(rule->per_second > 0) || rule->per_second > 1e6)
+	{
+		snprintf(err, errlen, "Rate \"%s\" is not N/s with N a positive number of requests a second (at most 1000000).",
+				 number);
+		return false;
+	}
+	for (size_t i = 0; i < hlen; i++)
+		rule->host[i] = tolower((unsigned char) entry[i]);
+	rule->host[hlen] = '\0';
+	return true;
+}
+
+static void *
+parse_host_rate_list(const char *text, char *err, size_t errlen)
+{
+	int			max = 1;
+	QcHostRateList *list;
+
+	for (const char *c = text; *c; c++)
+		max += *c == ',';
+	list = malloc(offsetof(QcHostRateList, rules) + max * sizeof(QcHostRate));
+	if (list == NULL)
+	{
+		snprintf(err, errlen, "Out of memory.");
+		return NULL;
+	}
+	list->count = 0;
+	for (;;)
+	{
+		size_t		len;
+
+		while (isspace((unsigned char) *text) || *text == ',')
+			text++;
+		len = strcspn(text, ",");
+		if (len == 0)
+			break;
+		while (isspace((unsigned char) text[len - 1]))
+			len--;
+		if (!parse_host_rate(text, len, &list->rules[list->count++], err, errlen))
+		{
+			free(list);
+			return NULL;
+		}
+		text += strcspn(text, ",");
+	}
+	return qc_guc_extra(list, offsetof(QcHostRateList, rules) + list->count * sizeof(QcHostRate),
+						err, errlen);
+}
+
+static bool
+check_host_rate_limit(char **newval, void **extra, GucSource source)
+{
+	return check_list(newval, extra, parse_host_rate_list);
+}
+
+static void
+assign_host_rate_limit(const char *newval, void *extra)
+{
+	qc_host_rate_limit_parsed = extra ? extra : &empty_host_rate_list;
+}
+
+/*
+ * The queue.  async_workers sizes shared memory and is PGC_POSTMASTER:
+ * without preload it does not exist, and qc_async_workers stays 0.
+ */
+static void
+define_async_settings(void)
+{
+	DefineCustomIntVariable("queryclaw.max_queued_per_role",
+							"Sets the maximum number of unfinished asynchronous requests a role may have; 0 means no limit.",
+							"An enqueue past it is refused with SQLSTATE 53400.",
+							&qc_max_queued_per_role, 0, 0, INT_MAX, PGC_SUSET, 0,
+							NULL, NULL, NULL);
+	DefineCustomStringVariable("queryclaw.host_rate_limit",
+							   "Sets how many asynchronous requests a second may go to each host.",
+							   "Entries host=N/s, host a name, an address, *.domain or * (every other host); requests over it wait.",
+							   &qc_host_rate_limit, "", PGC_SIGHUP, GUC_LIST_INPUT,
+							   check_host_rate_limit, assign_host_rate_limit, NULL);
+	DefineCustomIntVariable("queryclaw.async_concurrency",
+							"Sets the maximum number of asynchronous requests each async worker runs at once.",
+							NULL,
+							&qc_async_concurrency, 64, 1, QC_MAX_CONCURRENCY_LIMIT, PGC_SIGHUP, 0,
+							NULL, NULL, NULL);
+	DefineCustomStringVariable("queryclaw.async_retention",
+							   "Sets how long finished asynchronous requests are kept; 0 keeps them forever.",
+							   "The async workers delete older done, failed and cancelled requests.",
+							   &qc_async_retention, "1 day", PGC_SIGHUP, 0,
+							   check_retention, assign_async_retention, NULL);
+	if (!process_shared_preload_libraries_in_progress)
+		return;
+	DefineCustomIntVariable("queryclaw.async_workers",
+							"Sets the number of background workers that run asynchronous requests; 0 turns them off.",
+							"They connect to queryclaw.database, where the queue is.",
+							&qc_async_workers, 1, 0, QC_ASYNC_MAX_WORKERS, PGC_POSTMASTER, 0,
+							NULL, NULL, NULL);
+}
+
+/* ---- end of the asynchronous queue settings ---- */
+
 void
 qc_guc_init(void)
 {
@@ -645,6 +801,7 @@ qc_guc_init(void)
 	define_retry_settings();
 	define_audit_settings();
 	define_agent_settings();
+	define_async_settings();
 
 	MarkGUCPrefixReserved("queryclaw");
 }

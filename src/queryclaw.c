@@ -35,6 +35,9 @@
  *	llm.c		llm_chat_tools(): the tool loop; web_fetch's extract
  *	sqltool.c	the database as a read-only tool: sql_query and its kin
  *	embed.c		llm_embed(): an OpenAI-compatible embeddings endpoint
+ *	queue.c		the asynchronous requests' queue: shared memory, wake-up
+ *	enqueue.c	web_fetch_async, api_call_async, llm_chat_tools_async
+ *	qwait.c		wait() and cancel_requests() on queued requests
  *
  *-------------------------------------------------------------------------
  */
@@ -47,6 +50,7 @@
 #include "budget.h"
 #include "compat.h"
 #include "guc.h"
+#include "queue.h"
 #include "ratelimit.h"
 #include "worker.h"
 
@@ -70,4 +74,5 @@ _PG_init(void)
 	qc_worker_init();
 	qc_ratelimit_init();
 	qc_budget_init();
+	qc_queue_init();
 }
