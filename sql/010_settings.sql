@@ -12,8 +12,6 @@ SET queryclaw.local_allowlist = '10.0.0.0/33';
 SET queryclaw.local_allowlist = '127.0.0.1:0';
 SET queryclaw.allowed_hosts = 'bad/host';
 SET queryclaw.denied_hosts = 'a..b';
-SET queryclaw.host_rate_limit = 'api.example.com=5';
-SET queryclaw.host_rate_limit = 'api.example.com:443=5/s';
 SET queryclaw.proxy = 'socks5://127.0.0.1:1080';
 SET queryclaw.max_redirects = -1;
 SET queryclaw.max_chars = 0;

@@ -37,6 +37,9 @@
  *	embed.c		llm_embed(): an OpenAI-compatible embeddings endpoint
  *	bucket.c	the token bucket arithmetic (pure C)
  *	hostrate.c	queryclaw.host_rate_limit: the buckets in shared memory
+ *	queue.c		the asynchronous requests' queue: shared memory, wake-up
+ *	enqueue.c	web_fetch_async, api_call_async, llm_chat_tools_async
+ *	qwait.c		wait() and cancel_requests() on queued requests
  *
  *-------------------------------------------------------------------------
  */
@@ -50,6 +53,7 @@
 #include "compat.h"
 #include "guc.h"
 #include "hostrate.h"
+#include "queue.h"
 #include "ratelimit.h"
 #include "worker.h"
 
@@ -74,4 +78,5 @@ _PG_init(void)
 	qc_ratelimit_init();
 	qc_budget_init();
 	qc_hostrate_init();
+	qc_queue_init();
 }
