@@ -43,6 +43,8 @@ OBJS = \
 	src/retry.o \
 	src/bucket.o \
 	src/hostrate.o \
+	src/asyncrun.o \
+	src/asyncworker.o \
 	src/endpoint.o \
 	src/schema.o \
 	src/sqltool.o \
@@ -116,6 +118,7 @@ deb:
 	PG=$(PG) bash test/deb.sh
 bench:
 	bash test/bench/throughput.sh
+	bash test/bench/async.sh
 # Quality and speed of text, article and markdown on a corpus of real pages
 # with ground truth (see test/bench/content.sh): make bench-content CORPUS=dir
 bench-content:

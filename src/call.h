@@ -142,6 +142,9 @@ extern void qc_call_fail(QcCall *call, const char *outcome, int sqlerrcode,
 extern const char *qc_call_api_reply(QcCall *call, const char *what,
 									 const char *key_hint, const char *note);
 
+/* Free the raw response (body and headers), once it has been shaped. */
+extern void qc_call_drop_response(QcCall *call);
+
 /* "message: detail" of a failed call, for a batch's error column; or NULL. */
 extern char *qc_call_error_text(const QcCall *call);
 

@@ -40,6 +40,8 @@
  *	queue.c		the asynchronous requests' queue: shared memory, wake-up
  *	enqueue.c	web_fetch_async, api_call_async, llm_chat_tools_async
  *	qwait.c		wait() and cancel_requests() on queued requests
+ *	asyncworker.c	the async workers: claim, recovery, retention
+ *	asyncrun.c	a role's requests run as that role: retries, final states, callbacks
  *
  *-------------------------------------------------------------------------
  */
@@ -48,6 +50,7 @@
 #include "fmgr.h"
 #include "miscadmin.h"
 
+#include "asyncworker.h"
 #include "auditq.h"
 #include "budget.h"
 #include "compat.h"
@@ -79,4 +82,5 @@ _PG_init(void)
 	qc_budget_init();
 	qc_hostrate_init();
 	qc_queue_init();
+	qc_asyncworker_init();
 }

@@ -28,8 +28,8 @@
  *   QcQueueShared.cancels (below).
  * - Retention (qc_queue_purge) deletes only rows with finished_at set.
  *
- * Locking rules of QcQueueShared: the mutex protects worker_latch and
- * worker_pid; the counters are atomics; finished is a condition variable
+ * Locking rules of QcQueueShared: the mutex protects worker_latch,
+ * worker_pid and recovered; the counters are atomics; finished is a condition variable
  * (no lock).  Nothing is done under the mutex but reading or writing
  * those fields.  Fields are appended at the end of the struct.
  *
@@ -67,6 +67,11 @@ typedef struct QcQueueShared
 	pg_atomic_uint64 cancels;
 	/* broadcast by the workers after committing final states (wait()) */
 	ConditionVariable finished;
+	/*
+	 * the requests left 'running' by the previous server (or by a crash)
+	 * were put back in the queue (asyncworker.c); set once per start
+	 */
+	bool		recovered;
 } QcQueueShared;
 
 /* _PG_init, while preloading: the shared memory hooks. */
