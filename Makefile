@@ -114,6 +114,7 @@ deb:
 	PG=$(PG) bash test/deb.sh
 bench:
 	bash test/bench/throughput.sh
+	bash test/bench/enqueue.sh
 # Quality and speed of text, article and markdown on a corpus of real pages
 # with ground truth (see test/bench/content.sh): make bench-content CORPUS=dir
 bench-content:
