@@ -4,7 +4,7 @@
  *	  SQL entry points for concurrent batches: web_fetch_many() and
  *	  api_call_many().
  *
- * Both run their requests through qc_http_execute_many(), at most
+ * Both run their requests through qc_call_run_many(), at most
  * queryclaw.max_concurrency at once, and return one row per request in
  * input order.  A request that fails (invalid URL, refused, HTTP error,
  * timeout) gives a row with an error and never aborts the batch; only a
@@ -31,7 +31,7 @@
 
 #include "api.h"
 #include "guc.h"
-#include "http.h"
+#include "call.h"
 #include "json.h"
 #include "response.h"
 
@@ -59,15 +59,23 @@ typedef struct Batch
 	MemoryContext scratch_cxt;	/* reset after each response */
 } Batch;
 
-/* Shape one finished call into its row; runs as each call ends. */
+/*
+ * Shape one finished call into its row; runs as each call ends, before the
+ * call is audited (call.c).  What the audit reads (the failure recorded on
+ * the call) may be in the scratch context, so that is reset as the next
+ * call's shaping begins, not at the end of this one.
+ */
 static void
 shape_row(QcCall *call, void *arg)
 {
 	Batch	   *batch = arg;
 	BatchRow   *row;
-	MemoryContext old = MemoryContextSwitchTo(batch->scratch_cxt);
+	MemoryContext old;
 	Datum		content = (Datum) 0;
 	bool		has_content;
+
+	MemoryContextReset(batch->scratch_cxt);
+	old = MemoryContextSwitchTo(batch->scratch_cxt);
 
 	if (batch->json)
 	{
@@ -102,7 +110,6 @@ shape_row(QcCall *call, void *arg)
 	if (call->response_headers != NULL)
 		pfree(call->response_headers);
 	call->response_body = call->response_headers = NULL;
-	MemoryContextReset(batch->scratch_cxt);
 }
 
 /* Run the batch's calls, then return one row per call in input order. */
@@ -124,7 +131,7 @@ run_and_return(FunctionCallInfo fcinfo, Batch *batch, char **urls)
 		for (int i = 0; i < batch->ncalls; i++)
 			if (batch->calls[i] != NULL)
 				sent[nsent++] = batch->calls[i];
-		qc_http_execute_many(sent, nsent, qc_max_concurrency, shape_row, batch);
+		qc_call_run_many(sent, nsent, qc_max_concurrency, shape_row, batch);
 	}
 	MemoryContextDelete(batch->scratch_cxt);
 
