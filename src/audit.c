@@ -264,8 +264,29 @@ audit_detail(const QcCall *call)
 }
 
 /*
- * The record of a call.  Uses no catalog: the role name is passed in, so
- * this also serves on the error and exit paths.
+ * The parts of a call's record that its end decides: when, the outcome and
+ * reason (already redacted), what was returned, and the detail (the caller
+ * may add to it up to the end).  Uses no catalog.
+ */
+static void
+audit_record_end(const QcCall *call, const char *outcome, const char *reason,
+				 QcAuditRecord *rec)
+{
+	rec->at = GetCurrentTimestamp();
+	rec->status = (int32) call->status;
+	rec->chars = call->chars;
+	rec->truncated = call->truncated || call->response_cut;
+	rec->bytes = (int64) call->response_len;
+	rec->elapsed_ms = call->elapsed_ms;
+	rec->text[QC_AT_OUTCOME] = bounded(qc_valid_text(outcome), text_limit[QC_AT_OUTCOME]);
+	rec->text[QC_AT_REASON] = bounded(qc_valid_text(reason), text_limit[QC_AT_REASON]);
+	/* JSON cannot be cut: audit_detail keeps it within its bound itself */
+	rec->text[QC_AT_DETAIL] = qc_valid_text(audit_detail(call));
+}
+
+/*
+ * The record of a call; reason is already redacted.  Uses no catalog: the
+ * role name is passed in, so this also serves on the error and exit paths.
  */
 static void
 audit_record(const QcCall *call, const char *role, const char *outcome,
@@ -275,20 +296,13 @@ audit_record(const QcCall *call, const char *role, const char *outcome,
 
 	memset(rec, 0, sizeof(*rec));
 	rec->dboid = MyDatabaseId;
-	rec->at = GetCurrentTimestamp();
 	rec->pid = MyProcPid;
-	rec->status = (int32) call->status;
-	rec->chars = call->chars;
-	rec->truncated = call->truncated || call->response_cut;
-	rec->bytes = (int64) call->response_len;
-	rec->elapsed_ms = call->elapsed_ms;
 	rec->text[QC_AT_ROLE] = role;
 	rec->text[QC_AT_FUNC] = call->func;
 	rec->text[QC_AT_METHOD] = call->method;
 	rec->text[QC_AT_URL] = qc_redact_url(call->url);
 	rec->text[QC_AT_FINAL_URL] = call->final_url ? qc_redact_url(call->final_url) : NULL;
-	rec->text[QC_AT_OUTCOME] = outcome;
-	rec->text[QC_AT_REASON] = reason ? qc_redact_text(reason) : NULL;
+
 	/*
 	 * Secrets a caller wrote into the statement are never stored either.
 	 * Only what can be kept is redacted (twice the bound, so that a secret
@@ -307,8 +321,21 @@ audit_record(const QcCall *call, const char *role, const char *outcome,
 	/* nothing that is not valid text is stored, whoever built it */
 	for (int i = 0; i < QC_AUDIT_NTEXT; i++)
 		rec->text[i] = bounded(qc_valid_text(rec->text[i]), text_limit[i]);
-	/* JSON cannot be cut: audit_detail keeps it within its bound itself */
-	rec->text[QC_AT_DETAIL] = qc_valid_text(audit_detail(call));
+	audit_record_end(call, outcome, reason, rec);
+}
+
+/*
+ * The record of a call that ends now, made from the one prepared when its
+ * response arrived (qc_audit_response): only what the end decides is made
+ * again.  The texts of rec point into p's fallback.
+ */
+static void
+audit_record_from_fallback(const QcCall *call, const PendingCall *p,
+						   const char *outcome, const char *reason,
+						   QcAuditRecord *rec)
+{
+	qc_audit_record_decode(p->fallback.data, rec);
+	audit_record_end(call, outcome, reason, rec);
 }
 
 void
@@ -691,7 +718,7 @@ qc_audit_interrupted(QcCall *call)
 	audit_record(call, p->role,
 				 edata->sqlerrcode == ERRCODE_QUERY_CANCELED ?
 				 QC_OUTCOME_CANCELLED : QC_OUTCOME_ERROR,
-				 edata->message, &rec);
+				 edata->message ? qc_redact_text(edata->message) : NULL, &rec);
 	RESUME_INTERRUPTS();
 	finish_pending_with(p, &rec);
 	call->audit_pending = NULL;
@@ -704,6 +731,7 @@ qc_audit_call(QcCall *call)
 {
 	PendingCall *p = call->audit_pending;
 	const char *outcome = call->outcome;
+	const char *reason = call->reason ? qc_redact_text(call->reason) : NULL;
 	QcAuditRecord rec;
 	StringInfoData buf;
 
@@ -717,18 +745,21 @@ qc_audit_call(QcCall *call)
 		if (qc_audit)
 		{
 			audit_record(call, GetUserNameFromId(GetUserId(), false),
-						 outcome, call->reason, &rec);
+						 outcome, reason, &rec);
 			insert_in_caller_transaction(&rec);
 		}
 		return;
 	}
-	audit_record(call, p ? p->role : GetUserNameFromId(GetUserId(), false),
-				 outcome, call->reason, &rec);
 	if (p != NULL)
 	{
+		if (p->fallback.data != NULL)
+			audit_record_from_fallback(call, p, outcome, reason, &rec);
+		else
+			audit_record(call, p->role, outcome, reason, &rec);
 		finish_pending_with(p, &rec);
 		return;
 	}
+	audit_record(call, GetUserNameFromId(GetUserId(), false), outcome, reason, &rec);
 	/* a call that did not go through the transport */
 	initStringInfo(&buf);
 	qc_audit_record_encode(&rec, &buf);
