@@ -998,9 +998,24 @@ wait_for_activity(void)
 		elog(ERROR, "transfer failed: %s", curl_multi_strerror(mc));
 }
 
-/* Hand every finished transfer to finish_hop, and ended calls back. */
+/*
+ * Calls whose transfer ended, not yet handed back: at most one per slot.
+ * They are handed back once their slots have been given new calls and
+ * those were sent, so that the owner's work on them (shaping the response,
+ * the audit row) overlaps the next requests instead of delaying them.
+ */
+typedef struct Ended
+{
+	QcCall	  **calls;
+	int			n;
+} Ended;
+
+/*
+ * Hand every finished transfer to finish_hop; free the slots of the calls
+ * that are over, keeping those calls in *ended.
+ */
 static void
-collect_finished(const QcTransportHooks *hooks)
+collect_finished(Ended *ended)
 {
 	CURLMsg    *msg;
 	int			left;
@@ -1013,8 +1028,30 @@ collect_finished(const QcTransportHooks *hooks)
 			continue;
 		curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **) &slot);
 		if (!finish_hop(slot, msg->data.result))
-			end_call(slot, hooks);
+		{
+			slot->call->elapsed_ms = qc_call_elapsed_ms(slot->call);
+			ended->calls[ended->n++] = slot->call;
+			slot->call = NULL;
+		}
 	}
+}
+
+/*
+ * Hand the ended calls back, each taken off the list first: one whose
+ * owner raises an error (a cancel while its response is shaped) is the
+ * owner's to account for, the others are still the transport's.
+ */
+static void
+hand_back(Ended *ended, const QcTransportHooks *hooks)
+{
+	for (int i = 0; i < ended->n; i++)
+	{
+		QcCall	   *call = ended->calls[i];
+
+		ended->calls[i] = NULL;
+		hooks->done(call, hooks->arg);
+	}
+	ended->n = 0;
 }
 
 void
@@ -1025,7 +1062,10 @@ qc_http_execute_many(QcCall **calls, int ncalls, int concurrency,
 	Slot	   *volatile slots = ensure_slots(nslots);
 	bool	   *started = palloc0(Max(ncalls, 1) * sizeof(bool));
 	int			first_waiting = 0;
+	/* in memory, not in a local the error path could see stale */
+	Ended	   *ended = palloc0(sizeof(Ended));
 
+	ended->calls = palloc0(nslots * sizeof(QcCall *));
 	PG_TRY();
 	{
 		for (;;)
@@ -1035,22 +1075,28 @@ qc_http_execute_many(QcCall **calls, int ncalls, int concurrency,
 
 			fill_slots(slots, nslots, calls, started, ncalls, &first_waiting, hooks);
 			resolve_hosts(slots, nslots, hooks);
-			if (!any_running(slots, nslots) && first_waiting >= ncalls)
+			if (!any_running(slots, nslots) && first_waiting >= ncalls && ended->n == 0)
 				break;
 
+			/* send what was just started, then hand back what had ended */
 			mc = perform_with_signals_blocked(&running);
 			if (mc != CURLM_OK)
 				elog(ERROR, "transfer failed: %s", curl_multi_strerror(mc));
-			collect_finished(hooks);
-			if (running > 0 || any_resolving(slots, nslots))
+			hand_back(ended, hooks);
+			collect_finished(ended);
+			/* slots came free: fill them before waiting */
+			if (ended->n == 0 && (running > 0 || any_resolving(slots, nslots)))
 				wait_for_activity();
 		}
 	}
 	PG_FINALLY();
 	{
+		/* only an error (a cancel) leaves a call in a slot or not handed back */
+		for (int i = 0; i < ended->n; i++)
+			if (ended->calls[i] != NULL)
+				hooks->interrupted(ended->calls[i], hooks->arg);
 		for (int s = 0; s < nslots; s++)
 		{
-			/* only an error (a cancel) leaves a call in a slot */
 			if (slots[s].call != NULL)
 				hooks->interrupted(slots[s].call, hooks->arg);
 			drop_lookup(&slots[s]);
@@ -1059,6 +1105,8 @@ qc_http_execute_many(QcCall **calls, int ncalls, int concurrency,
 		}
 	}
 	PG_END_TRY();
+	pfree(ended->calls);
+	pfree(ended);
 	pfree(started);
 }
 
