@@ -377,10 +377,10 @@ static void
 record_timeout(QcCall *call, const char *url)
 {
 	qc_call_set_failure(call, QC_OUTCOME_TIMEOUT, ERRCODE_CONNECTION_FAILURE,
-				   psprintf("request to %s timed out", qc_redact_url(url)),
-				   psprintf("%s is %d ms, redirects included.",
-							call->timeout_setting, call->timeout_ms),
-				   NULL);
+						psprintf("request to %s timed out", qc_redact_url(url)),
+						psprintf("%s is %d ms, redirects included.",
+								 call->timeout_setting, call->timeout_ms),
+						NULL);
 }
 
 /*
@@ -409,7 +409,7 @@ record_transfer_error(QcCall *call, Transfer *t, CURLcode rc, const char *url)
 		return false;
 	if (t->out_of_memory)
 		qc_call_set_failure(call, QC_OUTCOME_ERROR, ERRCODE_OUT_OF_MEMORY,
-					   "out of memory receiving the response", NULL, NULL);
+							"out of memory receiving the response", NULL, NULL);
 	else if (t->head_overflow || (rc == CURLE_OUT_OF_MEMORY && t->body_len == 0) ||
 			 QC_CURLE_HEADERS_TOO_LARGE(rc))
 	{
@@ -419,19 +419,19 @@ record_transfer_error(QcCall *call, Transfer *t, CURLcode rc, const char *url)
 		 * headers) from 8.6 on
 		 */
 		qc_call_set_failure(call, QC_OUTCOME_ERROR, ERRCODE_CONNECTION_FAILURE,
-					   psprintf("response headers from %s are too large", shown),
-					   psprintf("At most %d kB of headers, and 100 kB in one header line, are accepted.",
-								QC_MAX_HEADER_BYTES / 1024),
-					   NULL);
+							psprintf("response headers from %s are too large", shown),
+							psprintf("At most %d kB of headers, and 100 kB in one header line, are accepted.",
+									 QC_MAX_HEADER_BYTES / 1024),
+							NULL);
 	}
 	else if (rc == CURLE_OPERATION_TIMEDOUT)
 		record_timeout(call, url);
 	else
 		qc_call_set_failure(call, QC_OUTCOME_ERROR,
-					   is_connect_error(rc) ? ERRCODE_SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION :
-					   ERRCODE_CONNECTION_FAILURE,
-					   psprintf(is_connect_error(rc) ? "could not connect to %s" : "request to %s failed", shown),
-					   why, NULL);
+							is_connect_error(rc) ? ERRCODE_SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION :
+							ERRCODE_CONNECTION_FAILURE,
+							psprintf(is_connect_error(rc) ? "could not connect to %s" : "request to %s failed", shown),
+							why, NULL);
 	return true;
 }
 
@@ -530,8 +530,8 @@ start_hop(Slot *slot, const char *target)
 	if (!qc_url_parse(target, &slot->hop, &error))
 	{
 		qc_call_set_failure(call, QC_OUTCOME_ERROR, ERRCODE_INVALID_PARAMETER_VALUE,
-					   call->redirects == 0 ? "invalid URL" : "redirect to an invalid URL",
-					   error, NULL);
+							call->redirects == 0 ? "invalid URL" : "redirect to an invalid URL",
+							error, NULL);
 		return false;
 	}
 	if (body_would_leave_origin(slot))
@@ -637,8 +637,8 @@ hop_resolved(Slot *slot, int naddrs, const QcInetAddr *addrs)
 	if (naddrs <= 0)
 	{
 		qc_call_set_failure(call, QC_OUTCOME_ERROR, ERRCODE_SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION,
-					   psprintf("could not connect to %s", qc_redact_url(slot->hop.url)),
-					   psprintf("Could not resolve host: %s", slot->hop.host), NULL);
+							psprintf("could not connect to %s", qc_redact_url(slot->hop.url)),
+							psprintf("Could not resolve host: %s", slot->hop.host), NULL);
 		return false;
 	}
 	for (int i = 0; i < naddrs; i++)
@@ -681,8 +681,8 @@ resolve_hop(Slot *slot, bool others_resolving)
 		if (slot->lookup == NULL)
 		{
 			qc_call_set_failure(call, QC_OUTCOME_ERROR, ERRCODE_SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION,
-						   psprintf("could not connect to %s", qc_redact_url(slot->hop.url)),
-						   error, NULL);
+								psprintf("could not connect to %s", qc_redact_url(slot->hop.url)),
+								error, NULL);
 			return false;
 		}
 	}
@@ -780,11 +780,11 @@ finish_hop(Slot *slot, CURLcode rc)
 	if (call->redirects >= qc_max_redirects)
 	{
 		qc_call_set_failure(call, QC_OUTCOME_ERROR, ERRCODE_EXTERNAL_ROUTINE_EXCEPTION,
-					   psprintf("too many redirects from %s", qc_redact_url(call->url)),
-					   qc_max_redirects == 1 ?
-					   pstrdup("queryclaw.max_redirects allows 1 redirect.") :
-					   psprintf("queryclaw.max_redirects allows %d redirects.", qc_max_redirects),
-					   NULL);
+							psprintf("too many redirects from %s", qc_redact_url(call->url)),
+							qc_max_redirects == 1 ?
+							pstrdup("queryclaw.max_redirects allows 1 redirect.") :
+							psprintf("queryclaw.max_redirects allows %d redirects.", qc_max_redirects),
+							NULL);
 		return false;
 	}
 	/* browsers' rules: 303, and 301/302 after POST, become GET */
