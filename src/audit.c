@@ -301,7 +301,10 @@ audit_record(const QcCall *call, const char *role, const char *outcome,
 	rec->text[QC_AT_FUNC] = call->func;
 	rec->text[QC_AT_METHOD] = call->method;
 	rec->text[QC_AT_URL] = qc_redact_url(call->url);
-	rec->text[QC_AT_FINAL_URL] = call->final_url ? qc_redact_url(call->final_url) : NULL;
+	/* most calls end where they began: that URL is redacted once */
+	if (call->final_url != NULL)
+		rec->text[QC_AT_FINAL_URL] = strcmp(call->final_url, call->url) == 0 ?
+			rec->text[QC_AT_URL] : qc_redact_url(call->final_url);
 
 	/*
 	 * Secrets a caller wrote into the statement are never stored either.

@@ -13,7 +13,8 @@
  * Memory stays bounded by what is returned: each response is shaped as
  * soon as it arrives, in a scratch context that is reset afterwards, and
  * its raw body is freed, so a batch holds at most max_concurrency bodies of
- * max_bytes while transfers run.
+ * max_bytes in transfer, and as many that just arrived: the transport
+ * starts the next requests before it hands those back (http.c).
  *
  *-------------------------------------------------------------------------
  */
@@ -61,21 +62,16 @@ typedef struct Batch
 
 /*
  * Shape one finished call into its row; runs as each call ends, before the
- * call is audited (call.c).  What the audit reads (the failure recorded on
- * the call) may be in the scratch context, so that is reset as the next
- * call's shaping begins, not at the end of this one.
+ * call is audited (call.c).
  */
 static void
 shape_row(QcCall *call, void *arg)
 {
 	Batch	   *batch = arg;
 	BatchRow   *row;
-	MemoryContext old;
+	MemoryContext old = MemoryContextSwitchTo(batch->scratch_cxt);
 	Datum		content = (Datum) 0;
 	bool		has_content;
-
-	MemoryContextReset(batch->scratch_cxt);
-	old = MemoryContextSwitchTo(batch->scratch_cxt);
 
 	if (batch->json)
 	{
@@ -102,6 +98,13 @@ shape_row(QcCall *call, void *arg)
 	row->status = call->status;
 	row->error = qc_call_error_text(call);
 	row->elapsed_ms = call->elapsed_ms;
+	/* a failure found while shaping is in the scratch: the audit reads it */
+	if (call->error_code != 0)
+	{
+		call->reason = pstrdup(call->reason);
+		call->error_detail = call->error_detail ? pstrdup(call->error_detail) : NULL;
+		call->error_hint = call->error_hint ? pstrdup(call->error_hint) : NULL;
+	}
 	MemoryContextSwitchTo(old);
 
 	/* the raw response is no longer needed */
@@ -110,6 +113,7 @@ shape_row(QcCall *call, void *arg)
 	if (call->response_headers != NULL)
 		pfree(call->response_headers);
 	call->response_body = call->response_headers = NULL;
+	MemoryContextReset(batch->scratch_cxt);
 }
 
 /* Run the batch's calls, then return one row per call in input order. */

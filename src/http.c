@@ -849,9 +849,13 @@ call_host(QcCall *call)
 static bool
 host_has_room(Slot *slots, int nslots, QcCall *call)
 {
-	const char *host = call_host(call);
+	const char *host;
 	int			busy = 0;
 
+	/* no host can have too many (a single call): no URL is parsed for it */
+	if (nslots <= qc_max_host_concurrency)
+		return true;
+	host = call_host(call);
 	/* an unparsable URL ends at once in start_hop, without a connection */
 	if (host[0] == '\0')
 		return true;
