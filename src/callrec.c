@@ -68,6 +68,7 @@ qc_call_set_refusal(QcCall *call, const QcVerdict *verdict)
 {
 	qc_call_set_failure(call, QC_OUTCOME_REFUSED, verdict->sqlerrcode,
 						verdict->message, verdict->detail, verdict->hint);
+	call->retry_at = verdict->retry_at;
 }
 
 char *

@@ -90,6 +90,8 @@ typedef struct QcCall
 	int			error_code;		/* its SQLSTATE; 0 while the call has not failed */
 	char	   *error_detail;
 	char	   *error_hint;
+	TimestampTz retry_at;		/* a refusal time lifts: when the call
+								 * could go (QcVerdict); else 0 */
 	int			chars;			/* characters returned, -1 if none */
 	bool		truncated;		/* cut by max_bytes or max_chars */
 
@@ -128,7 +130,10 @@ extern void qc_call_set_failure(QcCall *call, const char *outcome, int sqlerrcod
 								const char *message, const char *detail,
 								const char *hint);
 
-/* Record a refusal (a verdict that did not allow the call), outcome refused. */
+/*
+ * Record a refusal (a verdict that did not allow the call), outcome
+ * refused, with the verdict's retry_at.
+ */
 extern void qc_call_set_refusal(QcCall *call, const QcVerdict *verdict);
 
 /* "message: detail" of a failed call, for a batch's error column; or NULL. */
