@@ -361,7 +361,7 @@ qc_queue_check_callback(Oid fn)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("%s cannot be a callback", format_procedure(fn)),
-				 errdetail("A callback is a function or procedure taking (id bigint, result jsonb, error text, context jsonb)."),
+				 errdetail("A callback is a procedure, or a function not returning a set, taking (id bigint, result jsonb, error text, context jsonb)."),
 				 errhint("For example: CREATE PROCEDURE my_callback(id bigint, result jsonb, error text, context jsonb) ...")));
 	if (qc_proc_aclcheck(fn, GetUserId(), ACL_EXECUTE) != ACLCHECK_OK)
 		ereport(ERROR,
