@@ -189,7 +189,7 @@ insert_request(FunctionCallInfo fcinfo, const char *func, RequestJson *r, int ar
 	static SPIPlanPtr secret_plan = NULL;
 	Oid			types[6] = {REGROLEOID, TEXTOID, JSONBOID, TEXTOID, JSONBOID, TEXTOID};
 	Datum		values[6];
-	char		nulls[6] = "      ";
+	char		nulls[6] = {' ', ' ', ' ', 'n', 'n', 'n'};
 	Oid			role = GetUserId();
 	QcQueueAsOwner save;
 	bool		isnull;
@@ -198,7 +198,6 @@ insert_request(FunctionCallInfo fcinfo, const char *func, RequestJson *r, int ar
 	values[0] = ObjectIdGetDatum(role);
 	values[1] = CStringGetTextDatum(func);
 	values[2] = JsonbPGetDatum(request_end(&r->shown));
-	nulls[3] = nulls[4] = nulls[5] = 'n';
 	if (!PG_ARGISNULL(argno))
 	{
 		values[3] = CStringGetTextDatum(qc_queue_check_callback(PG_GETARG_OID(argno)));
