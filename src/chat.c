@@ -38,8 +38,8 @@
 #include "utils/builtins.h"
 #include "utils/json.h"
 
-#include "audit.h"
 #include "budget.h"
+#include "call.h"
 #include "chat.h"
 #include "content.h"
 #include "endpoint.h"
@@ -563,7 +563,7 @@ qc_chat_send(QcChat *chat, int round)
 	char	   *text;
 	Jsonb	   *jb;
 
-	qc_budget_admit(proto);
+	qc_call_admit_tokens(proto);
 	call = qc_endpoint_send(proto, QC_ENDPOINT_LLM, &attempts);
 
 	/* a palloc'd copy of the body, which repair_escapes() may change */
@@ -583,6 +583,6 @@ qc_chat_send(QcChat *chat, int round)
 		call->audit_extra = psprintf("%s, \"attempt\": %d", call->audit_extra, attempts.count);
 	call->chars = reply->content ? qc_count_chars(reply->content) : 0;
 	call->outcome = QC_OUTCOME_OK;
-	qc_audit_call(call);
+	qc_call_end(call);
 	return reply;
 }

@@ -27,6 +27,7 @@
 #include "compat.h"
 #include "endpoint.h"
 #include "guc.h"
+#include "http.h"
 
 /* A new call for one attempt at proto's request. */
 static QcCall *
@@ -164,7 +165,7 @@ qc_endpoint_send(const QcCall *proto, QcRetryEndpoint endpoint,
 		QcRetryVerdict verdict;
 
 		call = attempt_call(proto, ++att->count);
-		responded = qc_http_run(call);
+		responded = qc_call_run(call);
 		att->retryable = responded ? qc_retry_status(&target, call->status) :
 			failure_retryable(&target, call);
 		att->retry_after_ms = -1;
@@ -183,12 +184,13 @@ qc_endpoint_send(const QcCall *proto, QcRetryEndpoint endpoint,
 		}
 		if (verdict != QC_RETRY_WAIT)
 			break;
-		/* a failure without a response was audited by the transport */
+		/* this attempt is over (a failure without a response is audited) */
 		if (responded)
-			qc_call_record(call, QC_OUTCOME_HTTP_ERROR, ERRCODE_EXTERNAL_ROUTINE_EXCEPTION,
-						   psprintf("HTTP status %ld, tried again after %s", call->status,
-									show_ms(wait_ms)),
-						   NULL, NULL);
+			qc_call_set_failure(call, QC_OUTCOME_HTTP_ERROR, ERRCODE_EXTERNAL_ROUTINE_EXCEPTION,
+								psprintf("HTTP status %ld, tried again after %s", call->status,
+										 show_ms(wait_ms)),
+								NULL, NULL);
+		qc_call_end(call);
 		wait_before_retry(wait_ms);
 	}
 	if (!responded)

@@ -17,7 +17,7 @@
  * goes on.  A query cancel or a termination is raised again at once.
  *
  * The audit row of a failed call is written inside that subtransaction, by
- * qc_call_fail(), like that of a direct call.  While audit rows share the
+ * its owner (call.c), like that of a direct call.  While audit rows share the
  * caller's transaction, the rollback takes the row with it; once they are
  * written independently of it, the row stays, with no change here.
  *
@@ -35,6 +35,7 @@
 #include "utils/resowner.h"
 
 #include "api.h"
+#include "call.h"
 #include "check.h"
 #include "compat.h"
 #include "content.h"
@@ -86,10 +87,11 @@ run_web_fetch(JsonbContainer *args, ToolContext *ctx)
 
 	call->max_chars = ctx->max_chars;
 	call->audit_extra = ctx->audit_extra;
-	qc_http_run(call);
+	qc_call_run(call);
 	text = qc_fetch_result(call, qc_format_parse(format ? format : "text"));
 	if (text == NULL)
 		qc_call_raise(call);
+	qc_call_end(call);
 	ctx->truncated = call->truncated;
 	return text;
 }
@@ -119,8 +121,9 @@ run_api_call(JsonbContainer *args, ToolContext *ctx)
 						  headers ? JsonbValueToJsonb(headers) : NULL, body_text,
 						  ctx->max_chars);
 	call->audit_extra = ctx->audit_extra;
-	qc_http_execute(call);
+	qc_call_execute(call);
 	result = qc_api_result(call);
+	qc_call_end(call);
 	ctx->truncated = call->truncated;
 	/* the model has no use for the timing */
 	result = DatumGetJsonbP(DirectFunctionCall2(jsonb_delete, JsonbPGetDatum(result),
