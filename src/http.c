@@ -908,11 +908,13 @@ resolve_hosts(Slot *slots, int nslots, const QcTransportHooks *hooks)
  * Fill free slots with waiting calls, in input order but skipping (within
  * a window) calls whose host is at queryclaw.max_host_concurrency.  Each
  * is admitted by the owner first; calls that end at once (not admitted,
- * refused, invalid URL) are handed back directly.
+ * refused, invalid URL) are handed back directly.  held_back: ended calls
+ * not yet handed back, which the owner's admission must count among the
+ * calls in flight (they still hold what it may wait for).
  */
 static void
 fill_slots(Slot *slots, int nslots, QcCall **calls, bool *started, int ncalls,
-		   int *first_waiting, const QcTransportHooks *hooks)
+		   int *first_waiting, bool held_back, const QcTransportHooks *hooks)
 {
 	for (int s = 0; s < nslots; s++)
 	{
@@ -926,7 +928,8 @@ fill_slots(Slot *slots, int nslots, QcCall **calls, bool *started, int ncalls,
 
 			if (started[i] || !host_has_room(slots, nslots, calls[i]))
 				continue;
-			admission = hooks->admit(calls[i], any_running(slots, nslots), hooks->arg);
+			admission = hooks->admit(calls[i], held_back || any_running(slots, nslots),
+									 hooks->arg);
 			/* later, once one of the calls in flight ended */
 			if (admission == QC_ADMIT_LATER)
 				return;
@@ -1088,7 +1091,8 @@ qc_http_execute_many(QcCall **calls, int ncalls, int concurrency,
 			int			running;
 			CURLMcode	mc;
 
-			fill_slots(slots, nslots, calls, started, ncalls, &first_waiting, hooks);
+			fill_slots(slots, nslots, calls, started, ncalls, &first_waiting,
+					   ended->n > 0, hooks);
 			resolve_hosts(slots, nslots, hooks);
 			if (!any_running(slots, nslots) && first_waiting >= ncalls && ended->n == 0)
 				break;
