@@ -236,6 +236,16 @@ enter_role_settings(Oid role)
 	return nest;
 }
 
+bool
+qc_async_role_paused(Oid role)
+{
+	int			nest = enter_role_settings(role);
+	bool		paused = !qc_enabled;
+
+	AtEOXact_GUC(true, nest);
+	return paused;
+}
+
 /* A function by its signature (as regprocedure writes it), or InvalidOid. */
 static Oid
 function_oid(const char *signature)
