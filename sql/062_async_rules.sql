@@ -1,7 +1,7 @@
 --
 -- The async queue's remaining rules: budgets make requests wait (never
--- fail), callbacks rerun on 40001/40P01, and a request cancelled while
--- it runs.
+-- fail), callbacks rerun on 40001/40P01, a request cancelled while it
+-- runs, and retention applied by the worker.
 CREATE ROLE qc_rules_carol;
 CREATE ROLE qc_rules_dave;
 GRANT USAGE ON SCHEMA qc_test TO qc_rules_carol, qc_rules_dave;
@@ -119,6 +119,29 @@ RESET ROLE;
 SELECT qc_test.wait_until('(SELECT count(*) = 1 FROM qc_rules_called)') AS callback_called;
 SELECT state, result IS NULL AS no_result, finished_at IS NOT NULL AS finished FROM queryclaw.requests;
 SELECT c.id = :slow_id AS same_id, c.result IS NULL AS no_result, c.error FROM qc_rules_called c;
+TRUNCATE queryclaw.requests CASCADE;
+
+-- 4. Retention as the worker applies it: with async_retention 1s,
+-- finished requests disappear within seconds, unfinished ones (carol's,
+-- paused) stay.
+ALTER SYSTEM SET queryclaw.async_retention = '1s';
+SELECT pg_reload_conf();
+SELECT pg_sleep(0.5);
+SET ROLE qc_rules_carol;
+SELECT queryclaw.web_fetch_async(qc_test.url('/hello')) AS done_id \gset
+RESET ROLE;
+SELECT qc_test.async_settled();
+ALTER ROLE qc_rules_carol SET queryclaw.enabled = off;
+SET ROLE qc_rules_carol;
+SELECT queryclaw.web_fetch_async(qc_test.url('/hello')) AS paused_id \gset
+RESET ROLE;
+SELECT qc_test.wait_until($$NOT EXISTS (SELECT FROM queryclaw.requests WHERE id = $$ || :done_id || ')')
+    AS finished_purged;
+SELECT pg_sleep(1.5);
+SELECT state FROM queryclaw.requests WHERE id = :paused_id;
+ALTER SYSTEM RESET queryclaw.async_retention;
+SELECT pg_reload_conf();
+ALTER ROLE qc_rules_carol RESET queryclaw.enabled;
 TRUNCATE queryclaw.requests CASCADE;
 
 DROP TABLE qc_rules_seen, qc_rules_called;

@@ -18,8 +18,8 @@
  * 2. runs them, one role after another (asyncrun.c), in one transaction,
  *    which also records each outcome: final, retrying, or queued again;
  * 3. calls the callbacks of requests cancelled while queued;
- * 4. now and then deletes finished requests older than
- *    queryclaw.async_retention (queue.c).
+ * 4. once a minute (or as often as the retention, when shorter) deletes
+ *    finished requests older than queryclaw.async_retention (queue.c).
  *
  * Crashes: a request is 'running' only between its claim and the commit
  * of its outcome.  When the server starts (or restarts after a crash,
@@ -74,7 +74,7 @@
 #define QC_ASYNC_CLAIM_FACTOR	4	/* requests claimed per pass, per concurrency */
 #define QC_ASYNC_CANCELLED_BATCH 100
 #define QC_ASYNC_PAUSE_S		1	/* a paused role's requests are looked at again */
-#define QC_RETENTION_EVERY_MS	60000
+#define QC_RETENTION_EVERY_MS	60000	/* or the retention, when shorter */
 #define QC_RETENTION_BATCH		10000
 
 PGDLLEXPORT void qc_async_worker_main(Datum main_arg);
@@ -450,6 +450,18 @@ find_queue(void *arg)
 }
 
 /*
+ * How often retention is applied: once a minute, or as often as the
+ * retention itself when it is shorter, so that a short one is kept to.
+ */
+static long
+retention_every_ms(void)
+{
+	int64		ms = qc_async_retention_us / 1000;
+
+	return (ms > 0 && ms < QC_RETENTION_EVERY_MS) ? (long) ms : QC_RETENTION_EVERY_MS;
+}
+
+/*
  * One pass (see the file header); true when there may be more to do now.
  * c gets the requests it claimed, for safe_pass when the pass fails.
  */
@@ -483,7 +495,7 @@ pass(Claimed *c)
 	if (GetCurrentTimestamp() >= retention_at)
 	{
 		in_transaction("applying queryclaw.async_retention", purge_as_writer, NULL);
-		retention_at = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), QC_RETENTION_EVERY_MS);
+		retention_at = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), retention_every_ms());
 	}
 	return busy;
 }
