@@ -9,6 +9,11 @@ DO $$ BEGIN FOR i IN 1..1500 LOOP
     EXIT WHEN (SELECT queued + in_flight FROM queryclaw.audit_status()) = 0;
     PERFORM pg_sleep(0.02); END LOOP; END $$;
 
+-- the queue's examples: wait (at most 30 s) until every request is final
+DO $$ BEGIN FOR i IN 1..1500 LOOP
+    EXIT WHEN NOT EXISTS (SELECT FROM queryclaw.requests WHERE state NOT IN ('done', 'failed', 'cancelled'));
+    PERFORM pg_sleep(0.02); END LOOP; END $$;
+
 SELECT CASE WHEN coalesce(good, false) THEN 'ok - ' ELSE 'not ok - ' END || 'README: ' || what
   FROM (VALUES
     ((SELECT bool_and(homepage LIKE '%' || name || '%') FROM companies),
@@ -39,6 +44,18 @@ SELECT CASE WHEN coalesce(good, false) THEN 'ok - ' ELSE 'not ok - ' END || 'REA
      'llm_embed gave every document its embedding'),
     ((SELECT count(*) > 0 FROM queryclaw.audit_log WHERE func = 'sql_query' AND outcome = 'ok'),
      'the agent read the table through sql_query'),
+    ((SELECT string_agg(name, ', ' ORDER BY id) = 'Item 7, Item 8' AND bool_and(enrich_error IS NULL)
+        FROM items),
+     'the trigger''s callback enriched every new item'),
+    ((SELECT count(*) = 2 FROM queryclaw.requests WHERE func = 'api_call_async' AND state = 'done'),
+     'the trigger queued one request per item, each done'),
+    ((SELECT body LIKE '%Example Domain%' AND fetch_error IS NULL FROM sources WHERE url = 'https://example.com/'),
+     'fetch_sources stored the page it waited for'),
+    ((SELECT fetch_error LIKE 'HTTP status 404 %' AND body IS NULL FROM sources
+       WHERE url = 'https://example.com/missing'),
+     'fetch_sources reported the missing page''s failure'),
+    ((SELECT body IS NULL AND fetch_error IS NULL FROM sources WHERE url IS NULL),
+     'fetch_sources left the source without a url alone'),
     ((SELECT durable FROM queryclaw.audit_status()),
      'the database the README''s postgresql.conf names has the durable audit')
   ) AS c(good, what);
