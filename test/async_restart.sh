@@ -12,7 +12,8 @@
 # keyed POSTs done (a request the worker held is run again: at least once),
 # the unkeyed POSTs done or failed "interrupted; not sent again" (some of
 # them were held), no request lost, and every callback called once per
-# final request.  Prints TAP-style "ok - ..." / "not ok - ..." lines.
+# final request.  Then, with two async workers, 300 requests are each sent,
+# called back and audited once.  Prints TAP-style "ok - ..." / "not ok - ..." lines.
 #
 # Arguments: the work directory, the data directory and the bin directory
 # of the running cluster (test/lib.sh's QC_WORK, QC_PGDATA, QC_BINDIR).
@@ -126,6 +127,38 @@ if [ -n "$pid" ]; then
 else
 	echo "not ok - the async worker shows in pg_stat_activity"
 fi
+
+# 3. Two async workers (a restart for queryclaw.async_workers) share a
+# queue of 300: each request is claimed by one of them only, so it is sent
+# once, its callback runs once, and it has one audit row per attempt.
+sql -c "ALTER SYSTEM SET queryclaw.async_workers = 2" >/dev/null
+qc_pg_ctl -m fast restart || { echo "not ok - the server restarted with two async workers"; exit 1; }
+wait_for "(SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'queryclaw async worker') = 2" 30
+check "two workers: both show in pg_stat_activity" \
+	"$(sql -c "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'queryclaw async worker'")" 2
+sql >/dev/null <<SQL
+SET client_min_messages = warning;
+TRUNCATE queryclaw.requests CASCADE;
+TRUNCATE qc_restart_seen;
+SELECT qc_test.reset_requests();
+SET ROLE $role;
+SELECT count(queryclaw.api_call_async(qc_test.url('/flaky?fail=0&key=two-workers&n=' || i),
+                                      callback => 'qc_restart_note(bigint,jsonb,text,jsonb)'::regprocedure))
+  FROM generate_series(1, 300) i;
+SQL
+wait_for "(SELECT count(*) FROM queryclaw.requests WHERE state NOT IN ('done', 'failed', 'cancelled')) = 0" 60
+check "two workers: every request done" "$(sql -c "SELECT count(*) FROM queryclaw.requests WHERE state = 'done'")" 300
+check "two workers: every request sent once" \
+	"$(sql -c "SELECT queryclaw.api_call(qc_test.url('/flaky/count?key=two-workers'))->'body'->>'count'")" 300
+check "two workers: every callback called once" \
+	"$(sql -c "SELECT count(DISTINCT s.id) || ' ' || count(*) FROM qc_restart_seen s")" "300 300"
+check "two workers: one audit row per attempt" \
+	"$(sql -c "SELECT qc_test.audit_flush();
+	            SELECT (SELECT count(*) FROM queryclaw.audit_log a
+	                     WHERE a.func = 'api_call_async' AND (a.detail->>'request')::bigint IN (SELECT id FROM queryclaw.requests))
+	                   || ' ' || (SELECT sum(attempts) FROM queryclaw.requests)" | tail -1)" "300 300"
+sql -c "ALTER SYSTEM RESET queryclaw.async_workers" >/dev/null
+qc_pg_ctl -m fast restart || echo "not ok - the server restarted with one async worker again"
 
 sql >/dev/null <<SQL
 TRUNCATE queryclaw.requests CASCADE;
