@@ -13,6 +13,9 @@
 #      1,000 requests, after 51,000 and after 100,000
 #      (QC_ASYNC_MEMORY_REQUESTS), in batches of 10,000: it grows while the
 #      caches and pools warm up, and should not grow after.
+#   3. the wake latency: from the COMMIT of one request to its final state,
+#      the queue idle, to /small.json (answered at once): the median and
+#      the worst of 20 (target: a median under 50 ms);
 # Only loopback is contacted.  It prints figures and asserts nothing.
 set -uo pipefail
 . "$(dirname "$0")/../lib.sh"
@@ -74,6 +77,36 @@ echo "async worker memory after 1000 requests: ${rss_before}"
 s=$(run_batch 10000 | tail -1)
 echo "10000 api_call_async to a 20 ms endpoint, callbacks included: $s s (target < 6.5 s, floor 3.1 s)"
 qc_psql -At -d postgres -c "SELECT 'done: ' || count(*) FILTER (WHERE state = 'done') || ', failed: ' || count(*) FILTER (WHERE state = 'failed') FROM queryclaw.requests"
+
+# 3. One request at a time, the worker asleep between them: the time from
+# COMMIT until a session sees the request final.
+qc_psql -q -At -d postgres <<SQL
+TRUNCATE queryclaw.requests CASCADE;
+CREATE TEMP TABLE latency (ms float8);
+DO \$\$
+DECLARE
+    rid bigint;
+    t0 timestamptz;
+BEGIN
+    FOR i IN 1..20 LOOP
+        PERFORM pg_sleep(0.3);  -- the worker goes back to sleep
+        rid := queryclaw.api_call_async('$base/small.json');
+        COMMIT;
+        t0 := clock_timestamp();
+        WHILE NOT EXISTS (SELECT FROM queryclaw.requests
+                           WHERE id = rid AND state IN ('done', 'failed', 'cancelled')) LOOP
+            PERFORM pg_sleep(0.0005);
+        END LOOP;
+        INSERT INTO latency VALUES (1000 * extract(epoch FROM clock_timestamp() - t0));
+        COMMIT;
+    END LOOP;
+END \$\$;
+SELECT 'wake latency, COMMIT to final state, queue idle: median '
+       || round(percentile_cont(0.5) WITHIN GROUP (ORDER BY ms)::numeric, 1) || ' ms, worst '
+       || round(max(ms)::numeric, 1) || ' ms of 20 (target: median < 50 ms)'
+  FROM latency;
+SQL
+
 done_requests=11000
 while [ "$done_requests" -lt "$MEMORY_REQUESTS" ]; do
 	run_batch 10000 >/dev/null
