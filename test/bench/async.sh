@@ -16,6 +16,9 @@
 #   3. the wake latency: from the COMMIT of one request to its final state,
 #      the queue idle, to /small.json (answered at once): the median and
 #      the worst of 20 (target: a median under 50 ms);
+#   4. 1,000 requests to a host limited to 20/s (queryclaw.host_rate_limit):
+#      the seconds until all are final (expect about 50 s: they wait for
+#      their tokens) and how many failed (expect 0).
 # Only loopback is contacted.  It prints figures and asserts nothing.
 set -uo pipefail
 . "$(dirname "$0")/../lib.sh"
@@ -106,6 +109,25 @@ SELECT 'wake latency, COMMIT to final state, queue idle: median '
        || round(max(ms)::numeric, 1) || ' ms of 20 (target: median < 50 ms)'
   FROM latency;
 SQL
+
+# 4. A host limited to 20/s: requests wait for their tokens, none fails.
+qc_psql -q -d postgres -c "ALTER SYSTEM SET queryclaw.host_rate_limit = '127.0.0.1=20/s'" -c "SELECT pg_reload_conf()" >/dev/null
+sleep 1
+qc_psql -q -At -d postgres <<SQL
+TRUNCATE queryclaw.requests CASCADE;
+SELECT count(queryclaw.api_call_async('$base/small.json')) FROM generate_series(1, 1000) \\gset
+SELECT clock_timestamp() AS t0 \\gset
+DO \$\$ BEGIN
+    WHILE EXISTS (SELECT FROM queryclaw.requests WHERE state NOT IN ('done', 'failed', 'cancelled')) LOOP
+        PERFORM pg_sleep(0.05);
+    END LOOP;
+END \$\$;
+SELECT '1000 api_call_async to a host limited to 20/s: '
+       || round(extract(epoch FROM clock_timestamp() - :'t0')::numeric, 1) || ' s (expect about 50 s), done: '
+       || count(*) FILTER (WHERE state = 'done') || ', failed: ' || count(*) FILTER (WHERE state = 'failed')
+  FROM queryclaw.requests;
+SQL
+qc_psql -q -d postgres -c "ALTER SYSTEM RESET queryclaw.host_rate_limit" -c "SELECT pg_reload_conf()" >/dev/null
 
 done_requests=11000
 while [ "$done_requests" -lt "$MEMORY_REQUESTS" ]; do
