@@ -351,6 +351,8 @@ dispatch(const QcChat *chat, List *tools, int round, const QcToolCall *tc,
 	appendStringInfo(&extra, "\"llm_run\": \"%s\", \"round\": %d, \"tool_call_id\": ",
 					 chat->run_id, round);
 	escape_json(&extra, tc->id);
+	if (chat->audit_extra != NULL)
+		appendStringInfo(&extra, ", %s", chat->audit_extra);
 	ctx->audit_extra = extra.data;
 	ctx->max_chars = Min(qc_max_chars, qc_llm_tool_max_chars);
 	return tool->run(&args->root, ctx);
