@@ -47,6 +47,7 @@ OBJS = \
 	src/embed.o \
 	src/llm.o \
 	src/llmjob.o \
+	src/subxact.o \
 	src/compat.o
 DATA = sql/queryclaw_ext--0.1.sql sql/queryclaw_ext--0.1--0.2.sql
 PGFILEDESC = "queryclaw_ext - policy-checked, audited HTTP from SQL"

@@ -37,13 +37,12 @@
  */
 #include "postgres.h"
 
-#include "access/xact.h"
+#include "catalog/pg_type.h"
 #include "miscadmin.h"
 #include "storage/latch.h"
 #include "utils/builtins.h"
 #include "utils/json.h"
 #include "utils/memutils.h"
-#include "utils/resowner.h"
 #include "utils/timestamp.h"
 #include "utils/wait_event.h"
 
@@ -56,6 +55,7 @@
 #include "json.h"
 #include "llmjob.h"
 #include "schema.h"
+#include "subxact.h"
 #include "tools.h"
 
 struct QcLlmJob
@@ -80,6 +80,7 @@ struct QcLlmJob
 	bool		done;
 	ErrorData  *error;			/* how a step run among many failed */
 	List	   *calls;			/* qc_llm_jobs_step: the calls of this pass */
+	List	   *round_records;	/* tool calls under way (QcLlmToolRecord *) */
 };
 
 /*
@@ -138,29 +139,73 @@ add_usage(QcUsage *sum, const QcUsage *u)
 }
 
 /*
- * Run the tool calls of a reply, appending one tool message per call.  Only
- * the first queryclaw.llm_max_tool_calls are run, so that one reply cannot
- * fan out without limit; each of the others is answered with an error.
+ * Start the tool calls of a reply.  Only the first
+ * queryclaw.llm_max_tool_calls are run, so that one reply cannot fan out
+ * without limit; each of the others is answered with an error.  In the
+ * background, a call that makes an HTTP request waits for the next pass
+ * (qc_llm_job_next gives its request); in a SQL call, every call is run
+ * here, one after the other.
  */
 static void
-run_tool_calls(QcChat *chat, List *tools, int round, QcChatReply *reply,
-			   QcLlmOutcome *out)
+start_tool_calls(QcLlmJob *job, QcChatReply *reply)
 {
 	ListCell   *lc;
 
-	qc_chat_add_reply(chat, reply);
+	qc_chat_add_reply(&job->chat, reply);
+	job->round_records = NIL;
 	foreach(lc, reply->tool_calls)
 	{
 		QcLlmToolRecord *rec = palloc0(sizeof(QcLlmToolRecord));
 
 		CHECK_FOR_INTERRUPTS();
-		rec->round = round;
+		rec->round = job->out.rounds;
 		rec->call = lfirst(lc);
-		rec->result = foreach_current_index(lc) < qc_llm_max_tool_calls ?
-			qc_tool_run(chat, tools, round, rec->call) : qc_tool_not_run();
-		qc_chat_add(chat, "tool", rec->result->content, rec->call->id);
-		out->records = lappend(out->records, rec);
+		if (foreach_current_index(lc) < qc_llm_max_tool_calls)
+			rec->run = qc_tool_start(&job->chat, job->tools, rec->round, rec->call,
+									 job->in_background);
+		else
+			rec->result = qc_tool_not_run();
+		job->out.records = lappend(job->out.records, rec);
+		job->round_records = lappend(job->round_records, rec);
 	}
+}
+
+/* The requests the tool calls under way wait for. */
+static List *
+tool_requests(QcLlmJob *job)
+{
+	List	   *requests = NIL;
+	ListCell   *lc;
+
+	foreach(lc, job->round_records)
+	{
+		QcLlmToolRecord *rec = lfirst(lc);
+		QcCall	   *request = rec->run ? qc_tool_request(rec->run) : NULL;
+
+		if (request != NULL)
+			requests = lappend(requests, request);
+	}
+	return requests;
+}
+
+/* Finish the round's tool calls: one "tool" message per call id, in order. */
+static void
+finish_tool_calls(QcLlmJob *job)
+{
+	ListCell   *lc;
+
+	foreach(lc, job->round_records)
+	{
+		QcLlmToolRecord *rec = lfirst(lc);
+
+		if (rec->run != NULL)
+		{
+			rec->result = qc_tool_finish(rec->run);
+			rec->run = NULL;
+		}
+		qc_chat_add(&job->chat, "tool", rec->result->content, rec->call->id);
+	}
+	job->round_records = NIL;
 }
 
 /* The calls of a last round, listed but not run: no round is left. */
@@ -311,7 +356,8 @@ static void
 prepare(QcLlmJob *job, const QcLlmSpec *spec)
 {
 	job->tools = spec->tools ? qc_tools_parse(spec->tools) : NIL;
-	qc_chat_init(&job->chat, spec->via, spec->model);
+	/* the job outlives the arguments: what it keeps is copied */
+	qc_chat_init(&job->chat, pstrdup(spec->via), spec->model ? pstrdup(spec->model) : NULL);
 	job->chat.tools_json = qc_tools_json(job->tools);
 	job->chat.audit_extra = spec->audit_extra ? pstrdup(spec->audit_extra) : NULL;
 	if (spec->output_schema != NULL)
@@ -367,6 +413,62 @@ qc_llm_job_new(const QcLlmSpec *spec)
 	return job;
 }
 
+/* The request's "tools" array as the text[] the SQL function took. */
+static ArrayType *
+tools_array(JsonbContainer *tools)
+{
+	int			n = JsonContainerSize(tools);
+	Datum	   *elems = palloc0(Max(n, 1) * sizeof(Datum));
+	bool	   *nulls = palloc0(Max(n, 1) * sizeof(bool));
+	int			dims[1] = {n};
+	int			lbs[1] = {1};
+
+	for (int i = 0; i < n; i++)
+	{
+		JsonbValue *v = getIthJsonbValueFromContainer(tools, i);
+
+		/* a name that is not a string is refused as an unknown tool */
+		if (v->type == jbvString)
+			elems[i] = PointerGetDatum(cstring_to_text_with_len(v->val.string.val,
+																 v->val.string.len));
+		else if (v->type == jbvNull)
+			nulls[i] = true;
+		else
+			elems[i] = CStringGetTextDatum(qc_jsonb_value_text(v));
+	}
+	return construct_md_array(elems, nulls, 1, dims, lbs, TEXTOID, -1, false, TYPALIGN_INT);
+}
+
+QcLlmJob *
+qc_llm_job_from_request(Jsonb *request, const char *audit_extra, void *owner)
+{
+	JsonbContainer *r = &request->root;
+	JsonbContainer *tools = qc_jsonb_get_array(r, "tools");
+	JsonbValue *schema = qc_jsonb_get(r, "output_schema");
+	QcLlmSpec	spec = {0};
+	int64		rounds;
+
+	spec.via = "llm_chat_tools_async";
+	spec.prompt = qc_jsonb_get_string(r, "prompt");
+	if (spec.prompt == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("the request has no prompt"),
+				 errdetail("An LLM request holds its prompt as a string under \"prompt\".")));
+	spec.system = qc_jsonb_get_string(r, "system");
+	spec.model = qc_jsonb_get_string(r, "model");
+	if ((spec.has_max_rounds = qc_jsonb_get_int64(r, "max_rounds", &rounds)))
+		spec.max_rounds = (int) Max(Min(rounds, PG_INT32_MAX), 0);
+	if (tools != NULL)
+		spec.tools = tools_array(tools);
+	if (schema != NULL && schema->type != jbvNull)
+		spec.output_schema = JsonbValueToJsonb(schema);
+	spec.in_background = true;
+	spec.audit_extra = audit_extra;
+	spec.owner = owner;
+	return qc_llm_job_new(&spec);
+}
+
 void
 qc_llm_job_free(QcLlmJob *job)
 {
@@ -412,7 +514,9 @@ take_reply(QcLlmJob *job, QcChatReply *reply)
 	job->done = false;
 	if (reply->tool_calls != NIL)
 	{
-		run_tool_calls(chat, job->tools, out->rounds, reply, out);
+		start_tool_calls(job, reply);
+		if (tool_requests(job) == NIL)
+			finish_tool_calls(job);
 		return;
 	}
 	if (job->schema != NULL && !chat->want_schema)
@@ -440,6 +544,13 @@ qc_llm_job_next(QcLlmJob *job)
 	MemoryContext old = MemoryContextSwitchTo(job->cxt);
 
 	Assert(!job->done && job->sent == NULL);
+	if (job->round_records != NIL)
+	{
+		List	   *requests = tool_requests(job);
+
+		MemoryContextSwitchTo(old);
+		return requests;
+	}
 	if (!job->asking)
 	{
 		QcCall	   *request;
@@ -464,6 +575,12 @@ qc_llm_job_absorb(QcLlmJob *job)
 	QcCall	   *call = job->sent;
 	int64		wait_ms;
 
+	if (job->round_records != NIL)
+	{
+		finish_tool_calls(job);
+		MemoryContextSwitchTo(old);
+		return;
+	}
 	Assert(call != NULL);
 	job->sent = NULL;
 	if ((wait_ms = qc_endpoint_try_judge(&job->attempts, call)) >= 0)
@@ -524,61 +641,49 @@ ms_until(TimestampTz t)
 	return t > now ? (long) ((t - now + 999) / 1000) : 0;
 }
 
-void
-qc_llm_job_run(QcLlmJob *job)
+/* What a step of a job run among many needs. */
+typedef struct JobStep
 {
-	while (!job->done)
-	{
-		ListCell   *lc;
+	QcLlmJob   *job;
+	bool		absorb;
+	QcLlmJobHook hook;
+	void	   *arg;
+} JobStep;
 
-		if (job->not_before != 0)
-			qc_endpoint_sleep(ms_until(job->not_before));
-		foreach(lc, qc_llm_job_next(job))
-			(void) qc_http_run(lfirst(lc));
-		qc_llm_job_absorb(job);
-	}
+static void
+job_step_run(void *arg)
+{
+	JobStep    *step = arg;
+
+	if (step->hook)
+		step->hook(step->job, true, step->arg);
+	if (step->absorb)
+		qc_llm_job_absorb(step->job);
+	else
+		step->job->calls = qc_llm_job_next(step->job);
+	if (step->hook)
+		step->hook(step->job, false, step->arg);
 }
 
 /*
  * One step of a job run among many, in a subtransaction: its failure ends
- * the job with that error and leaves the others going.  A cancel or a
- * termination is everyone's, and raised again.
+ * the job with that error and leaves the others going.
  */
 static void
 job_step(QcLlmJob *job, bool absorb, QcLlmJobHook hook, void *arg)
 {
-	MemoryContext callercxt = CurrentMemoryContext;
-	ResourceOwner owner = CurrentResourceOwner;
+	JobStep		step = {job, absorb, hook, arg};
+	MemoryContext callercxt = MemoryContextSwitchTo(job->cxt);
+	ErrorData  *edata = qc_subxact_run(job_step_run, &step);
 
-	BeginInternalSubTransaction(NULL);
 	MemoryContextSwitchTo(callercxt);
-	PG_TRY();
+	if (edata != NULL)
 	{
-		if (hook)
-			hook(job, true, arg);
-		if (absorb)
-			qc_llm_job_absorb(job);
-		else
-			job->calls = qc_llm_job_next(job);
-		if (hook)
-			hook(job, false, arg);
-		ReleaseCurrentSubTransaction();
-	}
-	PG_CATCH();
-	{
-		MemoryContextSwitchTo(job->cxt);
-		job->error = CopyErrorData();
-		FlushErrorState();
-		RollbackAndReleaseCurrentSubTransaction();
-		if (job->error->sqlerrcode == ERRCODE_QUERY_CANCELED || ProcDiePending)
-			ReThrowError(job->error);
+		job->error = edata;
 		job->done = true;
 		job->calls = NIL;
 		job->sent = NULL;
 	}
-	PG_END_TRY();
-	MemoryContextSwitchTo(callercxt);
-	CurrentResourceOwner = owner;
 }
 
 int
@@ -588,7 +693,8 @@ qc_llm_jobs_step(List *jobs, int concurrency, QcLlmJobHook hook, void *arg)
 												  ALLOCSET_DEFAULT_SIZES);
 	MemoryContext old = MemoryContextSwitchTo(passcxt);
 	TimestampTz now = GetCurrentTimestamp();
-	QcCall	  **batch = palloc(Max(list_length(jobs), 1) * sizeof(QcCall *));
+	int			room = Max(list_length(jobs), 1);
+	QcCall	  **batch = palloc(room * sizeof(QcCall *));
 	int			nbatch = 0;
 	int			going = 0;
 	ListCell   *lc;
@@ -607,8 +713,8 @@ qc_llm_jobs_step(List *jobs, int concurrency, QcLlmJobHook hook, void *arg)
 		job_step(job, false, hook, arg);
 		foreach(c, job->calls)
 		{
-			if (nbatch >= list_length(jobs))
-				batch = repalloc(batch, (nbatch * 2) * sizeof(QcCall *));
+			if (nbatch == room)
+				batch = repalloc(batch, (room *= 2) * sizeof(QcCall *));
 			batch[nbatch++] = lfirst(c);
 		}
 	}
@@ -659,4 +765,17 @@ qc_llm_jobs_run(List *jobs, int concurrency, QcLlmJobHook hook, void *arg)
 			qc_endpoint_sleep(wait);
 		(void) qc_llm_jobs_step(jobs, concurrency, hook, arg);
 	}
+}
+
+/*
+ * A SQL call's run is a run of one job among one: the same passes, so
+ * that there is one loop; its failure, caught by the pass, is raised here
+ * as it was raised there.
+ */
+void
+qc_llm_job_run(QcLlmJob *job)
+{
+	qc_llm_jobs_run(list_make1(job), 1, NULL, NULL);
+	if (job->error != NULL)
+		ReThrowError(job->error);
 }

@@ -50,7 +50,8 @@ typedef struct QcLlmToolRecord
 {
 	int			round;
 	QcToolCall *call;
-	QcToolResult *result;		/* NULL: not run (max_rounds) */
+	QcToolResult *result;		/* NULL: not run (max_rounds), or not yet */
+	QcToolRun  *run;			/* while the call is under way */
 } QcLlmToolRecord;
 
 /* How a run went, so far. */
@@ -77,8 +78,21 @@ extern QcLlmJob *qc_llm_job_new(const QcLlmSpec *spec);
 extern void qc_llm_job_free(QcLlmJob *job);
 
 /*
+ * The job of a queued llm_chat_tools_async request, run in the background:
+ * request is queryclaw.requests.request (or its secrets row), {"prompt",
+ * "tools", "system", "model", "max_rounds", "output_schema"}, an absent
+ * key being a NULL argument; audit_extra (or NULL) goes into the detail of
+ * every audit row of the run (the request id and attempt), owner is kept
+ * for the caller.  Checked again as the SQL function checks its arguments,
+ * as the current user: raises what it would raise.
+ */
+extern QcLlmJob *qc_llm_job_from_request(Jsonb *request, const char *audit_extra,
+										 void *owner);
+
+/*
  * The calls (of QcCall *) to send now, in the job's memory: the next
- * attempt at a model request.  Call it once the job is not done and its
+ * attempt at a model request, or the HTTP requests of the tool calls of
+ * a round (in the background; a SQL call runs them in absorb).  Call it once the job is not done and its
  * not-before time has come.  Raises what keeps the request from going
  * (the role's token budget is spent: 53400).
  */
@@ -88,7 +102,8 @@ extern List *qc_llm_job_next(QcLlmJob *job);
  * Once every call next() gave has ended (sent, or failed: the transport
  * records failures on the calls): move on.  A retryable failure of the
  * model request only sets the job's not-before time; a reply is read and
- * its tool calls run, each in a subtransaction.  Raises the run's failure
+ * its tool calls started (or run), each in subtransactions; the responses
+ * to the tool calls' requests are read.  Raises the run's failure
  * as llm_chat_tools() raises it.
  */
 extern void qc_llm_job_absorb(QcLlmJob *job);
@@ -119,7 +134,10 @@ extern void qc_llm_job_run(QcLlmJob *job);
 
 /*
  * Called around each step of a job run among many (entering true, then
- * false), so that the caller can take on the job's identity and settings.
+ * false), inside the step's subtransaction, so that the caller can take on
+ * the job's identity and settings.  When the step fails, the hook is not
+ * called again: the subtransaction's rollback restores the user id and the
+ * GUC nest level as they were before it.
  */
 typedef void (*QcLlmJobHook) (QcLlmJob *job, bool entering, void *arg);
 
