@@ -80,6 +80,7 @@ struct QcLlmJob
 	bool		done;
 	ErrorData  *error;			/* how a step run among many failed */
 	List	   *calls;			/* qc_llm_jobs_step: the calls of this pass */
+	int			in_flight;		/* how many of them have not ended */
 	List	   *round_records;	/* tool calls under way (QcLlmToolRecord *) */
 };
 
@@ -686,6 +687,29 @@ job_step(QcLlmJob *job, bool absorb, QcLlmJobHook hook, void *arg)
 	}
 }
 
+/* A pass's batch: whose each call is, by its place in the batch. */
+typedef struct Pass
+{
+	QcLlmJob  **job_of;
+	QcLlmJobHook hook;
+	void	   *arg;
+} Pass;
+
+/*
+ * As each call of the batch ends: once all of a job's calls have, the job
+ * takes them in at once, so that each is audited as it ends and frees its
+ * room in the audit queue for a call still waiting to start.
+ */
+static void
+call_ended(QcCall *call, void *arg)
+{
+	Pass	   *pass = arg;
+	QcLlmJob   *job = pass->job_of[call->ord];
+
+	if (--job->in_flight == 0)
+		job_step(job, true, pass->hook, pass->arg);
+}
+
 int
 qc_llm_jobs_step(List *jobs, int concurrency, QcLlmJobHook hook, void *arg)
 {
@@ -695,6 +719,7 @@ qc_llm_jobs_step(List *jobs, int concurrency, QcLlmJobHook hook, void *arg)
 	TimestampTz now = GetCurrentTimestamp();
 	int			room = Max(list_length(jobs), 1);
 	QcCall	  **batch = palloc(room * sizeof(QcCall *));
+	Pass		pass = {palloc(room * sizeof(QcLlmJob *)), hook, arg};
 	int			nbatch = 0;
 	int			going = 0;
 	ListCell   *lc;
@@ -704,31 +729,31 @@ qc_llm_jobs_step(List *jobs, int concurrency, QcLlmJobHook hook, void *arg)
 		QcLlmJob   *job = lfirst(lc);
 		ListCell   *c;
 
-		job->calls = NIL;
 		if (job->done)
 			continue;
 		going++;
 		if (job->not_before > now)
 			continue;
 		job_step(job, false, hook, arg);
+		job->in_flight = list_length(job->calls);
 		foreach(c, job->calls)
 		{
 			if (nbatch == room)
-				batch = repalloc(batch, (room *= 2) * sizeof(QcCall *));
+			{
+				room *= 2;
+				batch = repalloc(batch, room * sizeof(QcCall *));
+				pass.job_of = repalloc(pass.job_of, room * sizeof(QcLlmJob *));
+			}
+			pass.job_of[nbatch] = job;
+			((QcCall *) lfirst(c))->ord = nbatch;
 			batch[nbatch++] = lfirst(c);
 		}
-	}
-	/* the responses stay in this pass's memory until every job took its own */
-	if (nbatch > 0)
-		qc_http_execute_many(batch, nbatch, concurrency, NULL, NULL);
-	foreach(lc, jobs)
-	{
-		QcLlmJob   *job = lfirst(lc);
-
-		if (job->calls != NIL)
-			job_step(job, true, hook, arg);
+		/* a step that failed ended its job: it sends nothing */
 		job->calls = NIL;
 	}
+	/* the responses stay in this pass's memory until it ends */
+	if (nbatch > 0)
+		qc_http_execute_many(batch, nbatch, concurrency, call_ended, &pass);
 	MemoryContextSwitchTo(old);
 	MemoryContextDelete(passcxt);
 	return going;
