@@ -81,6 +81,7 @@ struct QcLlmJob
 	ErrorData  *error;			/* how a step run among many failed */
 	List	   *calls;			/* qc_llm_jobs_step: the calls of this pass */
 	int			in_flight;		/* how many of them have not ended */
+	QcChatReply *reply;			/* read, not yet acted upon */
 	List	   *round_records;	/* tool calls under way (QcLlmToolRecord *) */
 };
 
@@ -569,17 +570,20 @@ qc_llm_job_next(QcLlmJob *job)
 	return list_make1(job->sent);
 }
 
-void
-qc_llm_job_absorb(QcLlmJob *job)
+/*
+ * Read what the calls brought: the model's reply (kept for advance), or
+ * the responses to the round's tool calls.  Audits each call, and sends
+ * nothing, so that it may run as each batch's calls end.
+ */
+static void
+take(QcLlmJob *job)
 {
-	MemoryContext old = MemoryContextSwitchTo(job->cxt);
 	QcCall	   *call = job->sent;
 	int64		wait_ms;
 
 	if (job->round_records != NIL)
 	{
 		finish_tool_calls(job);
-		MemoryContextSwitchTo(old);
 		return;
 	}
 	Assert(call != NULL);
@@ -591,9 +595,28 @@ qc_llm_job_absorb(QcLlmJob *job)
 		call = qc_endpoint_try_last(&job->attempts, call);
 		job->asking = false;
 		job->not_before = 0;
-		take_reply(job, qc_chat_read(&job->chat, job->out.rounds, call,
-									 &job->attempts.att));
+		job->reply = qc_chat_read(&job->chat, job->out.rounds, call, &job->attempts.att);
 	}
+}
+
+/* Move on from a reply taken: this may run tools, and their requests. */
+static void
+advance(QcLlmJob *job)
+{
+	QcChatReply *reply = job->reply;
+
+	job->reply = NULL;
+	if (reply != NULL)
+		take_reply(job, reply);
+}
+
+void
+qc_llm_job_absorb(QcLlmJob *job)
+{
+	MemoryContext old = MemoryContextSwitchTo(job->cxt);
+
+	take(job);
+	advance(job);
 	MemoryContextSwitchTo(old);
 }
 
@@ -642,11 +665,19 @@ ms_until(TimestampTz t)
 	return t > now ? (long) ((t - now + 999) / 1000) : 0;
 }
 
+/* The steps of a job run among many. */
+typedef enum JobStepKind
+{
+	STEP_NEXT,					/* the calls to send */
+	STEP_TAKE,					/* read them, as they end */
+	STEP_ADVANCE				/* once the batch is over: move on */
+} JobStepKind;
+
 /* What a step of a job run among many needs. */
 typedef struct JobStep
 {
 	QcLlmJob   *job;
-	bool		absorb;
+	JobStepKind kind;
 	QcLlmJobHook hook;
 	void	   *arg;
 } JobStep;
@@ -655,15 +686,18 @@ static void
 job_step_run(void *arg)
 {
 	JobStep    *step = arg;
+	QcLlmJob   *job = step->job;
 
 	if (step->hook)
-		step->hook(step->job, true, step->arg);
-	if (step->absorb)
-		qc_llm_job_absorb(step->job);
+		step->hook(job, true, step->arg);
+	if (step->kind == STEP_NEXT)
+		job->calls = qc_llm_job_next(job);
+	else if (step->kind == STEP_TAKE)
+		take(job);
 	else
-		step->job->calls = qc_llm_job_next(step->job);
+		advance(job);
 	if (step->hook)
-		step->hook(step->job, false, step->arg);
+		step->hook(job, false, step->arg);
 }
 
 /*
@@ -671,9 +705,9 @@ job_step_run(void *arg)
  * the job with that error and leaves the others going.
  */
 static void
-job_step(QcLlmJob *job, bool absorb, QcLlmJobHook hook, void *arg)
+job_step(QcLlmJob *job, JobStepKind kind, QcLlmJobHook hook, void *arg)
 {
-	JobStep		step = {job, absorb, hook, arg};
+	JobStep		step = {job, kind, hook, arg};
 	MemoryContext callercxt = MemoryContextSwitchTo(job->cxt);
 	ErrorData  *edata = qc_subxact_run(job_step_run, &step);
 
@@ -684,6 +718,7 @@ job_step(QcLlmJob *job, bool absorb, QcLlmJobHook hook, void *arg)
 		job->done = true;
 		job->calls = NIL;
 		job->sent = NULL;
+		job->reply = NULL;
 	}
 }
 
@@ -697,8 +732,10 @@ typedef struct Pass
 
 /*
  * As each call of the batch ends: once all of a job's calls have, the job
- * takes them in at once, so that each is audited as it ends and frees its
- * room in the audit queue for a call still waiting to start.
+ * reads them at once, so that each is audited as it ends and frees its
+ * room in the audit queue for a call still waiting to start.  Only
+ * reading: moving on may run a tool that makes a request of its own,
+ * which must wait until the transport is done with this batch.
  */
 static void
 call_ended(QcCall *call, void *arg)
@@ -707,7 +744,7 @@ call_ended(QcCall *call, void *arg)
 	QcLlmJob   *job = pass->job_of[call->ord];
 
 	if (--job->in_flight == 0)
-		job_step(job, true, pass->hook, pass->arg);
+		job_step(job, STEP_TAKE, pass->hook, pass->arg);
 }
 
 int
@@ -734,7 +771,7 @@ qc_llm_jobs_step(List *jobs, int concurrency, QcLlmJobHook hook, void *arg)
 		going++;
 		if (job->not_before > now)
 			continue;
-		job_step(job, false, hook, arg);
+		job_step(job, STEP_NEXT, hook, arg);
 		job->in_flight = list_length(job->calls);
 		foreach(c, job->calls)
 		{
@@ -754,6 +791,9 @@ qc_llm_jobs_step(List *jobs, int concurrency, QcLlmJobHook hook, void *arg)
 	/* the responses stay in this pass's memory until it ends */
 	if (nbatch > 0)
 		qc_http_execute_many(batch, nbatch, concurrency, call_ended, &pass);
+	for (int i = 0; i < nbatch; i++)
+		if (pass.job_of[i]->reply != NULL)
+			job_step(pass.job_of[i], STEP_ADVANCE, hook, arg);
 	MemoryContextSwitchTo(old);
 	MemoryContextDelete(passcxt);
 	return going;
