@@ -15,6 +15,7 @@ OBJS = \
 	src/policy.o \
 	src/redact.o \
 	src/call.o \
+	src/callrec.o \
 	src/http.o \
 	src/charset.o \
 	src/html.o \

@@ -113,6 +113,17 @@ RESET queryclaw.audit_query;
 SELECT qc_test.audit_flush();
 SELECT count(*) AS rows, count(query) AS with_query FROM queryclaw.audit_log;
 
+-- a configured key is hidden wherever the statement holds it: the same
+-- statement text, run before and after the key is set, is stored as it is
+-- the first time and with the key hidden the second
+TRUNCATE queryclaw.audit_log;
+SELECT queryclaw.web_fetch(qc_test.url('/hello')) IS NOT NULL AS fetched, 'word plainword4321' AS note;
+SET queryclaw.llm_api_key = 'plainword4321';
+SELECT queryclaw.web_fetch(qc_test.url('/hello')) IS NOT NULL AS fetched, 'word plainword4321' AS note;
+RESET queryclaw.llm_api_key;
+SELECT qc_test.audit_flush();
+SELECT query LIKE '%plainword4321%' AS key_stored FROM queryclaw.audit_log ORDER BY id;
+
 -- Rows are committed by the worker, whatever becomes of the caller's
 -- transaction: a call in a transaction that rolls back, a refusal that
 -- aborts its transaction, an error caught by a PL/pgSQL block.

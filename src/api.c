@@ -18,7 +18,7 @@
 #include "utils/jsonb.h"
 
 #include "api.h"
-#include "audit.h"
+#include "call.h"
 #include "http.h"
 #include "json.h"
 #include "response.h"
@@ -116,7 +116,6 @@ qc_api_result(QcCall *call)
 		return NULL;
 	result = qc_response_jsonb(call);
 	call->outcome = qc_call_status_ok(call) ? QC_OUTCOME_OK : QC_OUTCOME_HTTP_ERROR;
-	qc_audit_call(call);
 	return result;
 }
 
@@ -128,6 +127,7 @@ Datum
 api_call(PG_FUNCTION_ARGS)
 {
 	QcCall	   *call;
+	Jsonb	   *result;
 
 	if (PG_ARGISNULL(0))
 		PG_RETURN_NULL();
@@ -137,6 +137,8 @@ api_call(PG_FUNCTION_ARGS)
 						  PG_ARGISNULL(2) ? NULL : PG_GETARG_JSONB_P(2),
 						  PG_ARGISNULL(3) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(3)),
 						  qc_effective_max_chars(fcinfo, 4));
-	qc_http_execute(call);
-	PG_RETURN_JSONB_P(qc_api_result(call));
+	qc_call_execute(call);
+	result = qc_api_result(call);
+	qc_call_end(call);
+	PG_RETURN_JSONB_P(result);
 }

@@ -20,7 +20,10 @@
 extern QcCall *qc_api_prepare(const char *func, char *url, const char *method,
 							  Jsonb *headers, char *body, int max_chars);
 
-/* api_call's result for a call that has run (audited), or NULL if it failed. */
+/*
+ * api_call's result for a call that has run, its outcome set (the caller
+ * ends the call: call.h), or NULL if it failed.
+ */
 extern Jsonb *qc_api_result(QcCall *call);
 
 #endif							/* QC_API_H */

@@ -19,12 +19,13 @@
  *
  * For the durable case, a call that begins (qc_audit_begin, before any
  * request) reserves room in the queue and stays "pending" until its row is
- * queued.  A caller never waits for room while calls of its own are in
+ * queued: the call holds its reservation (QcCall.audit_pending), and the
+ * list of them is there for the ends that no longer reach the call.  A caller never waits for room while calls of its own are in
  * flight (their end is what frees room); a batch defers its next call
  * instead.  Whatever ends it then still queues a row, without ever waiting
  * for room and without catalog access:
  *
- * - its function records it (qc_audit_call, also used by qc_call_fail);
+ * - its owner (call.c) audits it, once, when it is over (qc_audit_call);
  * - an error during the transfer, a query cancel included:
  *   qc_audit_interrupted, called on the error path of the transport;
  * - an error after the response arrived (say a cancel while HTML is
@@ -116,7 +117,7 @@ StaticAssertDecl(sizeof(uint32) + sizeof(EncodedRecord) + QC_AUDIT_NTEXT +
 				 "QC_AUDIT_MAX_RECORD is too small for the text limits");
 
 /* A durable call between qc_audit_begin() and its queued record. */
-typedef struct PendingCall
+typedef struct QcAuditPending
 {
 	dlist_node	node;
 	QcCall	   *call;
@@ -126,7 +127,11 @@ typedef struct PendingCall
 								 * response arrived; data NULL until then */
 } PendingCall;
 
-/* In TopMemoryContext; each entry holds one reservation in the queue. */
+/*
+ * In TopMemoryContext; each entry holds one reservation in the queue.  Only
+ * the ends of a transaction and of the backend walk it: a call finds its
+ * own entry through QcCall.audit_pending.
+ */
 static dlist_head pending_calls = DLIST_STATIC_INIT(pending_calls);
 
 #define AUDIT_NARGS 16
@@ -173,8 +178,13 @@ static const Oid insert_types[AUDIT_NARGS] = {
 	TEXTOID, JSONBOID
 };
 
-const char *
-qc_audit_checked_outcome(void)
+/*
+ * The outcome of an allowed check_url: "checked"; but "ok" while this
+ * database still has release 0.1's audit_log, whose CHECK constraint does
+ * not know "checked" (until ALTER EXTENSION queryclaw_ext UPDATE).
+ */
+static const char *
+checked_outcome(void)
 {
 	Relation	rel = table_open(ExtensionRelationId, AccessShareLock);
 	ScanKeyData key;
@@ -254,8 +264,29 @@ audit_detail(const QcCall *call)
 }
 
 /*
- * The record of a call.  Uses no catalog: the role name is passed in, so
- * this also serves on the error and exit paths.
+ * The parts of a call's record that its end decides: when, the outcome and
+ * reason (already redacted), what was returned, and the detail (the caller
+ * may add to it up to the end).  Uses no catalog.
+ */
+static void
+audit_record_end(const QcCall *call, const char *outcome, const char *reason,
+				 QcAuditRecord *rec)
+{
+	rec->at = GetCurrentTimestamp();
+	rec->status = (int32) call->status;
+	rec->chars = call->chars;
+	rec->truncated = call->truncated || call->response_cut;
+	rec->bytes = (int64) call->response_len;
+	rec->elapsed_ms = call->elapsed_ms;
+	rec->text[QC_AT_OUTCOME] = bounded(qc_valid_text(outcome), text_limit[QC_AT_OUTCOME]);
+	rec->text[QC_AT_REASON] = bounded(qc_valid_text(reason), text_limit[QC_AT_REASON]);
+	/* JSON cannot be cut: audit_detail keeps it within its bound itself */
+	rec->text[QC_AT_DETAIL] = qc_valid_text(audit_detail(call));
+}
+
+/*
+ * The record of a call; reason is already redacted.  Uses no catalog: the
+ * role name is passed in, so this also serves on the error and exit paths.
  */
 static void
 audit_record(const QcCall *call, const char *role, const char *outcome,
@@ -265,20 +296,16 @@ audit_record(const QcCall *call, const char *role, const char *outcome,
 
 	memset(rec, 0, sizeof(*rec));
 	rec->dboid = MyDatabaseId;
-	rec->at = GetCurrentTimestamp();
 	rec->pid = MyProcPid;
-	rec->status = (int32) call->status;
-	rec->chars = call->chars;
-	rec->truncated = call->truncated || call->response_cut;
-	rec->bytes = (int64) call->response_len;
-	rec->elapsed_ms = call->elapsed_ms;
 	rec->text[QC_AT_ROLE] = role;
 	rec->text[QC_AT_FUNC] = call->func;
 	rec->text[QC_AT_METHOD] = call->method;
 	rec->text[QC_AT_URL] = qc_redact_url(call->url);
-	rec->text[QC_AT_FINAL_URL] = call->final_url ? qc_redact_url(call->final_url) : NULL;
-	rec->text[QC_AT_OUTCOME] = outcome;
-	rec->text[QC_AT_REASON] = reason ? qc_redact_text(reason) : NULL;
+	/* most calls end where they began: that URL is redacted once */
+	if (call->final_url != NULL)
+		rec->text[QC_AT_FINAL_URL] = strcmp(call->final_url, call->url) == 0 ?
+			rec->text[QC_AT_URL] : qc_redact_url(call->final_url);
+
 	/*
 	 * Secrets a caller wrote into the statement are never stored either.
 	 * Only what can be kept is redacted (twice the bound, so that a secret
@@ -297,8 +324,21 @@ audit_record(const QcCall *call, const char *role, const char *outcome,
 	/* nothing that is not valid text is stored, whoever built it */
 	for (int i = 0; i < QC_AUDIT_NTEXT; i++)
 		rec->text[i] = bounded(qc_valid_text(rec->text[i]), text_limit[i]);
-	/* JSON cannot be cut: audit_detail keeps it within its bound itself */
-	rec->text[QC_AT_DETAIL] = qc_valid_text(audit_detail(call));
+	audit_record_end(call, outcome, reason, rec);
+}
+
+/*
+ * The record of a call that ends now, made from the one prepared when its
+ * response arrived (qc_audit_response): only what the end decides is made
+ * again.  The texts of rec point into p's fallback.
+ */
+static void
+audit_record_from_fallback(const QcCall *call, const PendingCall *p,
+						   const char *outcome, const char *reason,
+						   QcAuditRecord *rec)
+{
+	qc_audit_record_decode(p->fallback.data, rec);
+	audit_record_end(call, outcome, reason, rec);
 }
 
 void
@@ -516,21 +556,6 @@ qc_audit_queue_full(int waited_ms, const char *setting, const char **message,
 	*hint = "Check that the audit worker is running (queryclaw.audit_status()), or raise queryclaw.audit_queue_size.";
 }
 
-static PendingCall *
-find_pending(const QcCall *call)
-{
-	dlist_iter	iter;
-
-	dlist_foreach(iter, &pending_calls)
-	{
-		PendingCall *p = dlist_container(PendingCall, node, iter.cur);
-
-		if (p->call == call)
-			return p;
-	}
-	return NULL;
-}
-
 /* Queue data as a pending call's record (NULL: give its room back); forget it. */
 static void
 finish_pending(PendingCall *p, const char *data, int len)
@@ -557,7 +582,11 @@ finish_pending_with(PendingCall *p, const QcAuditRecord *rec)
 	pfree(buf.data);
 }
 
-/* Every pending call begun at nest_level or deeper ended without its row. */
+/*
+ * Every pending call begun at nest_level or deeper ended without its row.
+ * Its QcCall is not touched (after an abort its memory may be gone); such
+ * a call is never used again.
+ */
 static void
 flush_pending(int nest_level)
 {
@@ -610,10 +639,13 @@ audit_exit_callback(int code, Datum arg)
 		PendingCall *p = dlist_container(PendingCall, node, iter.cur);
 		QcAuditRecord rec;
 
-		p->call->elapsed_ms = qc_call_elapsed_ms(p->call);
-		audit_record(p->call, p->role, QC_OUTCOME_CANCELLED,
+		QcCall	   *call = p->call;
+
+		call->elapsed_ms = qc_call_elapsed_ms(call);
+		audit_record(call, p->role, QC_OUTCOME_CANCELLED,
 					 "the session was terminated during the call", &rec);
 		finish_pending_with(p, &rec);
+		call->audit_pending = NULL;
 	}
 }
 
@@ -649,13 +681,14 @@ qc_audit_begin(QcCall *call, bool may_defer)
 	strlcpy(p->role, role, NAMEDATALEN);
 	p->nest_level = GetCurrentTransactionNestLevel();
 	dlist_push_tail(&pending_calls, &p->node);
+	call->audit_pending = p;
 	return QC_AUDIT_ROOM;
 }
 
 void
 qc_audit_response(QcCall *call)
 {
-	PendingCall *p = find_pending(call);
+	PendingCall *p = call->audit_pending;
 	QcAuditRecord rec;
 	MemoryContext old;
 
@@ -672,13 +705,13 @@ qc_audit_response(QcCall *call)
 void
 qc_audit_interrupted(QcCall *call)
 {
-	PendingCall *p = find_pending(call);
+	PendingCall *p = call->audit_pending;
 	MemoryContext old;
 	ErrorData  *edata;
 	QcAuditRecord rec;
 
 	if (p == NULL)
-		return;					/* recorded already, or not durable */
+		return;					/* not durable */
 	/* out of ErrorContext, into the call's own memory */
 	old = MemoryContextSwitchTo(GetMemoryChunkContext(call));
 	edata = CopyErrorData();
@@ -688,20 +721,26 @@ qc_audit_interrupted(QcCall *call)
 	audit_record(call, p->role,
 				 edata->sqlerrcode == ERRCODE_QUERY_CANCELED ?
 				 QC_OUTCOME_CANCELLED : QC_OUTCOME_ERROR,
-				 edata->message, &rec);
+				 edata->message ? qc_redact_text(edata->message) : NULL, &rec);
 	RESUME_INTERRUPTS();
 	finish_pending_with(p, &rec);
+	call->audit_pending = NULL;
 	FreeErrorData(edata);
 	MemoryContextSwitchTo(old);
 }
 
 void
-qc_audit_call(const QcCall *call)
+qc_audit_call(QcCall *call)
 {
-	PendingCall *p = find_pending(call);
+	PendingCall *p = call->audit_pending;
+	const char *outcome = call->outcome;
+	const char *reason = call->reason ? qc_redact_text(call->reason) : NULL;
 	QcAuditRecord rec;
 	StringInfoData buf;
 
+	if (strcmp(outcome, QC_OUTCOME_CHECKED) == 0)
+		outcome = checked_outcome();
+	call->audit_pending = NULL;
 	if (!qc_audit || !qc_auditq_durable())
 	{
 		if (p != NULL)
@@ -709,18 +748,21 @@ qc_audit_call(const QcCall *call)
 		if (qc_audit)
 		{
 			audit_record(call, GetUserNameFromId(GetUserId(), false),
-						 call->outcome, call->reason, &rec);
+						 outcome, reason, &rec);
 			insert_in_caller_transaction(&rec);
 		}
 		return;
 	}
-	audit_record(call, p ? p->role : GetUserNameFromId(GetUserId(), false),
-				 call->outcome, call->reason, &rec);
 	if (p != NULL)
 	{
+		if (p->fallback.data != NULL)
+			audit_record_from_fallback(call, p, outcome, reason, &rec);
+		else
+			audit_record(call, p->role, outcome, reason, &rec);
 		finish_pending_with(p, &rec);
 		return;
 	}
+	audit_record(call, GetUserNameFromId(GetUserId(), false), outcome, reason, &rec);
 	/* a call that did not go through the transport */
 	initStringInfo(&buf);
 	qc_audit_record_encode(&rec, &buf);

@@ -11,7 +11,7 @@
 
 #include "lib/stringinfo.h"
 
-#include "call.h"
+#include "callrec.h"
 
 /* The text columns of an audit row, in the order records carry them. */
 typedef enum QcAuditText
@@ -58,7 +58,8 @@ typedef enum QcAuditRoom
 } QcAuditRoom;
 
 /*
- * The life of a call, as the transport (http.c) reports it.
+ * The life of a call, as its owner (call.c) reports it from the transport's
+ * hooks (http.h).  The call holds its reservation (QcCall.audit_pending).
  *
  * begin, before anything is sent, reserves room for the call's record in
  * the queue.  With may_defer (other calls of the caller's are in flight),
@@ -84,15 +85,11 @@ extern void qc_audit_queue_full(int waited_ms, const char *setting,
  * Record the call (whatever its outcome) when queryclaw.audit is on: through
  * the audit worker when this database is the one it writes into, else in
  * the caller's transaction (if that transaction aborts, the row goes too).
+ * Only the call's owner (call.c) calls it, once per call.  The outcome
+ * "checked" is written "ok" while this database has release 0.1's
+ * audit_log, whose CHECK constraint does not know it.
  */
-extern void qc_audit_call(const QcCall *call);
-
-/*
- * The outcome of an allowed check_url: "checked"; but "ok" while this
- * database still has release 0.1's audit_log, whose CHECK constraint does
- * not know "checked" (until ALTER EXTENSION queryclaw_ext UPDATE).
- */
-extern const char *qc_audit_checked_outcome(void);
+extern void qc_audit_call(QcCall *call);
 
 /* Records as the queue carries them. */
 extern void qc_audit_record_encode(const QcAuditRecord *rec, StringInfo buf);

@@ -4,7 +4,7 @@
  *	  SQL entry points for concurrent batches: web_fetch_many() and
  *	  api_call_many().
  *
- * Both run their requests through qc_http_execute_many(), at most
+ * Both run their requests through qc_call_run_many(), at most
  * queryclaw.max_concurrency at once, and return one row per request in
  * input order.  A request that fails (invalid URL, refused, HTTP error,
  * timeout) gives a row with an error and never aborts the batch; only a
@@ -13,7 +13,8 @@
  * Memory stays bounded by what is returned: each response is shaped as
  * soon as it arrives, in a scratch context that is reset afterwards, and
  * its raw body is freed, so a batch holds at most max_concurrency bodies of
- * max_bytes while transfers run.
+ * max_bytes in transfer, and as many that just arrived: the transport
+ * starts the next requests before it hands those back (http.c).
  *
  *-------------------------------------------------------------------------
  */
@@ -31,7 +32,7 @@
 
 #include "api.h"
 #include "guc.h"
-#include "http.h"
+#include "call.h"
 #include "json.h"
 #include "response.h"
 
@@ -59,7 +60,10 @@ typedef struct Batch
 	MemoryContext scratch_cxt;	/* reset after each response */
 } Batch;
 
-/* Shape one finished call into its row; runs as each call ends. */
+/*
+ * Shape one finished call into its row; runs as each call ends, before the
+ * call is audited (call.c).
+ */
 static void
 shape_row(QcCall *call, void *arg)
 {
@@ -94,6 +98,13 @@ shape_row(QcCall *call, void *arg)
 	row->status = call->status;
 	row->error = qc_call_error_text(call);
 	row->elapsed_ms = call->elapsed_ms;
+	/* a failure found while shaping is in the scratch: the audit reads it */
+	if (call->error_code != 0)
+	{
+		call->reason = pstrdup(call->reason);
+		call->error_detail = call->error_detail ? pstrdup(call->error_detail) : NULL;
+		call->error_hint = call->error_hint ? pstrdup(call->error_hint) : NULL;
+	}
 	MemoryContextSwitchTo(old);
 
 	/* the raw response is no longer needed */
@@ -124,7 +135,7 @@ run_and_return(FunctionCallInfo fcinfo, Batch *batch, char **urls)
 		for (int i = 0; i < batch->ncalls; i++)
 			if (batch->calls[i] != NULL)
 				sent[nsent++] = batch->calls[i];
-		qc_http_execute_many(sent, nsent, qc_max_concurrency, shape_row, batch);
+		qc_call_run_many(sent, nsent, qc_max_concurrency, shape_row, batch);
 	}
 	MemoryContextDelete(batch->scratch_cxt);
 

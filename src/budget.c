@@ -38,7 +38,11 @@ PG_FUNCTION_INFO_V1(budget_status);
 
 /* 48 half-hour steps: a sliding day */
 static QcRoleCounts tokens = {
-	.name = "queryclaw_budget", .steps = 48, .step_us = 30 * USECS_PER_MINUTE
+	.name = "queryclaw_budget", .steps = 48, .step_us = 30 * USECS_PER_MINUTE,
+	.words = {"queryclaw.max_tokens_per_day", "token budget", "budget", "used",
+		"tokens in the last 24 hours", "too many roles use tokens at once",
+		"token counters",
+	"earlier requests leave the 24-hour window (queryclaw.my_budget shows the count)"}
 };
 
 void
@@ -47,37 +51,11 @@ qc_budget_init(void)
 	qc_rolecounts_register(&tokens);
 }
 
-void
-qc_budget_admit(QcCall *call)
+bool
+qc_budget_admit(QcVerdict *v)
 {
-	int			budget = qc_max_tokens_per_day;
-	Oid			role = GetUserId();
-	const char *name;
-	int64		used;
-
-	if (budget == 0)
-		return;
-	name = GetUserNameFromId(role, false);
-	if (tokens.table == NULL)
-		qc_call_fail(call, QC_OUTCOME_REFUSED, ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
-					 "token budgets need queryclaw_ext in shared_preload_libraries",
-					 psprintf("queryclaw.max_tokens_per_day is %d for role %s, and the per-role counters live in shared memory.",
-							  budget, name),
-					 "Add queryclaw_ext to shared_preload_libraries and restart the server, or set queryclaw.max_tokens_per_day to 0.");
-	/* counting nothing makes sure the role has an entry to count in */
-	if (!qc_rolecounts_add(&tokens, role, 0, 0, &used))
-		qc_call_fail(call, QC_OUTCOME_REFUSED, ERRCODE_CONFIGURATION_LIMIT_EXCEEDED,
-					 "too many roles use tokens at once",
-					 psprintf("The per-role token counters hold %d roles, and each of them used tokens in the last 24 hours.",
-							  QC_ROLECOUNT_ROLES),
-					 "Set queryclaw.max_tokens_per_day to 0 for roles that need no budget.");
-	if (used >= budget)
-		qc_call_fail(call, QC_OUTCOME_REFUSED, ERRCODE_CONFIGURATION_LIMIT_EXCEEDED,
-					 psprintf("token budget exceeded for role \"%s\"", name),
-					 psprintf("Role %s used %lld tokens in the last 24 hours; queryclaw.max_tokens_per_day is %d.",
-							  name, (long long) used, budget),
-					 psprintf("Wait until earlier requests leave the 24-hour window (queryclaw.my_budget shows the count), or have a superuser raise the budget with ALTER ROLE %s SET queryclaw.max_tokens_per_day.",
-							  quote_identifier(name)));
+	/* counting nothing: a reply's tokens are counted (qc_budget_count) */
+	return qc_rolecounts_admit(&tokens, 0, qc_max_tokens_per_day, v);
 }
 
 void

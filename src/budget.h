@@ -9,17 +9,19 @@
 #ifndef QC_BUDGET_H
 #define QC_BUDGET_H
 
-#include "http.h"
+#include "verdict.h"
 
 /* _PG_init, while preloading: shared memory hooks. */
 extern void qc_budget_init(void);
 
 /*
- * Before a request to the LLM or embeddings endpoint: refuse it (53400,
- * audited on the call, raised) when the calling role has spent its
- * budget; 55000 when a budget is set but the library was not preloaded.
+ * Before a request to the LLM or embeddings endpoint: the budget's
+ * verdict.  Refused (53400) when the calling role has spent its budget
+ * (retry_at: the earliest time tokens leave the window); 55000 when a
+ * budget is set but the library was not preloaded.  Never raises nor
+ * audits.
  */
-extern void qc_budget_admit(QcCall *call);
+extern bool qc_budget_admit(QcVerdict *verdict);
 
 /* After a reply: count the tokens its usage reported. */
 extern void qc_budget_count(int64 n);

@@ -1,79 +1,180 @@
 /*-------------------------------------------------------------------------
  *
  * call.c
- *	  The life of a QcCall outside the transport: its creation, and how a
- *	  failure is recorded (audited) and, for single calls, raised.
+ *	  The owner of a call's life: it admits the call, starts it on the
+ *	  transport, takes its failure or its result, and audits it, once.
  *
- * Failures are values first: qc_call_record() audits a failure and keeps
- * its message on the call, so that a batch can report it in a row and go
- * on; a single call then raises it with qc_call_raise().
+ * The checks return verdicts (policy.c, ratelimit.c, budget.c) and the
+ * other layers write what they find on the call (callrec.h); none of them
+ * audits or raises.  Here:
+ *
+ * - admission, asked by the transport just before a call starts: room for
+ *   its audit row in the durable queue (audit.c) — later, if calls of the
+ *   batch in flight will free some — then the rate limit's verdict;
+ * - the end of the transfer: a failure is audited at once; a response is
+ *   handed to the caller's shaping (QcCallDone, or the caller of
+ *   qc_call_run), and audited when that is done (qc_call_end);
+ * - a query cancel during the transfer: the calls in flight are audited as
+ *   cancelled on the error path (qc_audit_interrupted);
+ * - a single call's failure is raised (qc_call_raise), after its audit.
+ *
+ * QcCall.audited makes "once" hold whichever of these comes first.
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
 #include "utils/builtins.h"
-#include "utils/timestamp.h"
 
 #include "audit.h"
+#include "budget.h"
 #include "call.h"
-#include "content.h"
-#include "guc.h"
+#include "charset.h"
+#include "http.h"
+#include "ratelimit.h"
 #include "redact.h"
 
-QcCall *
-qc_call_new(const char *func, const char *method, const char *url)
+/* One run of the transport: what to do with each call as it ends. */
+typedef struct CallRun
 {
-	QcCall	   *call = palloc0(sizeof(QcCall));
+	QcCallDone	on_done;		/* the caller's shaping, or NULL */
+	void	   *arg;
+	bool		end_each;		/* audit a call with a response once shaped */
+} CallRun;
 
-	call->func = func;
-	call->method = method;
-	call->url = url;
-	call->max_chars = qc_max_chars;
-	call->chars = -1;
-	call->started = GetCurrentTimestamp();
-	call->timeout_ms = qc_timeout;
-	call->timeout_setting = "queryclaw.timeout";
-	call->max_bytes = QC_MAX_BYTES();
-	return call;
+/* The transport's admit hook (http.h). */
+static QcAdmission
+admit_call(QcCall *call, bool others_in_flight, void *arg)
+{
+	QcVerdict	verdict;
+	const char *message;
+	char	   *detail;
+	const char *hint;
+
+	switch (qc_audit_begin(call, others_in_flight))
+	{
+		case QC_AUDIT_ROOM:
+			break;
+		case QC_AUDIT_DEFER:
+			return QC_ADMIT_LATER;
+		case QC_AUDIT_NO_ROOM:
+			qc_audit_queue_full(call->timeout_ms, call->timeout_setting,
+								&message, &detail, &hint);
+			qc_call_set_failure(call, QC_OUTCOME_ERROR, ERRCODE_INSUFFICIENT_RESOURCES,
+								message, detail, hint);
+			/* nothing was sent, and there is no room for its row */
+			call->audited = true;
+			return QC_ADMIT_ENDED;
+	}
+	if (!qc_ratelimit_admit(&verdict))
+	{
+		qc_call_set_refusal(call, &verdict);
+		return QC_ADMIT_ENDED;
+	}
+	return QC_ADMIT_START;
 }
 
 /*
- * A message, detail or hint of a failed call as it is kept and raised:
- * valid text (it may quote a server), and no secret (raised, it reaches
- * the server log).  NULL for NULL.
+ * The transport's done hook.  A failure is audited before the caller sees
+ * it; a response keeps a record for an unexpected end (a cancel while it is
+ * shaped: audit.c) and is audited once shaped.
  */
-static char *
-shown_text(const QcCall *call, const char *text)
+static void
+call_ended(QcCall *call, void *arg)
 {
-	if (text == NULL)
-		return NULL;
-	return qc_redact_echo(qc_valid_text(text), call->url, call->final_url, call->headers);
+	CallRun    *run = arg;
+
+	if (call->error_code != 0)
+		qc_call_end(call);
+	else
+		qc_audit_response(call);
+	if (run->on_done)
+		run->on_done(call, run->arg);
+	if (run->end_each)
+		qc_call_end(call);
+}
+
+/* The transport's interrupted hook: on the error path, so no catalogs. */
+static void
+call_interrupted(QcCall *call, void *arg)
+{
+	if (call->audited)
+		return;
+	call->audited = true;
+	qc_audit_interrupted(call);
+}
+
+static void
+run_calls(QcCall **calls, int ncalls, int concurrency, CallRun *run)
+{
+	QcTransportHooks hooks = {admit_call, call_ended, call_interrupted, run};
+
+	qc_http_execute_many(calls, ncalls, concurrency, &hooks);
 }
 
 void
-qc_call_set_failure(QcCall *call, const char *outcome, int sqlerrcode,
-					const char *message, const char *detail, const char *hint)
+qc_call_run_many(QcCall **calls, int ncalls, int concurrency,
+				 QcCallDone on_done, void *arg)
 {
-	call->outcome = outcome;
-	call->error_code = sqlerrcode;
-	call->reason = shown_text(call, message);
-	call->error_detail = shown_text(call, detail);
-	call->error_hint = shown_text(call, hint);
-	call->elapsed_ms = qc_call_elapsed_ms(call);
+	CallRun		run = {on_done, arg, true};
+
+	run_calls(calls, ncalls, concurrency, &run);
+}
+
+bool
+qc_call_run(QcCall *call)
+{
+	CallRun		run = {NULL, NULL, false};
+
+	run_calls(&call, 1, 1, &run);
+	return call->error_code == 0;
 }
 
 void
-qc_call_record(QcCall *call, const char *outcome, int sqlerrcode,
-			   const char *message, const char *detail, const char *hint)
+qc_call_execute(QcCall *call)
 {
-	qc_call_set_failure(call, outcome, sqlerrcode, message, detail, hint);
+	if (!qc_call_run(call))
+		qc_call_raise(call);
+}
+
+bool
+qc_call_admit(QcCall *call)
+{
+	QcVerdict	verdict;
+
+	if (qc_ratelimit_admit(&verdict))
+		return true;
+	qc_call_set_refusal(call, &verdict);
+	return false;
+}
+
+void
+qc_call_admit_tokens(QcCall *call)
+{
+	QcVerdict	verdict;
+
+	if (qc_budget_admit(&verdict))
+		return;
+	qc_call_set_refusal(call, &verdict);
+	qc_call_raise(call);
+}
+
+void
+qc_call_end(QcCall *call)
+{
+	if (call->audited)
+		return;
+	call->audited = true;
+	/* a response nothing judged otherwise: its status says */
+	if (call->outcome == NULL)
+		call->outcome = qc_call_status_ok(call) ? QC_OUTCOME_OK : QC_OUTCOME_HTTP_ERROR;
 	qc_audit_call(call);
 }
 
 void
-qc_call_raise(const QcCall *call)
+qc_call_raise(QcCall *call)
 {
+	qc_call_end(call);
 	ereport(ERROR,
 			(errcode(call->error_code),
 			 errmsg_internal("%s", call->reason),
@@ -86,7 +187,7 @@ void
 qc_call_fail(QcCall *call, const char *outcome, int sqlerrcode,
 			 const char *message, const char *detail, const char *hint)
 {
-	qc_call_record(call, outcome, sqlerrcode, message, detail, hint);
+	qc_call_set_failure(call, outcome, sqlerrcode, message, detail, hint);
 	qc_call_raise(call);
 }
 
@@ -107,13 +208,4 @@ qc_call_api_reply(QcCall *call, const char *what, const char *key_hint,
 					 call->status == 401 || call->status == 403 ? key_hint : NULL);
 	}
 	return text;
-}
-
-char *
-qc_call_error_text(const QcCall *call)
-{
-	if (call->error_code == 0)
-		return NULL;
-	return call->error_detail ? psprintf("%s: %s", call->reason, call->error_detail) :
-		pstrdup(call->reason);
 }

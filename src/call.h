@@ -1,133 +1,75 @@
 /*-------------------------------------------------------------------------
  *
  * call.h
- *	  One HTTP call (QcCall): what the caller asked for, what came back, and
- *	  what the audit log will say about it; and call.c's functions on it.
+ *	  The owner of a call's life (call.c): admission, the transport, the
+ *	  recorded failure or result, and the one audit row.
+ *
+ * Every SQL entry point (and the asynchronous worker) runs its calls
+ * through these functions, and nothing else audits a call:
+ *
+ *	 admit		the verdicts (the policy's, in the transport, for every hop;
+ *				the rate limit's; the token budget's where it applies) and
+ *				room for the audit row
+ *	 transport	http.c, asking back through its hooks
+ *	 shape		the caller's (response.c, api.c, ...), which writes the
+ *				characters returned, or a failure, on the call
+ *	 audit		once, as the call ends (qc_call_end)
  *
  *-------------------------------------------------------------------------
  */
 #ifndef QC_CALL_H
 #define QC_CALL_H
 
-#include "datatype/timestamp.h"
-#include "nodes/pg_list.h"
-#include "utils/timestamp.h"
+#include "callrec.h"
 
-#include "compat.h"
-
-/* A request header, validated by qc_http_validate_header(). */
-typedef struct QcHeader
-{
-	char	   *name;
-	char	   *value;
-} QcHeader;
-
-/* Audit outcomes (README, "Audit"). */
-#define QC_OUTCOME_OK			"ok"
-#define QC_OUTCOME_HTTP_ERROR	"http_error"
-#define QC_OUTCOME_REFUSED		"refused"
-#define QC_OUTCOME_TIMEOUT		"timeout"
-#define QC_OUTCOME_ERROR		"error"
-#define QC_OUTCOME_CANCELLED	"cancelled"
-#define QC_OUTCOME_CHECKED		"checked"	/* check_url; see audit.h */
-
-typedef struct QcCall
-{
-	/* the request, set by the SQL entry point */
-	const char *func;			/* SQL function name, for the audit log */
-	const char *method;			/* upper case, validated */
-	const char *url;			/* as the caller gave it */
-	List	   *headers;		/* of QcHeader *, validated */
-	const char *body;			/* UTF-8 request body, or NULL */
-	size_t		body_len;
-	int			max_chars;		/* effective limit on returned characters */
-	int			ord;			/* position in a batch (0-based) */
-	const char *host;			/* first hop's host, once known (http.c) */
-	TimestampTz started;
-
-	/*
-	 * Per-call limits and audit additions.  qc_call_new() sets the defaults
-	 * (queryclaw.timeout, queryclaw.max_bytes, nothing extra); the LLM and
-	 * search endpoints change them.
-	 */
-	int			timeout_ms;		/* whole request, redirects included */
-	const char *timeout_setting;	/* the setting named in a timeout error */
-	size_t		max_bytes;		/* body bytes kept; the transfer is cut there */
-	char	   *audit_extra;	/* more "key": value members for the audit
-								 * row's detail object, or NULL */
-
-	/*
-	 * A trusted endpoint: the DBA's own queryclaw.llm_url or
-	 * queryclaw.search_url, never a URL a caller or a model chose.  For the
-	 * first hop only, the host lists, the literal-address check, read_only
-	 * and the connect-time address check (block_local) are skipped;
-	 * queryclaw.enabled and the http/https rule still apply.  A redirect
-	 * leaves the trusted URL, so every later hop gets the whole policy.
-	 */
-	bool		trusted;
-
-	/* the response, filled by qc_http_execute() */
-	char	   *final_url;		/* after redirects */
-	long		status;			/* 0 until a response arrived */
-	char	   *content_type;	/* NULL when the server sent none */
-	char	   *response_headers;	/* raw header block of the final response */
-	char	   *response_body;	/* body bytes (NUL-terminated copy) */
-	size_t		response_len;
-	bool		response_cut;	/* cut at queryclaw.max_bytes */
-	int			redirects;
-	char	   *redirect_held;	/* a redirect not followed (http.c), redacted */
-	double		elapsed_ms;
-
-	/* the verdict, filled as the call ends, written to the audit log */
-	const char *outcome;
-	char	   *reason;			/* the error message when the call failed */
-	int			error_code;		/* its SQLSTATE; 0 while the call has not failed */
-	char	   *error_detail;
-	char	   *error_hint;
-	int			chars;			/* characters returned, -1 if none */
-	bool		truncated;		/* cut by max_bytes or max_chars */
-} QcCall;
-
-/* Start a call record with the defaults (no response yet). */
-extern QcCall *qc_call_new(const char *func, const char *method, const char *url);
+/* Called as each call of a batch ends, in completion order. */
+typedef void (*QcCallDone) (QcCall *call, void *arg);
 
 /*
- * Did a 2xx response arrive?  The one test of success: api_call's "ok",
- * the audit outcome "ok", and the errors of web_fetch and the endpoints.
+ * Run many calls, at most concurrency at once (and at most
+ * queryclaw.max_host_concurrency to one host): each admitted, sent and, as
+ * it ends, handed to on_done (may be NULL) to be shaped, then audited.
+ * Failures are recorded on each call, never raised; on_done may record one
+ * too.  Only a query cancel or an internal error ends the batch early (the
+ * calls in flight are audited as cancelled).
  */
-static inline bool
-qc_call_status_ok(const QcCall *call)
-{
-	return call->status >= 200 && call->status <= 299;
-}
-
-/* Milliseconds since the call started. */
-static inline double
-qc_call_elapsed_ms(const QcCall *call)
-{
-	return (GetCurrentTimestamp() - call->started) / 1000.0;
-}
+extern void qc_call_run_many(QcCall **calls, int ncalls, int concurrency,
+							 QcCallDone on_done, void *arg);
 
 /*
- * Record a failure: audit the call with the given outcome and keep the
- * message (primary; detail and hint may be NULL) on it.  Does not raise.
+ * Run one call.  Returns true when a response (of any status) arrived: the
+ * caller shapes it and ends the call (qc_call_end, or qc_call_raise for a
+ * failure of its own).  Returns false with the failure recorded and
+ * audited.
  */
-extern void qc_call_record(QcCall *call, const char *outcome, int sqlerrcode,
-						   const char *message, const char *detail,
-						   const char *hint);
+extern bool qc_call_run(QcCall *call);
+
+/* qc_call_run, raising the failure. */
+extern void qc_call_execute(QcCall *call);
 
 /*
- * qc_call_record without the audit: for a call that never started because
- * there was no room for its audit record.
+ * The rate limit's verdict for a call that does not go through the
+ * transport (check_url's lookup); a refusal is recorded on the call.
  */
-extern void qc_call_set_failure(QcCall *call, const char *outcome, int sqlerrcode,
-								const char *message, const char *detail,
-								const char *hint);
+extern bool qc_call_admit(QcCall *call);
 
-/* Raise the failure recorded on the call. */
-extern void qc_call_raise(const QcCall *call) pg_attribute_noreturn();
+/*
+ * The token budget's verdict for a call to the LLM or embeddings endpoint:
+ * a refusal is recorded, audited and raised (53400, or 55000 without the
+ * preload).
+ */
+extern void qc_call_admit_tokens(QcCall *call);
 
-/* qc_call_record, then qc_call_raise. */
+/*
+ * The call is over, with its result or a failure recorded: audit it, unless
+ * that was done already.  Every call ends here or in qc_call_raise.
+ */
+extern void qc_call_end(QcCall *call);
+
+/* Audit the call (qc_call_end) and raise the failure recorded on it. */
+extern void qc_call_raise(QcCall *call) pg_attribute_noreturn();
+
+/* qc_call_set_failure, then qc_call_raise. */
 extern void qc_call_fail(QcCall *call, const char *outcome, int sqlerrcode,
 						 const char *message, const char *detail,
 						 const char *hint) pg_attribute_noreturn();
@@ -141,8 +83,5 @@ extern void qc_call_fail(QcCall *call, const char *outcome, int sqlerrcode,
  */
 extern const char *qc_call_api_reply(QcCall *call, const char *what,
 									 const char *key_hint, const char *note);
-
-/* "message: detail" of a failed call, for a batch's error column; or NULL. */
-extern char *qc_call_error_text(const QcCall *call);
 
 #endif							/* QC_CALL_H */

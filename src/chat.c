@@ -40,8 +40,8 @@
 #include "utils/builtins.h"
 #include "utils/json.h"
 
-#include "audit.h"
 #include "budget.h"
+#include "call.h"
 #include "chat.h"
 #include "content.h"
 #include "endpoint.h"
@@ -562,7 +562,7 @@ qc_chat_request(QcChat *chat, int round)
 {
 	QcCall	   *call = new_request(chat, round);
 
-	qc_budget_admit(call);
+	qc_call_admit_tokens(call);
 	return call;
 }
 
@@ -590,6 +590,6 @@ qc_chat_read(QcChat *chat, int round, QcCall *call, const QcAttempts *attempts)
 		call->audit_extra = psprintf("%s, \"attempt\": %d", call->audit_extra, attempts->count);
 	call->chars = reply->content ? qc_count_chars(reply->content) : 0;
 	call->outcome = QC_OUTCOME_OK;
-	qc_audit_call(call);
+	qc_call_end(call);
 	return reply;
 }

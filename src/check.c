@@ -21,11 +21,10 @@
 #include "utils/json.h"
 #include "utils/jsonb.h"
 
-#include "audit.h"
+#include "call.h"
 #include "check.h"
 #include "guc.h"
 #include "json.h"
-#include "ratelimit.h"
 #include "resolve.h"
 #include "response.h"
 
@@ -48,7 +47,7 @@ append_json_text(StringInfo out, const char *key, const char *value)
  * addresses (the proxy does both), so neither does the check.
  */
 static bool
-resolve_and_check(const QcUrl *url, StringInfo addresses, QcRefusal *refusal)
+resolve_and_check(const QcUrl *url, StringInfo addresses, QcVerdict *refusal)
 {
 	QcInetAddr	addrs[32];
 	int			naddrs;
@@ -97,7 +96,7 @@ resolve_and_check(const QcUrl *url, StringInfo addresses, QcRefusal *refusal)
  */
 static void
 audit_check(QcCall *call, const QcUrl *url, bool allowed, const char *outcome,
-			const QcRefusal *refusal, const char *addresses)
+			const QcVerdict *refusal, const char *addresses)
 {
 	if (url != NULL)
 		call->final_url = url->url;
@@ -106,14 +105,14 @@ audit_check(QcCall *call, const QcUrl *url, bool allowed, const char *outcome,
 			psprintf("%s, \"addresses\": %s", call->audit_extra, addresses) :
 			psprintf("\"addresses\": %s", addresses);
 	if (!allowed)
+		qc_call_set_failure(call, outcome, refusal->sqlerrcode, refusal->message,
+							refusal->detail, refusal->hint);
+	else
 	{
-		qc_call_record(call, outcome, refusal->sqlerrcode, refusal->message,
-					   refusal->detail, refusal->hint);
-		return;
+		call->outcome = QC_OUTCOME_CHECKED;
+		call->elapsed_ms = qc_call_elapsed_ms(call);
 	}
-	call->outcome = qc_audit_checked_outcome();
-	call->elapsed_ms = qc_call_elapsed_ms(call);
-	qc_audit_call(call);
+	qc_call_end(call);
 }
 
 char *
@@ -123,7 +122,7 @@ qc_check_url_json(const char *given, char *audit_extra)
 	StringInfoData addresses;
 	QcCall	   *call = qc_call_new("check_url", "GET", given);
 	QcUrl		url;
-	QcRefusal	refusal = {0};
+	QcVerdict	refusal = {0};
 	char	   *error;
 	bool		allowed;
 	bool		parsed;
@@ -131,7 +130,7 @@ qc_check_url_json(const char *given, char *audit_extra)
 
 	/* a lookup goes out like a request: it counts, and over the limit, 53400 */
 	call->audit_extra = audit_extra;
-	if (!qc_ratelimit_check(call))
+	if (!qc_call_admit(call))
 		qc_call_raise(call);
 
 	initStringInfo(&out);

@@ -29,8 +29,8 @@
 #include "utils/json.h"
 #include "utils/tuplestore.h"
 
-#include "audit.h"
 #include "budget.h"
+#include "call.h"
 #include "endpoint.h"
 #include "guc.h"
 #include "http.h"
@@ -190,7 +190,7 @@ send_group(const EmbedTarget *t, char **inputs, int n, ArrayType **out)
 	appendStringInfo(&extra, ", \"inputs\": %d", n);
 	proto->audit_extra = extra.data;
 
-	qc_budget_admit(proto);
+	qc_call_admit_tokens(proto);
 	call = qc_endpoint_send(proto, QC_ENDPOINT_EMBED, &attempts);
 	text = qc_call_api_reply(call, "the embeddings endpoint",
 							 "Check queryclaw.embed_api_key (or queryclaw.llm_api_key).",
@@ -207,7 +207,7 @@ send_group(const EmbedTarget *t, char **inputs, int n, ArrayType **out)
 	call->audit_extra = extra.data;
 	call->chars = 0;
 	call->outcome = QC_OUTCOME_OK;
-	qc_audit_call(call);
+	qc_call_end(call);
 }
 
 /* Embed inputs[0..n-1] (NULL ones stay NULL) in groups of embed_batch_size. */

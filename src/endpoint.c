@@ -27,6 +27,7 @@
 #include "compat.h"
 #include "endpoint.h"
 #include "guc.h"
+#include "http.h"
 
 /* A new call for one attempt at proto's request. */
 static QcCall *
@@ -187,12 +188,13 @@ qc_endpoint_try_judge(QcEndpointTry *t, QcCall *call)
 	}
 	if (verdict != QC_RETRY_WAIT)
 		return -1;
-	/* a failure without a response was audited by the transport */
+	/* this attempt is over (a failure without a response is audited) */
 	if (t->responded)
-		qc_call_record(call, QC_OUTCOME_HTTP_ERROR, ERRCODE_EXTERNAL_ROUTINE_EXCEPTION,
-					   psprintf("HTTP status %ld, tried again after %s", call->status,
-								show_ms(wait_ms)),
-					   NULL, NULL);
+		qc_call_set_failure(call, QC_OUTCOME_HTTP_ERROR, ERRCODE_EXTERNAL_ROUTINE_EXCEPTION,
+							psprintf("HTTP status %ld, tried again after %s", call->status,
+									 show_ms(wait_ms)),
+							NULL, NULL);
+	qc_call_end(call);
 	return wait_ms;
 }
 
@@ -224,7 +226,7 @@ qc_endpoint_send(const QcCall *proto, QcRetryEndpoint endpoint,
 	for (;;)
 	{
 		call = qc_endpoint_try_call(&t);
-		(void) qc_http_run(call);
+		(void) qc_call_run(call);
 		if ((wait_ms = qc_endpoint_try_judge(&t, call)) < 0)
 			break;
 		qc_endpoint_sleep(wait_ms);

@@ -9,7 +9,7 @@
 #ifndef QC_ENDPOINT_H
 #define QC_ENDPOINT_H
 
-#include "http.h"
+#include "call.h"
 #include "retry.h"
 
 /* How the attempts went, for the caller's final error. */
@@ -25,7 +25,7 @@ typedef struct QcAttempts
 /*
  * Send proto's request to a trusted endpoint (proto->trusted is set) and
  * return the last attempt's call, with a response of any status: the caller
- * judges it and audits it (qc_audit_call or qc_call_fail).  A retryable
+ * judges it and ends it (qc_call_end or qc_call_fail: call.h).  A retryable
  * status or failure is audited (its "attempt" in the detail from the
  * second on), then waited for (interruptibly, as a wait event) and sent
  * again as a new call, until it succeeds, retry_max retries were made, or

@@ -14,10 +14,9 @@
 #include "mb/pg_wchar.h"
 #include "utils/builtins.h"
 
-#include "audit.h"
+#include "call.h"
 #include "content.h"
 #include "guc.h"
-#include "http.h"
 #include "llm.h"
 #include "redact.h"
 #include "response.h"
@@ -66,10 +65,11 @@ web_fetch(PG_FUNCTION_ARGS)
 
 	call = qc_call_new("web_fetch", "GET", url);
 	call->max_chars = extract ? Min(qc_max_chars, qc_llm_tool_max_chars) : max_chars;
-	qc_http_run(call);
+	qc_call_run(call);
 	result = qc_fetch_result(call, format);
 	if (result == NULL)
 		qc_call_raise(call);
+	qc_call_end(call);
 	if (extract != NULL)
 	{
 		result = qc_llm_extract(call->final_url, result, call->truncated, extract);

@@ -26,6 +26,11 @@
  * they never palloc, ereport or longjmp.  Everything they allocate is freed
  * in a PG_FINALLY block, so an error or a cancel leaks nothing.
  *
+ * The transport knows nothing of audit, rate limits or budgets: the owner
+ * of the calls (call.c) is asked through hooks (http.h) whether each call
+ * may start, and is handed each call as it ends.  A failure is written on
+ * its call (callrec.h), never audited or raised here.
+ *
  * The request headers a caller may set are checked here too (at the end of
  * the file): the transport sets Host, Content-Length and the hop-by-hop
  * headers itself, and no value may smuggle in a line of its own.
@@ -47,12 +52,10 @@
 #include "utils/timestamp.h"
 #include "utils/wait_event.h"
 
-#include "audit.h"
 #include "compat.h"
 #include "content.h"
 #include "guc.h"
 #include "http.h"
-#include "ratelimit.h"
 #include "redact.h"
 #include "resolve.h"
 
@@ -373,11 +376,11 @@ is_connect_error(CURLcode rc)
 static void
 record_timeout(QcCall *call, const char *url)
 {
-	qc_call_record(call, QC_OUTCOME_TIMEOUT, ERRCODE_CONNECTION_FAILURE,
-				   psprintf("request to %s timed out", qc_redact_url(url)),
-				   psprintf("%s is %d ms, redirects included.",
-							call->timeout_setting, call->timeout_ms),
-				   NULL);
+	qc_call_set_failure(call, QC_OUTCOME_TIMEOUT, ERRCODE_CONNECTION_FAILURE,
+						psprintf("request to %s timed out", qc_redact_url(url)),
+						psprintf("%s is %d ms, redirects included.",
+								 call->timeout_setting, call->timeout_ms),
+						NULL);
 }
 
 /*
@@ -387,7 +390,7 @@ record_timeout(QcCall *call, const char *url)
 static bool
 record_transfer_error(QcCall *call, Transfer *t, CURLcode rc, const char *url)
 {
-	QcRefusal	refusal;
+	QcVerdict	refusal;
 	/* libcurl's message may quote what the server sent */
 	const char *why = t->errbuf[0] ? qc_to_server_text(t->errbuf, strlen(t->errbuf), NULL) :
 		curl_easy_strerror(rc);
@@ -397,8 +400,7 @@ record_transfer_error(QcCall *call, Transfer *t, CURLcode rc, const char *url)
 	{
 		qc_policy_address_refusal(&t->refused_addr, t->refused_port,
 								  &t->refused_class, &refusal);
-		qc_call_record(call, QC_OUTCOME_REFUSED, refusal.sqlerrcode,
-					   refusal.message, refusal.detail, refusal.hint);
+		qc_call_set_refusal(call, &refusal);
 		return true;
 	}
 	if (t->interrupted)
@@ -406,8 +408,8 @@ record_transfer_error(QcCall *call, Transfer *t, CURLcode rc, const char *url)
 	if (rc == CURLE_OK || (rc == CURLE_WRITE_ERROR && t->body_cut))
 		return false;
 	if (t->out_of_memory)
-		qc_call_record(call, QC_OUTCOME_ERROR, ERRCODE_OUT_OF_MEMORY,
-					   "out of memory receiving the response", NULL, NULL);
+		qc_call_set_failure(call, QC_OUTCOME_ERROR, ERRCODE_OUT_OF_MEMORY,
+							"out of memory receiving the response", NULL, NULL);
 	else if (t->head_overflow || (rc == CURLE_OUT_OF_MEMORY && t->body_len == 0) ||
 			 QC_CURLE_HEADERS_TOO_LARGE(rc))
 	{
@@ -416,20 +418,20 @@ record_transfer_error(QcCall *call, Transfer *t, CURLcode rc, const char *url)
 		 * memory" before 8.6, as "too large" (as it does more than 5000
 		 * headers) from 8.6 on
 		 */
-		qc_call_record(call, QC_OUTCOME_ERROR, ERRCODE_CONNECTION_FAILURE,
-					   psprintf("response headers from %s are too large", shown),
-					   psprintf("At most %d kB of headers, and 100 kB in one header line, are accepted.",
-								QC_MAX_HEADER_BYTES / 1024),
-					   NULL);
+		qc_call_set_failure(call, QC_OUTCOME_ERROR, ERRCODE_CONNECTION_FAILURE,
+							psprintf("response headers from %s are too large", shown),
+							psprintf("At most %d kB of headers, and 100 kB in one header line, are accepted.",
+									 QC_MAX_HEADER_BYTES / 1024),
+							NULL);
 	}
 	else if (rc == CURLE_OPERATION_TIMEDOUT)
 		record_timeout(call, url);
 	else
-		qc_call_record(call, QC_OUTCOME_ERROR,
-					   is_connect_error(rc) ? ERRCODE_SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION :
-					   ERRCODE_CONNECTION_FAILURE,
-					   psprintf(is_connect_error(rc) ? "could not connect to %s" : "request to %s failed", shown),
-					   why, NULL);
+		qc_call_set_failure(call, QC_OUTCOME_ERROR,
+							is_connect_error(rc) ? ERRCODE_SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION :
+							ERRCODE_CONNECTION_FAILURE,
+							psprintf(is_connect_error(rc) ? "could not connect to %s" : "request to %s failed", shown),
+							why, NULL);
 	return true;
 }
 
@@ -518,7 +520,7 @@ static bool
 start_hop(Slot *slot, const char *target)
 {
 	QcCall	   *call = slot->call;
-	QcRefusal	refusal;
+	QcVerdict	refusal;
 	char	   *error;
 	QcInetAddr	addrs[2];
 	long		remaining = call->timeout_ms - (long) qc_call_elapsed_ms(call);
@@ -527,9 +529,9 @@ start_hop(Slot *slot, const char *target)
 
 	if (!qc_url_parse(target, &slot->hop, &error))
 	{
-		qc_call_record(call, QC_OUTCOME_ERROR, ERRCODE_INVALID_PARAMETER_VALUE,
-					   call->redirects == 0 ? "invalid URL" : "redirect to an invalid URL",
-					   error, NULL);
+		qc_call_set_failure(call, QC_OUTCOME_ERROR, ERRCODE_INVALID_PARAMETER_VALUE,
+							call->redirects == 0 ? "invalid URL" : "redirect to an invalid URL",
+							error, NULL);
 		return false;
 	}
 	if (body_would_leave_origin(slot))
@@ -544,8 +546,7 @@ start_hop(Slot *slot, const char *target)
 	if (trusted ? !qc_policy_check_trusted_url(&slot->hop, &refusal) :
 		!qc_policy_check_url(&slot->hop, slot->method, &refusal))
 	{
-		qc_call_record(call, QC_OUTCOME_REFUSED, refusal.sqlerrcode,
-					   refusal.message, refusal.detail, refusal.hint);
+		qc_call_set_refusal(call, &refusal);
 		return false;
 	}
 	if (call->redirects == 0)
@@ -631,13 +632,13 @@ hop_resolved(Slot *slot, int naddrs, const QcInetAddr *addrs)
 {
 	QcCall	   *call = slot->call;
 	QcAddrClass cls;
-	QcRefusal	refusal;
+	QcVerdict	refusal;
 
 	if (naddrs <= 0)
 	{
-		qc_call_record(call, QC_OUTCOME_ERROR, ERRCODE_SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION,
-					   psprintf("could not connect to %s", qc_redact_url(slot->hop.url)),
-					   psprintf("Could not resolve host: %s", slot->hop.host), NULL);
+		qc_call_set_failure(call, QC_OUTCOME_ERROR, ERRCODE_SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION,
+							psprintf("could not connect to %s", qc_redact_url(slot->hop.url)),
+							psprintf("Could not resolve host: %s", slot->hop.host), NULL);
 		return false;
 	}
 	for (int i = 0; i < naddrs; i++)
@@ -645,8 +646,7 @@ hop_resolved(Slot *slot, int naddrs, const QcInetAddr *addrs)
 		if (!qc_policy_address_permitted(&addrs[i], slot->hop.port, &cls))
 		{
 			qc_policy_address_refusal(&addrs[i], slot->hop.port, &cls, &refusal);
-			qc_call_record(call, QC_OUTCOME_REFUSED, refusal.sqlerrcode,
-						   refusal.message, refusal.detail, refusal.hint);
+			qc_call_set_refusal(call, &refusal);
 			return false;
 		}
 	}
@@ -680,9 +680,9 @@ resolve_hop(Slot *slot, bool others_resolving)
 			return true;
 		if (slot->lookup == NULL)
 		{
-			qc_call_record(call, QC_OUTCOME_ERROR, ERRCODE_SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION,
-						   psprintf("could not connect to %s", qc_redact_url(slot->hop.url)),
-						   error, NULL);
+			qc_call_set_failure(call, QC_OUTCOME_ERROR, ERRCODE_SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION,
+								psprintf("could not connect to %s", qc_redact_url(slot->hop.url)),
+								error, NULL);
 			return false;
 		}
 	}
@@ -779,12 +779,12 @@ finish_hop(Slot *slot, CURLcode rc)
 
 	if (call->redirects >= qc_max_redirects)
 	{
-		qc_call_record(call, QC_OUTCOME_ERROR, ERRCODE_EXTERNAL_ROUTINE_EXCEPTION,
-					   psprintf("too many redirects from %s", qc_redact_url(call->url)),
-					   qc_max_redirects == 1 ?
-					   pstrdup("queryclaw.max_redirects allows 1 redirect.") :
-					   psprintf("queryclaw.max_redirects allows %d redirects.", qc_max_redirects),
-					   NULL);
+		qc_call_set_failure(call, QC_OUTCOME_ERROR, ERRCODE_EXTERNAL_ROUTINE_EXCEPTION,
+							psprintf("too many redirects from %s", qc_redact_url(call->url)),
+							qc_max_redirects == 1 ?
+							pstrdup("queryclaw.max_redirects allows 1 redirect.") :
+							psprintf("queryclaw.max_redirects allows %d redirects.", qc_max_redirects),
+							NULL);
 		return false;
 	}
 	/* browsers' rules: 303, and 301/302 after POST, become GET */
@@ -799,7 +799,7 @@ finish_hop(Slot *slot, CURLcode rc)
 	return start_hop(slot, location);
 }
 
-/* Claim a slot for a call and start its first hop; false if it ended. */
+/* Claim a slot for an admitted call and start its first hop; false if it ended. */
 static bool
 start_call(Slot *slot, QcCall *call)
 {
@@ -809,25 +809,28 @@ start_call(Slot *slot, QcCall *call)
 	slot->body_len = call->body_len;
 	slot->headers = call->headers;
 	call->started = GetCurrentTimestamp();
-	/* no room for its audit record (audit.c), or over the rate limit */
-	if (call->error_code == 0 && qc_ratelimit_check(call) &&
-		start_hop(slot, call->url))
+	if (start_hop(slot, call->url))
 		return true;
 	slot->call = NULL;
 	return false;
 }
 
-/* The call in a slot is over: measure it, hand it on, free the slot. */
+/* A call is over: measure it and hand it back to its owner. */
 static void
-end_call(Slot *slot, QcCallDone on_done, void *arg)
+call_done(QcCall *call, const QcTransportHooks *hooks)
+{
+	call->elapsed_ms = qc_call_elapsed_ms(call);
+	hooks->done(call, hooks->arg);
+}
+
+/* The call in a slot is over: free the slot, hand the call back. */
+static void
+end_call(Slot *slot, const QcTransportHooks *hooks)
 {
 	QcCall	   *call = slot->call;
 
 	slot->call = NULL;
-	call->elapsed_ms = qc_call_elapsed_ms(call);
-	qc_audit_response(call);
-	if (on_done)
-		on_done(call, arg);
+	call_done(call, hooks);
 }
 
 /* The host a call's first hop goes to ("" when its URL does not parse). */
@@ -846,9 +849,13 @@ call_host(QcCall *call)
 static bool
 host_has_room(Slot *slots, int nslots, QcCall *call)
 {
-	const char *host = call_host(call);
+	const char *host;
 	int			busy = 0;
 
+	/* no host can have too many (a single call): no URL is parsed for it */
+	if (nslots <= qc_max_host_concurrency)
+		return true;
+	host = call_host(call);
 	/* an unparsable URL ends at once in start_hop, without a connection */
 	if (host[0] == '\0')
 		return true;
@@ -880,7 +887,7 @@ any_resolving(Slot *slots, int nslots)
 
 /* Move every hop that waits for its host's addresses along. */
 static void
-resolve_hosts(Slot *slots, int nslots, QcCallDone on_done, void *arg)
+resolve_hosts(Slot *slots, int nslots, const QcTransportHooks *hooks)
 {
 	for (int s = 0; s < nslots; s++)
 	{
@@ -889,7 +896,7 @@ resolve_hosts(Slot *slots, int nslots, QcCallDone on_done, void *arg)
 		if (!resolve_hop(&slots[s], any_resolving(slots, nslots)))
 		{
 			drop_lookup(&slots[s]);
-			end_call(&slots[s], on_done, arg);
+			end_call(&slots[s], hooks);
 		}
 	}
 }
@@ -898,41 +905,14 @@ resolve_hosts(Slot *slots, int nslots, QcCallDone on_done, void *arg)
 #define QC_LOOKAHEAD 64
 
 /*
- * Room for a call's audit record (audit.c): false to try again later, once
- * one of the calls in flight ended.  When none came free in time, the call
- * fails (start_call then does not start it).
- */
-static bool
-admit_audit(QcCall *call, bool may_defer)
-{
-	const char *message;
-	char	   *detail;
-	const char *hint;
-
-	switch (qc_audit_begin(call, may_defer))
-	{
-		case QC_AUDIT_ROOM:
-			break;
-		case QC_AUDIT_DEFER:
-			return false;
-		case QC_AUDIT_NO_ROOM:
-			qc_audit_queue_full(call->timeout_ms, call->timeout_setting,
-								&message, &detail, &hint);
-			qc_call_set_failure(call, QC_OUTCOME_ERROR, ERRCODE_INSUFFICIENT_RESOURCES,
-								message, detail, hint);
-			break;
-	}
-	return true;
-}
-
-/*
  * Fill free slots with waiting calls, in input order but skipping (within
- * a window) calls whose host is at queryclaw.max_host_concurrency.  Calls
- * that end at once (refused, invalid URL) are handed to on_done directly.
+ * a window) calls whose host is at queryclaw.max_host_concurrency.  Each
+ * is admitted by the owner first; calls that end at once (not admitted,
+ * refused, invalid URL) are handed back directly.
  */
 static void
 fill_slots(Slot *slots, int nslots, QcCall **calls, bool *started, int ncalls,
-		   int *first_waiting, QcCallDone on_done, void *arg)
+		   int *first_waiting, const QcTransportHooks *hooks)
 {
 	for (int s = 0; s < nslots; s++)
 	{
@@ -942,17 +922,18 @@ fill_slots(Slot *slots, int nslots, QcCall **calls, bool *started, int ncalls,
 			(*first_waiting)++;
 		for (int i = *first_waiting; i < ncalls && i < *first_waiting + QC_LOOKAHEAD; i++)
 		{
+			QcAdmission admission;
+
 			if (started[i] || !host_has_room(slots, nslots, calls[i]))
 				continue;
-			/* room for its audit record, or later, once one of ours ended */
-			if (!admit_audit(calls[i], any_running(slots, nslots)))
+			admission = hooks->admit(calls[i], any_running(slots, nslots), hooks->arg);
+			/* later, once one of the calls in flight ended */
+			if (admission == QC_ADMIT_LATER)
 				return;
 			started[i] = true;
-			if (start_call(&slots[s], calls[i]))
+			if (admission == QC_ADMIT_START && start_call(&slots[s], calls[i]))
 				break;
-			calls[i]->elapsed_ms = qc_call_elapsed_ms(calls[i]);
-			if (on_done)
-				on_done(calls[i], arg);
+			call_done(calls[i], hooks);
 		}
 	}
 }
@@ -1021,9 +1002,24 @@ wait_for_activity(void)
 		elog(ERROR, "transfer failed: %s", curl_multi_strerror(mc));
 }
 
-/* Hand every finished transfer to finish_hop, and ended calls to on_done. */
+/*
+ * Calls whose transfer ended, not yet handed back: at most one per slot.
+ * They are handed back once their slots have been given new calls and
+ * those were sent, so that the owner's work on them (shaping the response,
+ * the audit row) overlaps the next requests instead of delaying them.
+ */
+typedef struct Ended
+{
+	QcCall	  **calls;
+	int			n;
+} Ended;
+
+/*
+ * Hand every finished transfer to finish_hop; free the slots of the calls
+ * that are over, keeping those calls in *ended.
+ */
 static void
-collect_finished(QcCallDone on_done, void *arg)
+collect_finished(Ended *ended)
 {
 	CURLMsg    *msg;
 	int			left;
@@ -1036,19 +1032,44 @@ collect_finished(QcCallDone on_done, void *arg)
 			continue;
 		curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **) &slot);
 		if (!finish_hop(slot, msg->data.result))
-			end_call(slot, on_done, arg);
+		{
+			slot->call->elapsed_ms = qc_call_elapsed_ms(slot->call);
+			ended->calls[ended->n++] = slot->call;
+			slot->call = NULL;
+		}
 	}
+}
+
+/*
+ * Hand the ended calls back, each taken off the list first: one whose
+ * owner raises an error (a cancel while its response is shaped) is the
+ * owner's to account for, the others are still the transport's.
+ */
+static void
+hand_back(Ended *ended, const QcTransportHooks *hooks)
+{
+	for (int i = 0; i < ended->n; i++)
+	{
+		QcCall	   *call = ended->calls[i];
+
+		ended->calls[i] = NULL;
+		hooks->done(call, hooks->arg);
+	}
+	ended->n = 0;
 }
 
 void
 qc_http_execute_many(QcCall **calls, int ncalls, int concurrency,
-					 QcCallDone on_done, void *arg)
+					 const QcTransportHooks *hooks)
 {
 	volatile int nslots = Max(1, Min(concurrency, ncalls));
 	Slot	   *volatile slots = ensure_slots(nslots);
 	bool	   *started = palloc0(Max(ncalls, 1) * sizeof(bool));
 	int			first_waiting = 0;
+	/* in memory, not in a local the error path could see stale */
+	Ended	   *ended = palloc0(sizeof(Ended));
 
+	ended->calls = palloc0(nslots * sizeof(QcCall *));
 	PG_TRY();
 	{
 		for (;;)
@@ -1056,47 +1077,41 @@ qc_http_execute_many(QcCall **calls, int ncalls, int concurrency,
 			int			running;
 			CURLMcode	mc;
 
-			fill_slots(slots, nslots, calls, started, ncalls, &first_waiting, on_done, arg);
-			resolve_hosts(slots, nslots, on_done, arg);
-			if (!any_running(slots, nslots) && first_waiting >= ncalls)
+			fill_slots(slots, nslots, calls, started, ncalls, &first_waiting, hooks);
+			resolve_hosts(slots, nslots, hooks);
+			if (!any_running(slots, nslots) && first_waiting >= ncalls && ended->n == 0)
 				break;
 
+			/* send what was just started, then hand back what had ended */
 			mc = perform_with_signals_blocked(&running);
 			if (mc != CURLM_OK)
 				elog(ERROR, "transfer failed: %s", curl_multi_strerror(mc));
-			collect_finished(on_done, arg);
-			if (running > 0 || any_resolving(slots, nslots))
+			hand_back(ended, hooks);
+			collect_finished(ended);
+			/* slots came free: fill them before waiting */
+			if (ended->n == 0 && (running > 0 || any_resolving(slots, nslots)))
 				wait_for_activity();
 		}
 	}
 	PG_FINALLY();
 	{
+		/* only an error (a cancel) leaves a call in a slot or not handed back */
+		for (int i = 0; i < ended->n; i++)
+			if (ended->calls[i] != NULL)
+				hooks->interrupted(ended->calls[i], hooks->arg);
 		for (int s = 0; s < nslots; s++)
 		{
-			/* only an error (a cancel) leaves a call in a slot: audit it */
 			if (slots[s].call != NULL)
-				qc_audit_interrupted(slots[s].call);
+				hooks->interrupted(slots[s].call, hooks->arg);
 			drop_lookup(&slots[s]);
 			release_hop(&slots[s]);
 			slots[s].call = NULL;
 		}
 	}
 	PG_END_TRY();
+	pfree(ended->calls);
+	pfree(ended);
 	pfree(started);
-}
-
-bool
-qc_http_run(QcCall *call)
-{
-	qc_http_execute_many(&call, 1, 1, NULL, NULL);
-	return call->error_code == 0;
-}
-
-void
-qc_http_execute(QcCall *call)
-{
-	if (!qc_http_run(call))
-		qc_call_raise(call);
 }
 
 const char *

@@ -12,32 +12,48 @@
 
 #include "nodes/pg_list.h"
 
-#include "call.h"
+#include "callrec.h"
 
 /* Most transfers one batch may run at once (queryclaw.max_concurrency). */
 #define QC_MAX_CONCURRENCY_LIMIT 256
 
-/* Called as each call of a batch ends, in completion order. */
-typedef void (*QcCallDone) (QcCall *call, void *arg);
+/* What the owner of a call says when the transport is about to start it. */
+typedef enum QcAdmission
+{
+	QC_ADMIT_START,				/* send it */
+	QC_ADMIT_LATER,				/* not yet: ask again once a call in flight ended */
+	QC_ADMIT_ENDED				/* never: the owner recorded why on the call */
+} QcAdmission;
 
 /*
- * Send the request, following redirects under the policy.  Returns
- * when a final response (of any status) has arrived; a refusal, a
- * transport error or a timeout is audited and raised as an ERROR.
+ * How the transport talks to the owner of its calls (call.c).  The
+ * transport knows nothing of audit, rate limits or budgets: it asks.
+ *
+ * admit: just before a call would start.  others_in_flight says whether
+ * calls of this run are in flight (whose end could free what the call
+ * waits for); QC_ADMIT_LATER is only answered then.
+ * done: as each call ends, with a response or with a failure recorded on
+ * it, in completion order; a call not admitted ends at once.
+ * interrupted: on the error path (a query cancel ends the run), for each
+ * call that was in flight.  It must not raise, wait or read the catalogs.
  */
-extern void qc_http_execute(QcCall *call);
-
-/* The same, but a failure is recorded on the call instead of raised. */
-extern bool qc_http_run(QcCall *call);
+typedef struct QcTransportHooks
+{
+	QcAdmission (*admit) (QcCall *call, bool others_in_flight, void *arg);
+	void		(*done) (QcCall *call, void *arg);
+	void		(*interrupted) (QcCall *call, void *arg);
+	void	   *arg;
+} QcTransportHooks;
 
 /*
- * Run many calls, at most concurrency at once (and at most
- * queryclaw.max_host_concurrency to one host).  Failures are recorded on
- * each call, never raised; on_done (may be NULL) sees each call as it ends.
- * Only a query cancel or an internal error ends the batch early.
+ * Run the calls, at most concurrency at once (and at most
+ * queryclaw.max_host_concurrency to one host), following redirects under
+ * the policy.  A refusal, a transport error or a timeout is recorded on
+ * its call, never raised or audited.  Only a query cancel or an internal
+ * error ends the run early.
  */
 extern void qc_http_execute_many(QcCall **calls, int ncalls, int concurrency,
-								 QcCallDone on_done, void *arg);
+								 const QcTransportHooks *hooks);
 
 /* Validate a method name (upper-cases it); raises 22023 when unknown. */
 extern const char *qc_http_validate_method(const char *method);

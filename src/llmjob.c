@@ -51,7 +51,7 @@
 #include "content.h"
 #include "endpoint.h"
 #include "guc.h"
-#include "http.h"
+#include "call.h"
 #include "json.h"
 #include "llmjob.h"
 #include "schema.h"
@@ -790,7 +790,7 @@ qc_llm_jobs_step(List *jobs, int concurrency, QcLlmJobHook hook, void *arg)
 	}
 	/* the responses stay in this pass's memory until it ends */
 	if (nbatch > 0)
-		qc_http_execute_many(batch, nbatch, concurrency, call_ended, &pass);
+		qc_call_run_many(batch, nbatch, concurrency, call_ended, &pass);
 	for (int i = 0; i < nbatch; i++)
 		if (pass.job_of[i]->reply != NULL)
 			job_step(pass.job_of[i], STEP_ADVANCE, hook, arg);

@@ -208,17 +208,15 @@ qc_url_literal_addresses(const QcUrl *url, QcInetAddr *addrs)
 	return 2;
 }
 
+/* A refusal by policy (42501): time does not lift it. */
 static void
-refuse(QcRefusal *refusal, char *message, char *detail, char *hint)
+refuse(QcVerdict *refusal, char *message, char *detail, char *hint)
 {
-	refusal->sqlerrcode = ERRCODE_INSUFFICIENT_PRIVILEGE;
-	refusal->message = message;
-	refusal->detail = detail;
-	refusal->hint = hint;
+	qc_verdict_refuse(refusal, ERRCODE_INSUFFICIENT_PRIVILEGE, message, detail, hint, 0);
 }
 
 bool
-qc_policy_check_trusted_url(const QcUrl *url, QcRefusal *refusal)
+qc_policy_check_trusted_url(const QcUrl *url, QcVerdict *refusal)
 {
 	if (!qc_enabled)
 	{
@@ -239,7 +237,7 @@ qc_policy_check_trusted_url(const QcUrl *url, QcRefusal *refusal)
 }
 
 bool
-qc_policy_check_url(const QcUrl *url, const char *method, QcRefusal *refusal)
+qc_policy_check_url(const QcUrl *url, const char *method, QcVerdict *refusal)
 {
 	const QcHostRule *rule;
 	QcAddrClass cls;
@@ -297,7 +295,7 @@ qc_policy_address_permitted(const QcInetAddr *addr, int port, QcAddrClass *cls)
 
 void
 qc_policy_address_refusal(const QcInetAddr *addr, int port,
-						  const QcAddrClass *cls, QcRefusal *refusal)
+						  const QcAddrClass *cls, QcVerdict *refusal)
 {
 	char		text[64];
 	char		inner[64];

@@ -9,6 +9,7 @@
 #define QC_POLICY_H
 
 #include "netaddr.h"
+#include "verdict.h"
 
 /* A URL as libcurl's URL parser understands it. */
 typedef struct QcUrl
@@ -21,14 +22,6 @@ typedef struct QcUrl
 	QcInetAddr	addr;			/* valid when host_is_ip */
 } QcUrl;
 
-/* Why a request is refused: the three parts of the error report. */
-typedef struct QcRefusal
-{
-	int			sqlerrcode;		/* 55000 when disabled, else 42501 */
-	char	   *message;
-	char	   *detail;
-	char	   *hint;
-} QcRefusal;
 
 /*
  * Parse an absolute URL and map its host (hostname.c).  Returns false with
@@ -49,17 +42,18 @@ extern int	qc_url_literal_addresses(const QcUrl *url, QcInetAddr *addrs);
  * Everything that can be decided from the URL and method alone: the master
  * switch, scheme,
  * denied and allowed hosts, literal addresses, read_only.  Returns false and
- * fills *refusal when the request must not be sent.
+ * fills *refusal (a QcVerdict, never raised) when the request must not be
+ * sent; *refusal is left alone when it may.
  */
 extern bool qc_policy_check_url(const QcUrl *url, const char *method,
-								QcRefusal *refusal);
+								QcVerdict *refusal);
 
 /*
  * The part of qc_policy_check_url() that applies even to a trusted endpoint
  * (the DBA's queryclaw.llm_url or search_url): the master switch and the
  * http/https rule.
  */
-extern bool qc_policy_check_trusted_url(const QcUrl *url, QcRefusal *refusal);
+extern bool qc_policy_check_trusted_url(const QcUrl *url, QcVerdict *refusal);
 
 /*
  * The connect-time rule for one address: may the extension open a
@@ -72,6 +66,6 @@ extern bool qc_policy_address_permitted(const QcInetAddr *addr, int port,
 /* Describe a refused address (outside any libcurl callback). */
 extern void qc_policy_address_refusal(const QcInetAddr *addr, int port,
 									  const QcAddrClass *cls,
-									  QcRefusal *refusal);
+									  QcVerdict *refusal);
 
 #endif							/* QC_POLICY_H */

@@ -18,8 +18,6 @@
  */
 #include "postgres.h"
 
-#include "miscadmin.h"
-#include "utils/builtins.h"
 #include "utils/timestamp.h"
 
 #include "guc.h"
@@ -28,7 +26,10 @@
 
 /* 60 one-minute steps: a sliding hour */
 static QcRoleCounts calls = {
-	.name = "queryclaw_ratelimit", .steps = 60, .step_us = USECS_PER_MINUTE
+	.name = "queryclaw_ratelimit", .steps = 60, .step_us = USECS_PER_MINUTE,
+	.words = {"queryclaw.max_calls_per_hour", "rate limit", "limit", "made",
+		"calls in the last hour", "too many roles are rate-limited at once",
+	"counters", "earlier calls leave the one-hour window"}
 };
 
 void
@@ -44,44 +45,7 @@ qc_ratelimit_used(Oid role)
 }
 
 bool
-qc_ratelimit_check(QcCall *call)
+qc_ratelimit_admit(QcVerdict *v)
 {
-	int			limit = qc_max_calls_per_hour;
-	Oid			role = GetUserId();
-	int64		used = 0;
-
-	if (limit == 0)
-		return true;
-	if (calls.table == NULL)
-	{
-		qc_call_record(call, QC_OUTCOME_REFUSED, ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
-					   "rate limits need queryclaw_ext in shared_preload_libraries",
-					   psprintf("queryclaw.max_calls_per_hour is %d for role %s, and the per-role counters live in shared memory.",
-								limit, GetUserNameFromId(role, false)),
-					   "Add queryclaw_ext to shared_preload_libraries and restart the server, or set queryclaw.max_calls_per_hour to 0.");
-		return false;
-	}
-	if (!qc_rolecounts_add(&calls, role, 1, limit, &used))
-	{
-		qc_call_record(call, QC_OUTCOME_REFUSED, ERRCODE_CONFIGURATION_LIMIT_EXCEEDED,
-					   "too many roles are rate-limited at once",
-					   psprintf("The per-role counters hold %d roles, and each of them made calls in the last hour.",
-								QC_ROLECOUNT_ROLES),
-					   "Set queryclaw.max_calls_per_hour to 0 for roles that need no limit.");
-		return false;
-	}
-	if (used >= limit)
-	{
-		const char *name = GetUserNameFromId(role, false);
-
-		qc_call_record(call, QC_OUTCOME_REFUSED, ERRCODE_CONFIGURATION_LIMIT_EXCEEDED,
-					   psprintf("rate limit exceeded for role \"%s\"", name),
-					   psprintf("Role %s made %lld calls in the last hour; queryclaw.max_calls_per_hour is %d.",
-								name, (long long) used, limit),
-					   psprintf("Wait until earlier calls leave the one-hour window, or have a superuser raise the limit with ALTER ROLE %s SET queryclaw.max_calls_per_hour.",
-								quote_identifier(name)));
-		return false;
-	}
-	return true;
+	return qc_rolecounts_admit(&calls, 1, qc_max_calls_per_hour, v);
 }
-

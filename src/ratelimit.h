@@ -8,18 +8,19 @@
 #ifndef QC_RATELIMIT_H
 #define QC_RATELIMIT_H
 
-#include "http.h"
+#include "verdict.h"
 
 /* _PG_init, while preloading: shared memory hooks. */
 extern void qc_ratelimit_init(void);
 
 /*
- * Count the call against the calling role's hourly limit; or refuse it and
- * return false, the refusal recorded on the call and audited (53400; 55000
- * when the counters do not exist because the library was not preloaded).
- * Nothing happens while the limit is 0.
+ * The rate limit's verdict on one more call of the calling role, counted
+ * when allowed (a call is counted once, before anything is sent).  Refused:
+ * 53400 over the limit (retry_at: when the oldest call counted leaves the
+ * window), 55000 when a limit is set but the library was not preloaded.
+ * Never raises nor audits.  Always allowed while the limit is 0.
  */
-extern bool qc_ratelimit_check(QcCall *call);
+extern bool qc_ratelimit_admit(QcVerdict *verdict);
 
 /* The role's calls in the last hour; -1 without the counters (queryclaw.my_budget). */
 extern int64 qc_ratelimit_used(Oid role);

@@ -36,6 +36,7 @@
 #include "nodes/pg_list.h"
 #include "utils/builtins.h"
 #include "utils/formatting.h"
+#include "utils/memutils.h"
 
 #include "guc.h"
 #include "http.h"
@@ -1075,8 +1076,58 @@ qc_redact_text(const char *text)
 	return out.data;
 }
 
+/*
+ * The last statement redacted, with the keys it was redacted with (the
+ * result depends on them), in TopMemoryContext.  One statement makes many
+ * calls (a batch, a query over a table, 20,000 web_fetch calls in one
+ * SELECT), and each audit row carries it: it is redacted once, not for
+ * every row.
+ */
+static struct
+{
+	char	   *sql;
+	char	   *keys[3];
+	char	   *redacted;
+}			statement_cache;
+
+/* Is the cached statement sql, redacted with the keys configured now? */
+static bool
+statement_cached(const char *sql, char *const *keys)
+{
+	if (statement_cache.sql == NULL || strcmp(statement_cache.sql, sql) != 0)
+		return false;
+	for (int i = 0; i < lengthof(statement_cache.keys); i++)
+		if (strcmp(statement_cache.keys[i], keys[i] ? keys[i] : "") != 0)
+			return false;
+	return true;
+}
+
 char *
 qc_redact_statement(const char *sql)
 {
-	return qc_redact_text(sql);
+	char	   *const keys[] = {qc_llm_api_key, qc_search_api_key, qc_embed_api_key};
+	char	   *redacted;
+	MemoryContext old;
+
+	StaticAssertStmt(lengthof(keys) == lengthof(statement_cache.keys),
+					 "statement_cache.keys must hold every key qc_redact_keys() uses");
+	if (statement_cached(sql, keys))
+		return pstrdup(statement_cache.redacted);
+	redacted = qc_redact_text(sql);
+	/* forget the last one first: an error while copying leaves no cache */
+	if (statement_cache.sql != NULL)
+	{
+		pfree(statement_cache.sql);
+		statement_cache.sql = NULL;
+		pfree(statement_cache.redacted);
+		for (int i = 0; i < lengthof(keys); i++)
+			pfree(statement_cache.keys[i]);
+	}
+	old = MemoryContextSwitchTo(TopMemoryContext);
+	for (int i = 0; i < lengthof(keys); i++)
+		statement_cache.keys[i] = pstrdup(keys[i] ? keys[i] : "");
+	statement_cache.redacted = pstrdup(redacted);
+	statement_cache.sql = pstrdup(sql);
+	MemoryContextSwitchTo(old);
+	return redacted;
 }

@@ -61,7 +61,11 @@ extern char *qc_redact_text(const char *text);
 extern char *qc_redact_echo(const char *text, const char *url,
 							const char *final_url, List *headers);
 
-/* Statement text fit to store in an audit row: qc_redact_text(). */
+/*
+ * Statement text fit to store in an audit row: qc_redact_text(), palloc'd.
+ * The last statement's is kept, so that the many calls of one statement
+ * redact it once.
+ */
 extern char *qc_redact_statement(const char *sql);
 
 #endif							/* QC_REDACT_H */

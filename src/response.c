@@ -23,7 +23,6 @@
 #include "utils/hsearch.h"
 #include "utils/json.h"
 
-#include "audit.h"
 #include "compat.h"
 #include "content.h"
 #include "guc.h"
@@ -140,7 +139,7 @@ static char *
 fail(QcCall *call, int sqlerrcode, const char *message, const char *detail,
 	 const char *hint)
 {
-	qc_call_record(call, QC_OUTCOME_ERROR, sqlerrcode, message, detail, hint);
+	qc_call_set_failure(call, QC_OUTCOME_ERROR, sqlerrcode, message, detail, hint);
 	return NULL;
 }
 
@@ -243,18 +242,18 @@ fail_status(QcCall *call)
 	if (call->redirect_held != NULL)
 	{
 		/* http.c did not follow it: a 307/308 taking the body elsewhere */
-		qc_call_record(call, QC_OUTCOME_HTTP_ERROR, ERRCODE_EXTERNAL_ROUTINE_EXCEPTION,
-					   psprintf("redirect to %s not followed", call->redirect_held),
-					   psprintf("HTTP status %ld from %s would send the request body to another origin.",
-								call->status, qc_redact_url(call->final_url)),
-					   "Send the request to the target URL itself if it is meant to receive the body.");
+		qc_call_set_failure(call, QC_OUTCOME_HTTP_ERROR, ERRCODE_EXTERNAL_ROUTINE_EXCEPTION,
+							psprintf("redirect to %s not followed", call->redirect_held),
+							psprintf("HTTP status %ld from %s would send the request body to another origin.",
+									 call->status, qc_redact_url(call->final_url)),
+							"Send the request to the target URL itself if it is meant to receive the body.");
 		return NULL;
 	}
-	qc_call_record(call, QC_OUTCOME_HTTP_ERROR, ERRCODE_EXTERNAL_ROUTINE_EXCEPTION,
-				   psprintf("HTTP status %ld from %s", call->status,
-							qc_redact_url(call->final_url)),
-				   qc_text_quote(qc_to_server_text(call->response_body, call->response_len, NULL)),
-				   "Use queryclaw.api_call() to read responses of any status.");
+	qc_call_set_failure(call, QC_OUTCOME_HTTP_ERROR, ERRCODE_EXTERNAL_ROUTINE_EXCEPTION,
+						psprintf("HTTP status %ld from %s", call->status,
+								 qc_redact_url(call->final_url)),
+						qc_text_quote(qc_to_server_text(call->response_body, call->response_len, NULL)),
+						"Use queryclaw.api_call() to read responses of any status.");
 	return NULL;
 }
 
@@ -269,10 +268,7 @@ qc_fetch_result(QcCall *call, QcFormat format)
 		return fail_status(call);
 	text = qc_response_text(call, format);
 	if (text != NULL)
-	{
 		call->outcome = QC_OUTCOME_OK;
-		qc_audit_call(call);
-	}
 	return text;
 }
 

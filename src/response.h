@@ -13,7 +13,7 @@
 #include "utils/jsonb.h"
 
 #include "content.h"
-#include "http.h"
+#include "callrec.h"
 
 /* The formats of web_fetch, in the order of formats[] in response.c */
 typedef enum QcFormat
@@ -50,8 +50,9 @@ extern char *qc_response_text(QcCall *call, QcFormat format);
 
 /*
  * web_fetch's result for a call that has run: NULL with the failure
- * recorded (and audited) when the call failed, the status is not 2xx or
- * the body cannot be converted; else the text, and the call is audited.
+ * recorded when the call failed, the status is not 2xx or the body cannot
+ * be converted; else the text, the outcome "ok".  Audits nothing: the
+ * call's owner (call.c) does.
  */
 extern char *qc_fetch_result(QcCall *call, QcFormat format);
 

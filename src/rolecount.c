@@ -21,6 +21,7 @@
 #include "miscadmin.h"
 #include "storage/ipc.h"
 #include "storage/shmem.h"
+#include "utils/builtins.h"
 #include "utils/timestamp.h"
 
 #include "rolecount.h"
@@ -172,4 +173,61 @@ qc_rolecounts_get(QcRoleCounts *c, Oid role)
 		sum = in_window(c, e, current_step(c));
 	LWLockRelease(c->lock);
 	return sum;
+}
+
+/* When the role's oldest count in the window leaves it. */
+static TimestampTz
+reopens(QcRoleCounts *c, Oid role)
+{
+	int32		now = current_step(c);
+	int32		oldest = now;
+	RoleEntry  *e;
+
+	LWLockAcquire(c->lock, LW_EXCLUSIVE);
+	e = hash_search(c->table, &role, HASH_FIND, NULL);
+	if (e != NULL)
+		for (int i = 0; i < c->steps; i++)
+			if (e->buckets[i].step > now - c->steps && e->buckets[i].count > 0)
+				oldest = Min(oldest, e->buckets[i].step);
+	LWLockRelease(c->lock);
+	/* a step leaves the window when the step `steps` later begins */
+	return (TimestampTz) (oldest + c->steps) * c->step_us;
+}
+
+bool
+qc_rolecounts_admit(QcRoleCounts *c, int64 n, int limit, QcVerdict *v)
+{
+	const QcRoleLimit *w = &c->words;
+	Oid			role = GetUserId();
+	const char *name;
+	int64		used;
+
+	if (limit == 0)
+		return qc_verdict_allow(v);
+	name = GetUserNameFromId(role, false);
+	if (c->table == NULL)
+		return qc_verdict_refuse(v, ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+								 psprintf("%ss need queryclaw_ext in shared_preload_libraries", w->limit),
+								 psprintf("%s is %d for role %s, and the per-role counters live in shared memory.",
+										  w->setting, limit, name),
+								 psprintf("Add queryclaw_ext to shared_preload_libraries and restart the server, or set %s to 0.",
+										  w->setting),
+								 0);
+	if (!qc_rolecounts_add(c, role, n, limit, &used))
+		return qc_verdict_refuse(v, ERRCODE_CONFIGURATION_LIMIT_EXCEEDED,
+								 pstrdup(w->full),
+								 psprintf("The per-role %s hold %d roles, and each of them %s %s.",
+										  w->counters, QC_ROLECOUNT_ROLES, w->verb, w->counted),
+								 psprintf("Set %s to 0 for roles that need no %s.", w->setting, w->noun),
+								 /* idle roles are dropped: one may be, a step on */
+								 GetCurrentTimestamp() + c->step_us);
+	if (used < limit)
+		return qc_verdict_allow(v);
+	return qc_verdict_refuse(v, ERRCODE_CONFIGURATION_LIMIT_EXCEEDED,
+							 psprintf("%s exceeded for role \"%s\"", w->limit, name),
+							 psprintf("Role %s %s %lld %s; %s is %d.", name, w->verb,
+									  (long long) used, w->counted, w->setting, limit),
+							 psprintf("Wait until %s, or have a superuser raise the %s with ALTER ROLE %s SET %s.",
+									  w->wait, w->noun, quote_identifier(name), w->setting),
+							 reopens(c, role));
 }

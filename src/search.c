@@ -25,7 +25,7 @@
 #include "utils/builtins.h"
 #include "utils/tuplestore.h"
 
-#include "audit.h"
+#include "call.h"
 #include "content.h"
 #include "endpoint.h"
 #include "guc.h"
@@ -139,7 +139,7 @@ qc_search(const char *query, int num_results, const char *audit_extra)
 	call->audit_extra = psprintf("%s%s\"results\": %d", audit_extra ? audit_extra : "",
 								 audit_extra ? ", " : "", list_length(out));
 	call->outcome = QC_OUTCOME_OK;
-	qc_audit_call(call);
+	qc_call_end(call);
 	return out;
 }
 

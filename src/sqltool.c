@@ -52,7 +52,7 @@
 #include "utils/resowner.h"
 #include "utils/timeout.h"
 
-#include "audit.h"
+#include "call.h"
 #include "content.h"
 #include "guc.h"
 #include "http.h"
@@ -318,7 +318,7 @@ audit_run(QcCall *call, SqlRun *run)
 		appendStringInfo(&extra, ", %s", run->audit_extra);
 	call->audit_extra = extra.data;
 	call->elapsed_ms = qc_call_elapsed_ms(call);
-	qc_audit_call(call);
+	qc_call_end(call);
 }
 
 /*

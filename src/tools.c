@@ -17,7 +17,7 @@
  * goes on.  A query cancel or a termination is raised again at once.
  *
  * The audit row of a failed call is written inside that subtransaction, by
- * qc_call_fail(), like that of a direct call.  While audit rows share the
+ * its owner (call.c), like that of a direct call.  While audit rows share the
  * caller's transaction, the rollback takes the row with it; once they are
  * written independently of it, the row stays, with no change here.
  *
@@ -33,6 +33,7 @@
 #include "utils/memutils.h"
 
 #include "api.h"
+#include "call.h"
 #include "check.h"
 #include "compat.h"
 #include "content.h"
@@ -117,6 +118,7 @@ take_web_fetch(QcCall *call, ToolContext *ctx)
 
 	if (text == NULL)
 		qc_call_raise(call);
+	qc_call_end(call);
 	ctx->truncated = call->truncated;
 	return text;
 }
@@ -156,6 +158,7 @@ take_api_call(QcCall *call, ToolContext *ctx)
 	if (call->error_code != 0)
 		qc_call_raise(call);
 	result = qc_api_result(call);
+	qc_call_end(call);
 	ctx->truncated = call->truncated;
 	/* the model has no use for the timing */
 	result = DatumGetJsonbP(DirectFunctionCall2(jsonb_delete, JsonbPGetDatum(result),
@@ -405,7 +408,7 @@ start(void *arg)
 	run->request = tool->send(&args->root, ctx);
 	if (!run->send_later)
 	{
-		(void) qc_http_run(run->request);
+		(void) qc_call_run(run->request);
 		run->text = tool->take(run->request, ctx);
 	}
 }

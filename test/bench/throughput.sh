@@ -57,8 +57,26 @@ seconds() {
 
 echo "machine: $(nproc) cores; nginx $(nginx -v 2>&1 | sed 's/.*\///'); median of $RUNS runs"
 
+# The floor (floor.c): a plain C client on raw sockets, the same requests to
+# the same nginx, nothing else.  Our figures are also printed as its multiple.
+floor_bin="$QC_WORK/floor"
+cc -O2 -o "$floor_bin" "$(dirname "$0")/floor.c" || exit 1
+floor_median() {
+	local values=()
+	for _ in $(seq "$RUNS"); do
+		values+=("$("$floor_bin" 127.0.0.1 "$nginx_port" "$@")")
+	done
+	printf '%s\n' "${values[@]}" | sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'
+}
+ratio() {
+	awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a / b}'
+}
+
 s=$(seconds "PERFORM queryclaw.web_fetch('$base/small.json') FROM generate_series(1, 3000)")
-echo "1. sequential web_fetch, small JSON, audit on: $(awk -v s="$s" 'BEGIN {printf "%.0f", s * 1e6 / 3000}') us/call (3000 calls in ${s}s)"
+us=$(awk -v s="$s" 'BEGIN {printf "%.0f", s * 1e6 / 3000}')
+echo "1. sequential web_fetch, small JSON, audit on: $us us/call (3000 calls in ${s}s)"
+f=$(floor_median /small.json 3000)
+echo "   floor, C client on one keep-alive connection: $f us/request; ratio $(ratio "$us" "$f")x (target <= 1.25x)"
 
 # What the durable audit costs the machine: CPU time of the calling
 # backend and of the audit worker over 20,000 calls (from /proc/PID/stat,
@@ -77,6 +95,10 @@ echo "1b. CPU per call over 20000 calls, audit on: calling backend $(echo "$cpu"
 
 s=$(seconds "PERFORM count(*) FROM queryclaw.web_fetch_many(array_fill('$base/delay'::text, ARRAY[1000]))")
 echo "2. 1000 URLs answering after 20 ms, web_fetch_many at concurrency 64: ${s}s"
+f=$(floor_median /delay 1000 64)
+echo "   floor, C client with 64 keep-alive connections and poll(): ${f}s (ideal ceil(1000/64)*20 ms = 0.32s); ratio $(ratio "$s" "$f")x (target <= 1.3x)"
+a=$(seconds "PERFORM count(*) FROM queryclaw.api_call_many((SELECT jsonb_agg(jsonb_build_object('url', '$base/delay')) FROM generate_series(1, 1000)))")
+echo "   api_call_many, the same 1000 requests: ${a}s; ratio $(ratio "$a" "$f")x"
 saved=$RUNS; RUNS=1
 q=$(seconds "PERFORM queryclaw.web_fetch('$base/delay') FROM generate_series(1, 1000)")
 RUNS=$saved

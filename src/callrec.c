@@ -1,0 +1,81 @@
+/*-------------------------------------------------------------------------
+ *
+ * callrec.c
+ *	  The record of a call (QcCall): its creation, and how a failure or a
+ *	  refusal is written on it.
+ *
+ * Failures are values: each layer that finds one (the transport, the
+ * response shaping, a verdict) writes it on the call and goes on or
+ * returns; none of them audits or raises.  The owner of the call (call.c)
+ * audits the call once it is over, and raises the failure of a single call.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "utils/builtins.h"
+#include "utils/timestamp.h"
+
+#include "callrec.h"
+#include "charset.h"
+#include "guc.h"
+#include "redact.h"
+
+QcCall *
+qc_call_new(const char *func, const char *method, const char *url)
+{
+	QcCall	   *call = palloc0(sizeof(QcCall));
+
+	call->func = func;
+	call->method = method;
+	call->url = url;
+	call->max_chars = qc_max_chars;
+	call->chars = -1;
+	call->started = GetCurrentTimestamp();
+	call->timeout_ms = qc_timeout;
+	call->timeout_setting = "queryclaw.timeout";
+	call->max_bytes = QC_MAX_BYTES();
+	return call;
+}
+
+/*
+ * A message, detail or hint of a failed call as it is kept and raised:
+ * valid text (it may quote a server), and no secret (raised, it reaches
+ * the server log).  NULL for NULL.
+ */
+static char *
+shown_text(const QcCall *call, const char *text)
+{
+	if (text == NULL)
+		return NULL;
+	return qc_redact_echo(qc_valid_text(text), call->url, call->final_url, call->headers);
+}
+
+void
+qc_call_set_failure(QcCall *call, const char *outcome, int sqlerrcode,
+					const char *message, const char *detail, const char *hint)
+{
+	call->outcome = outcome;
+	call->error_code = sqlerrcode;
+	call->reason = shown_text(call, message);
+	call->error_detail = shown_text(call, detail);
+	call->error_hint = shown_text(call, hint);
+	call->elapsed_ms = qc_call_elapsed_ms(call);
+}
+
+void
+qc_call_set_refusal(QcCall *call, const QcVerdict *verdict)
+{
+	qc_call_set_failure(call, QC_OUTCOME_REFUSED, verdict->sqlerrcode,
+						verdict->message, verdict->detail, verdict->hint);
+	call->retry_at = verdict->retry_at;
+}
+
+char *
+qc_call_error_text(const QcCall *call)
+{
+	if (call->error_code == 0)
+		return NULL;
+	return call->error_detail ? psprintf("%s: %s", call->reason, call->error_detail) :
+		pstrdup(call->reason);
+}
