@@ -83,6 +83,7 @@ struct QcLlmJob
 	int			in_flight;		/* how many of them have not ended */
 	QcChatReply *reply;			/* read, not yet acted upon */
 	List	   *round_records;	/* tool calls under way (QcLlmToolRecord *) */
+	List	   *spent_runs;		/* tool calls read, to free (QcToolRun *) */
 };
 
 /*
@@ -203,6 +204,8 @@ finish_tool_calls(QcLlmJob *job)
 		if (rec->run != NULL)
 		{
 			rec->result = qc_tool_finish(rec->run);
+			/* the transport may still look at the request: freed in advance() */
+			job->spent_runs = lappend(job->spent_runs, rec->run);
 			rec->run = NULL;
 		}
 		qc_chat_add(&job->chat, "tool", rec->result->content, rec->call->id);
@@ -604,7 +607,12 @@ static void
 advance(QcLlmJob *job)
 {
 	QcChatReply *reply = job->reply;
+	ListCell   *lc;
 
+	foreach(lc, job->spent_runs)
+		qc_tool_free(lfirst(lc));
+	list_free(job->spent_runs);
+	job->spent_runs = NIL;
 	job->reply = NULL;
 	if (reply != NULL)
 		take_reply(job, reply);
@@ -792,8 +800,12 @@ qc_llm_jobs_step(List *jobs, int concurrency, QcLlmJobHook hook, void *arg)
 	if (nbatch > 0)
 		qc_call_run_many(batch, nbatch, concurrency, call_ended, &pass);
 	for (int i = 0; i < nbatch; i++)
-		if (pass.job_of[i]->reply != NULL)
-			job_step(pass.job_of[i], STEP_ADVANCE, hook, arg);
+	{
+		QcLlmJob   *job = pass.job_of[i];
+
+		if (job->reply != NULL || job->spent_runs != NIL)
+			job_step(job, STEP_ADVANCE, hook, arg);
+	}
 	MemoryContextSwitchTo(old);
 	MemoryContextDelete(passcxt);
 	return going;

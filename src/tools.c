@@ -506,14 +506,16 @@ qc_tool_request(const QcToolRun *run)
 QcToolResult *
 qc_tool_finish(QcToolRun *run)
 {
-	QcToolResult *result;
-
 	if (run->result == NULL)
 		step(run, take);
-	result = run->result;
+	return run->result;
+}
+
+void
+qc_tool_free(QcToolRun *run)
+{
 	MemoryContextDelete(run->cxt);
 	pfree(run);
-	return result;
 }
 
 QcToolResult *

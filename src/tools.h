@@ -44,7 +44,9 @@ extern char *qc_tools_json(List *tools);
  * gives it (NULL for any other tool, or when the call already failed),
  * for the caller to send with others.  Once it was sent (or at once when
  * there is none), qc_tool_finish() reads the response and returns the
- * result, freeing the run.
+ * result, in the caller's memory.  qc_tool_free() frees the run, its
+ * request with it: only once the transport is done with the request (the
+ * batch that sent it is over).
  */
 typedef struct QcToolRun QcToolRun;
 
@@ -52,6 +54,7 @@ extern QcToolRun *qc_tool_start(const QcChat *chat, List *tools, int round,
 								const QcToolCall *tc, bool send_later);
 extern QcCall *qc_tool_request(const QcToolRun *run);
 extern QcToolResult *qc_tool_finish(QcToolRun *run);
+extern void qc_tool_free(QcToolRun *run);
 
 /*
  * The result of a tool call that is not run because its reply holds more
