@@ -38,7 +38,7 @@ qc_subxact_run(void (*fn) (void *arg), void *arg)
 		RollbackAndReleaseCurrentSubTransaction();
 		MemoryContextSwitchTo(callercxt);
 		CurrentResourceOwner = owner;
-		/* the user asked to stop: that is nobody's to handle but the caller's caller */
+		/* the user asked to stop: the whole statement stops, not just fn */
 		if (edata->sqlerrcode == ERRCODE_QUERY_CANCELED || ProcDiePending)
 			ReThrowError(edata);
 	}
