@@ -42,6 +42,10 @@ OBJS = \
 	src/tools.o \
 	src/search.o \
 	src/retry.o \
+	src/bucket.o \
+	src/hostrate.o \
+	src/asyncrun.o \
+	src/asyncworker.o \
 	src/endpoint.o \
 	src/schema.o \
 	src/sqltool.o \
@@ -49,6 +53,9 @@ OBJS = \
 	src/llm.o \
 	src/llmjob.o \
 	src/subxact.o \
+	src/queue.o \
+	src/enqueue.o \
+	src/qwait.o \
 	src/compat.o
 DATA = sql/queryclaw_ext--0.1.sql sql/queryclaw_ext--0.1--0.2.sql
 PGFILEDESC = "queryclaw_ext - policy-checked, audited HTTP from SQL"
@@ -98,7 +105,7 @@ endif
 
 -include $(OBJS:.o=.d)
 $(OBJS:.o=.bc): %.bc: %.o
-EXTRA_CLEAN = $(OBJS:.o=.d) test/unit/test_rules test/unit/test_retry
+EXTRA_CLEAN = $(OBJS:.o=.d) test/unit/test_rules test/unit/test_retry test/unit/test_hostrate
 
 .PHONY: test demo deps bench bench-content deb
 deps:
@@ -114,6 +121,7 @@ deb:
 	PG=$(PG) bash test/deb.sh
 bench:
 	bash test/bench/throughput.sh
+	bash test/bench/async.sh
 # Quality and speed of text, article and markdown on a corpus of real pages
 # with ground truth (see test/bench/content.sh): make bench-content CORPUS=dir
 bench-content:
@@ -141,9 +149,14 @@ test/unit/test_rules: $(UNIT_SRCS) src/netaddr.h src/hostname.h src/rules.h
 	$(CC) -std=c99 -D_DEFAULT_SOURCE -Wall -Wextra -Werror -Isrc -o $@ $(UNIT_SRCS) \
 		$(shell pkg-config --cflags --libs libidn2)
 RETRY_SRCS = test/unit/test_retry.c src/retry.c
-test/unit/test_retry: $(RETRY_SRCS) src/retry.h
+test/unit/test_retry: $(RETRY_SRCS) src/retry.h test/unit/check.h
 	$(CC) -std=c99 -D_DEFAULT_SOURCE -Wall -Wextra -Werror -Isrc -o $@ $(RETRY_SRCS) $(shell pkg-config --libs libcurl)
+HOSTRATE_SRCS = test/unit/test_hostrate.c src/bucket.c src/netaddr.c src/hostname.c src/rules.c
+test/unit/test_hostrate: $(HOSTRATE_SRCS) test/unit/check.h src/bucket.h src/rules.h src/hostname.h src/netaddr.h
+	$(CC) -std=c99 -D_DEFAULT_SOURCE -Wall -Wextra -Werror -Isrc -o $@ $(HOSTRATE_SRCS) \
+		$(shell pkg-config --cflags --libs libidn2)
 .PHONY: unit-tests
-unit-tests: test/unit/test_rules test/unit/test_retry
+unit-tests: test/unit/test_rules test/unit/test_retry test/unit/test_hostrate
 	./test/unit/test_rules
 	./test/unit/test_retry
+	./test/unit/test_hostrate

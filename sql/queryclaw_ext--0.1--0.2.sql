@@ -92,3 +92,168 @@ CREATE VIEW queryclaw.my_budget AS SELECT * FROM queryclaw.budget_status();
 GRANT SELECT ON queryclaw.my_budget TO PUBLIC;
 COMMENT ON VIEW queryclaw.my_budget IS
 'The calling role''s calls in the last hour and tokens in the last 24 hours, with its limits and what is left.';
+
+--
+-- Asynchronous requests (needs shared_preload_libraries): the durable
+-- queue that web_fetch_async, api_call_async and llm_chat_tools_async
+-- write into, in the caller's transaction, and the async workers run
+-- after commit.  Only the extension's C code writes it: the enqueue
+-- functions as the table's owner, after their own checks; the workers
+-- as queryclaw_writer.  A role reads its own rows (row-level security, as
+-- the audit log); queryclaw_admin reads all.
+--
+-- callback holds the callback's signature as text (regprocedure's output,
+-- schema-qualified), not a regprocedure: pg_upgrade refuses a cluster
+-- with a regprocedure column in a user table.  The workers look it up
+-- again when they call it.
+--
+CREATE TABLE queryclaw.requests (
+	id				bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+	role			regrole NOT NULL,
+	func			text NOT NULL CHECK (func IN ('web_fetch_async', 'api_call_async',
+												  'llm_chat_tools_async')),
+	state			text NOT NULL DEFAULT 'queued'
+					CHECK (state IN ('queued', 'running', 'retrying', 'done', 'failed',
+									 'cancelled')),
+	attempts		integer NOT NULL DEFAULT 0,
+	created_at		timestamptz NOT NULL DEFAULT pg_catalog.now(),
+	next_attempt_at timestamptz NOT NULL DEFAULT pg_catalog.now(),
+	finished_at		timestamptz,
+	request			jsonb NOT NULL,
+	callback		text,
+	context			jsonb,
+	idempotency_key text,
+	result			jsonb,
+	error			text,
+	sqlstate		text
+);
+COMMENT ON TABLE queryclaw.requests IS
+'The asynchronous requests: one row per web_fetch_async, api_call_async or llm_chat_tools_async call, from queued to done, failed or cancelled; request holds the arguments with secrets redacted.  Each role sees its own rows; queryclaw_admin sees all.';
+
+-- The arguments as given, secrets included, when the redaction of
+-- request changed something; nobody but the owner and the workers read
+-- it, and the row is deleted as soon as the request is final.
+CREATE TABLE queryclaw.request_secrets (
+	id				bigint PRIMARY KEY REFERENCES queryclaw.requests ON DELETE CASCADE,
+	request			jsonb NOT NULL
+);
+COMMENT ON TABLE queryclaw.request_secrets IS
+'The arguments of unfinished asynchronous requests whose secrets queryclaw.requests shows redacted; read only by the async workers, deleted when the request is final.';
+
+CREATE INDEX requests_ready_idx ON queryclaw.requests (next_attempt_at)
+	WHERE state IN ('queued', 'retrying');
+CREATE INDEX requests_role_open_idx ON queryclaw.requests (role)
+	WHERE state IN ('queued', 'running', 'retrying');
+CREATE INDEX requests_finished_idx ON queryclaw.requests (finished_at)
+	WHERE finished_at IS NOT NULL;
+-- cancelled requests whose callback the workers have still to call
+-- (finished_at is set once it ran)
+CREATE INDEX requests_cancelled_idx ON queryclaw.requests (id)
+	WHERE state = 'cancelled' AND finished_at IS NULL;
+
+REVOKE ALL ON queryclaw.requests FROM PUBLIC;
+REVOKE ALL ON queryclaw.request_secrets FROM PUBLIC;
+GRANT SELECT ON queryclaw.requests TO PUBLIC;
+ALTER TABLE queryclaw.requests ENABLE ROW LEVEL SECURITY;
+ALTER TABLE queryclaw.request_secrets ENABLE ROW LEVEL SECURITY;
+CREATE POLICY requests_own_rows ON queryclaw.requests
+	FOR SELECT USING (role OPERATOR(pg_catalog.=) pg_catalog.to_regrole(current_user::text));
+CREATE POLICY requests_admin ON queryclaw.requests
+	FOR SELECT TO queryclaw_admin USING (true);
+GRANT SELECT, UPDATE, DELETE ON queryclaw.requests TO queryclaw_writer;
+GRANT SELECT, DELETE ON queryclaw.request_secrets TO queryclaw_writer;
+CREATE POLICY requests_writer_select ON queryclaw.requests
+	FOR SELECT TO queryclaw_writer USING (true);
+CREATE POLICY requests_writer_update ON queryclaw.requests
+	FOR UPDATE TO queryclaw_writer USING (true) WITH CHECK (true);
+CREATE POLICY requests_writer_delete ON queryclaw.requests
+	FOR DELETE TO queryclaw_writer USING (true);
+CREATE POLICY request_secrets_writer_select ON queryclaw.request_secrets
+	FOR SELECT TO queryclaw_writer USING (true);
+CREATE POLICY request_secrets_writer_delete ON queryclaw.request_secrets
+	FOR DELETE TO queryclaw_writer USING (true);
+
+-- pg_dump keeps the queue: requests not yet sent are sent after a restore.
+SELECT pg_catalog.pg_extension_config_dump('queryclaw.requests', '');
+SELECT pg_catalog.pg_extension_config_dump('queryclaw.requests_id_seq', '');
+SELECT pg_catalog.pg_extension_config_dump('queryclaw.request_secrets', '');
+
+-- The DBA's first look at the queue, per role and state: how many, the
+-- age of the oldest still waiting, how many reached this state in the
+-- last minute, and for unfinished ones the time the role's requests of
+-- the last minute say it takes to finish them.  Each role sees its own
+-- (the view runs with the caller's privileges, so the table's policies
+-- apply); queryclaw_admin sees all.
+CREATE VIEW queryclaw.queue_status WITH (security_invoker = true) AS
+	SELECT s.role, s.state, s.requests, s.oldest_waiting, s.last_minute,
+		   CASE WHEN s.state IN ('queued', 'running', 'retrying')
+				 AND sum(s.last_minute) OVER (PARTITION BY s.role) > 0
+				THEN s.requests * interval '1 minute'
+					 / sum(s.last_minute) OVER (PARTITION BY s.role)
+		   END AS eta
+	  FROM (SELECT r.role, r.state, count(*) AS requests,
+				   pg_catalog.now() - min(r.created_at)
+					   FILTER (WHERE r.state IN ('queued', 'retrying')) AS oldest_waiting,
+				   count(*) FILTER (WHERE r.finished_at > pg_catalog.now() - interval '1 minute')
+					   AS last_minute
+			  FROM queryclaw.requests r
+			 GROUP BY r.role, r.state) s;
+GRANT SELECT ON queryclaw.queue_status TO PUBLIC;
+COMMENT ON VIEW queryclaw.queue_status IS
+'Asynchronous requests per role and state: how many, the oldest waiting one''s age, how many reached the state in the last minute, and an estimate of the time left at the last minute''s rate.';
+
+CREATE FUNCTION queryclaw.web_fetch_async(url text, format text DEFAULT 'text',
+										  max_chars integer DEFAULT NULL,
+										  callback regprocedure DEFAULT NULL,
+										  context jsonb DEFAULT NULL)
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'web_fetch_async'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION queryclaw.web_fetch_async(text, text, integer, regprocedure, jsonb) IS
+'Queue a web_fetch, sent by an async worker after this transaction commits; returns the request''s id in queryclaw.requests.  The callback, if any, is called with (id, result, error, context) once the request is final.';
+REVOKE ALL ON FUNCTION queryclaw.web_fetch_async(text, text, integer, regprocedure, jsonb) FROM PUBLIC;
+
+CREATE FUNCTION queryclaw.api_call_async(url text, method text DEFAULT 'GET',
+										 headers jsonb DEFAULT NULL,
+										 body text DEFAULT NULL,
+										 max_chars integer DEFAULT NULL,
+										 callback regprocedure DEFAULT NULL,
+										 context jsonb DEFAULT NULL,
+										 idempotency_key text DEFAULT NULL)
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'api_call_async'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION queryclaw.api_call_async(text, text, jsonb, text, integer, regprocedure, jsonb, text) IS
+'Queue an api_call, sent by an async worker after this transaction commits, retried as queryclaw.retry_max says (a POST or PATCH only with an idempotency_key, sent as Idempotency-Key, or when nothing was sent); returns the request''s id in queryclaw.requests.';
+REVOKE ALL ON FUNCTION queryclaw.api_call_async(text, text, jsonb, text, integer, regprocedure, jsonb, text) FROM PUBLIC;
+
+CREATE FUNCTION queryclaw.llm_chat_tools_async(prompt text,
+											   tools text[] DEFAULT '{web_fetch,api_call}',
+											   system text DEFAULT NULL,
+											   model text DEFAULT NULL,
+											   max_rounds integer DEFAULT NULL,
+											   output_schema jsonb DEFAULT NULL,
+											   callback regprocedure DEFAULT NULL,
+											   context jsonb DEFAULT NULL)
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'llm_chat_tools_async'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION queryclaw.llm_chat_tools_async(text, text[], text, text, integer, jsonb, regprocedure, jsonb) IS
+'Queue an llm_chat_tools loop, run by an async worker after this transaction commits; returns the request''s id in queryclaw.requests.';
+REVOKE ALL ON FUNCTION queryclaw.llm_chat_tools_async(text, text[], text, text, integer, jsonb, regprocedure, jsonb) FROM PUBLIC;
+
+CREATE FUNCTION queryclaw.wait(ids bigint[], timeout interval DEFAULT '30 seconds')
+RETURNS SETOF queryclaw.requests
+AS 'MODULE_PATHNAME', 'queue_wait'
+LANGUAGE C STRICT VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION queryclaw.wait(bigint[], interval) IS
+'Wait until the caller''s requests among ids are all done, failed or cancelled, or the timeout passes; returns their rows either way.  Raises 55000 for requests queued in the caller''s own open transaction, and in REPEATABLE READ or SERIALIZABLE transactions.';
+REVOKE ALL ON FUNCTION queryclaw.wait(bigint[], interval) FROM PUBLIC;
+
+CREATE FUNCTION queryclaw.cancel_requests(ids bigint[])
+RETURNS integer
+AS 'MODULE_PATHNAME', 'cancel_requests'
+LANGUAGE C STRICT VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION queryclaw.cancel_requests(bigint[]) IS
+'Cancel the caller''s requests among ids that are queued, retrying or running; returns how many were cancelled.  A running request''s response, if one arrives, is discarded.';
+REVOKE ALL ON FUNCTION queryclaw.cancel_requests(bigint[]) FROM PUBLIC;

@@ -108,11 +108,7 @@ shape_row(QcCall *call, void *arg)
 	MemoryContextSwitchTo(old);
 
 	/* the raw response is no longer needed */
-	if (call->response_body != NULL)
-		pfree(call->response_body);
-	if (call->response_headers != NULL)
-		pfree(call->response_headers);
-	call->response_body = call->response_headers = NULL;
+	qc_call_drop_response(call);
 	MemoryContextReset(batch->scratch_cxt);
 }
 

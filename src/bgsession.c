@@ -32,11 +32,22 @@
  * Statements must still name their schema and operators: the pinned
  * search_path is a second fence, not the only one.
  *
+ * The asynchronous workers run requests on behalf of roles, with the
+ * settings each role would have in a session of its own: inside a GUC nest
+ * level, qc_bgsession_unpin() gives the pinned settings the server's values
+ * again (kept from before connecting), the role's own are applied over
+ * them, and qc_bgsession_repin() pins them again, in a nest level of its
+ * own, around the worker's statements.  Both set with source
+ * PGC_S_SESSION, which outranks the pins' PGC_S_OVERRIDE, and
+ * GUC_ACTION_SAVE, so that leaving the nest level undoes them.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
 #include "access/xact.h"
+#include "miscadmin.h"
+#include "storage/latch.h"
 #include "lib/stringinfo.h"
 #include "postmaster/bgworker.h"
 #include "utils/guc.h"
@@ -82,6 +93,9 @@ typedef struct ServerSettings
 	int			n;
 	ServerSetting *settings;
 } ServerSettings;
+
+/* The server's values of the pinned settings, kept for qc_bgsession_unpin. */
+static char *server_pinned[lengthof(pinned)];
 
 static struct config_generic **
 guc_variables(int *n)
@@ -179,6 +193,36 @@ restore_server_settings(const ServerSettings *server)
 				 errdetail("It runs with the server's values (postgresql.conf, ALTER SYSTEM).")));
 }
 
+volatile sig_atomic_t qc_bgsession_stop = false;
+
+void
+qc_bgsession_register(const char *function, const char *name, const char *type,
+					  int restart_s, Datum arg)
+{
+	BackgroundWorker worker;
+
+	memset(&worker, 0, sizeof(worker));
+	worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
+	worker.bgw_start_time = BgWorkerStart_RecoveryFinished;
+	worker.bgw_restart_time = restart_s;
+	worker.bgw_main_arg = arg;
+	strlcpy(worker.bgw_library_name, "queryclaw_ext", BGW_MAXLEN);
+	strlcpy(worker.bgw_function_name, function, BGW_MAXLEN);
+	strlcpy(worker.bgw_name, name, BGW_MAXLEN);
+	strlcpy(worker.bgw_type, type, BGW_MAXLEN);
+	RegisterBackgroundWorker(&worker);
+}
+
+void
+qc_bgsession_sigterm(SIGNAL_ARGS)
+{
+	int			save_errno = errno;
+
+	qc_bgsession_stop = true;
+	SetLatch(MyLatch);
+	errno = save_errno;
+}
+
 void
 qc_bgsession_connect(const char *dbname)
 {
@@ -188,6 +232,13 @@ qc_bgsession_connect(const char *dbname)
 	MemoryContext old = MemoryContextSwitchTo(cxt);
 	ServerSettings *server = take_server_settings();
 
+	for (int i = 0; i < lengthof(pinned); i++)
+	{
+		const ServerSetting *kept = find_setting(server, pinned[i].name);
+
+		if (kept != NULL && kept->value != NULL)
+			server_pinned[i] = MemoryContextStrdup(TopMemoryContext, kept->value);
+	}
 	BackgroundWorkerInitializeConnection(dbname, NULL, BGWORKER_BYPASS_ALLOWCONN);
 	/* some settings' checks look up the catalog */
 	StartTransactionCommand();
@@ -197,4 +248,30 @@ qc_bgsession_connect(const char *dbname)
 	CommitTransactionCommand();
 	MemoryContextSwitchTo(old);
 	MemoryContextDelete(cxt);
+}
+
+/* Set each pinned setting to values[i] (NULL: left alone) in the nest level. */
+static void
+set_pinned(const char *const *values)
+{
+	for (int i = 0; i < lengthof(pinned); i++)
+		if (values[i] != NULL)
+			(void) set_config_option(pinned[i].name, values[i], PGC_SUSET,
+									 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
+}
+
+void
+qc_bgsession_unpin(void)
+{
+	set_pinned((const char *const *) server_pinned);
+}
+
+void
+qc_bgsession_repin(void)
+{
+	const char *values[lengthof(pinned)];
+
+	for (int i = 0; i < lengthof(pinned); i++)
+		values[i] = pinned[i].value;
+	set_pinned(values);
 }

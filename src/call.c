@@ -209,3 +209,13 @@ qc_call_api_reply(QcCall *call, const char *what, const char *key_hint,
 	}
 	return text;
 }
+
+void
+qc_call_drop_response(QcCall *call)
+{
+	if (call->response_body != NULL)
+		pfree(call->response_body);
+	if (call->response_headers != NULL)
+		pfree(call->response_headers);
+	call->response_body = call->response_headers = NULL;
+}

@@ -84,4 +84,7 @@ extern void qc_call_fail(QcCall *call, const char *outcome, int sqlerrcode,
 extern const char *qc_call_api_reply(QcCall *call, const char *what,
 									 const char *key_hint, const char *note);
 
+/* Free the raw response (body and headers), once it has been shaped. */
+extern void qc_call_drop_response(QcCall *call);
+
 #endif							/* QC_CALL_H */

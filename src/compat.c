@@ -17,6 +17,8 @@ static const char *const wait_event_names[QC_WAIT_COUNT] = {
 	[QC_WAIT_AUDIT_QUEUE] = "QueryclawAuditQueue",
 	[QC_WAIT_AUDIT_WORKER] = "QueryclawAuditWorker",
 	[QC_WAIT_RETRY] = "QueryclawRetryWait",
+	[QC_WAIT_REQUESTS] = "QueryclawRequestsWait",
+	[QC_WAIT_ASYNC_WORKER] = "QueryclawAsyncWorker",
 };
 
 /* Each name is registered (in shared memory) once per process, when first waited on. */

@@ -106,6 +106,8 @@ typedef enum QcWaitEvent
 	QC_WAIT_AUDIT_QUEUE,		/* a caller waiting for room in the audit queue */
 	QC_WAIT_AUDIT_WORKER,		/* the audit worker idle, or gathering a burst */
 	QC_WAIT_RETRY,				/* the pause before a request is retried */
+	QC_WAIT_REQUESTS,			/* queryclaw.wait() for asynchronous requests */
+	QC_WAIT_ASYNC_WORKER,		/* an async worker idle, waiting for requests */
 	QC_WAIT_COUNT
 } QcWaitEvent;
 

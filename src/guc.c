@@ -34,6 +34,7 @@
 #include "compat.h"
 #include "guc.h"
 #include "http.h"
+#include "queue.h"
 #include "redact.h"
 
 bool		qc_enabled = false;
@@ -82,6 +83,14 @@ int			qc_audit_queue_size = 8192;
 char	   *qc_audit_retention = NULL;
 int64		qc_audit_retention_us = 0;
 /* ---- end of the durable audit and rate limit settings ---- */
+
+/* ---- the asynchronous queue (queue.c, enqueue.c, the async workers) ---- */
+int			qc_async_workers = 0;
+int			qc_async_concurrency = 64;
+char	   *qc_async_retention = NULL;
+int64		qc_async_retention_us = 0;
+int			qc_max_queued_per_role = 0;
+/* ---- end of the asynchronous queue settings ---- */
 
 static const QcAddrList empty_addr_list = {0};
 static const QcHostList empty_host_list = {0};
@@ -495,6 +504,35 @@ define_audit_settings(void)
 
 /* ---- end of the durable audit and rate limit settings ---- */
 
+/* ---- the asynchronous worker's host rates (hostrate.c) ---- */
+char	   *qc_host_rate_limit = NULL;
+static const QcRateList empty_rate_list = {0};
+const QcRateList *qc_host_rate_limit_parsed = &empty_rate_list;
+
+static void *
+parse_rate_list(const char *text, char *err, size_t errlen)
+{
+	QcRateList *list = qc_rate_list_parse(text, err, errlen);
+
+	return list == NULL ? NULL :
+		qc_guc_extra(list, offsetof(QcRateList, rules) + list->count * sizeof(QcRateRule),
+					 err, errlen);
+}
+
+static bool
+check_host_rate_limit(char **newval, void **extra, GucSource source)
+{
+	return check_list(newval, extra, parse_rate_list);
+}
+
+static void
+assign_host_rate_limit(const char *newval, void *extra)
+{
+	qc_host_rate_limit_parsed = extra ? extra : &empty_rate_list;
+}
+
+/* ---- end of the asynchronous worker's host rates ---- */
+
 /* ---- the database tools, embeddings and token budgets (sqltool.c, embed.c, budget.c) ---- */
 int			qc_sql_timeout = 5000;
 int			qc_sql_max_rows = 100;
@@ -551,6 +589,52 @@ define_agent_settings(void)
 }
 
 /* ---- end of the database tools, embeddings and token budgets ---- */
+
+/* ---- the asynchronous queue (queue.c, enqueue.c, the async workers) ---- */
+
+static void
+assign_async_retention(const char *newval, void *extra)
+{
+	qc_async_retention_us = extra ? *(int64 *) extra : 0;
+}
+
+/*
+ * The queue.  async_workers sizes shared memory and is PGC_POSTMASTER:
+ * without preload it does not exist, and qc_async_workers stays 0.
+ */
+static void
+define_async_settings(void)
+{
+	DefineCustomIntVariable("queryclaw.max_queued_per_role",
+							"Sets the maximum number of unfinished asynchronous requests a role may have; 0 means no limit.",
+							"An enqueue past it is refused with SQLSTATE 53400.",
+							&qc_max_queued_per_role, 0, 0, INT_MAX, PGC_SUSET, 0,
+							NULL, NULL, NULL);
+	DefineCustomStringVariable("queryclaw.host_rate_limit",
+							   "Sets how many asynchronous requests a second may go to each host.",
+							   "Entries host=N/s, host a name, an address, *.domain or * (every other host); requests over it wait.",
+							   &qc_host_rate_limit, "", PGC_SIGHUP, GUC_LIST_INPUT,
+							   check_host_rate_limit, assign_host_rate_limit, NULL);
+	DefineCustomIntVariable("queryclaw.async_concurrency",
+							"Sets the maximum number of asynchronous requests each async worker runs at once.",
+							NULL,
+							&qc_async_concurrency, 64, 1, QC_MAX_CONCURRENCY_LIMIT, PGC_SIGHUP, 0,
+							NULL, NULL, NULL);
+	DefineCustomStringVariable("queryclaw.async_retention",
+							   "Sets how long finished asynchronous requests are kept; 0 keeps them forever.",
+							   "The async workers delete older done, failed and cancelled requests.",
+							   &qc_async_retention, "1 day", PGC_SIGHUP, 0,
+							   check_retention, assign_async_retention, NULL);
+	if (!process_shared_preload_libraries_in_progress)
+		return;
+	DefineCustomIntVariable("queryclaw.async_workers",
+							"Sets the number of background workers that run asynchronous requests; 0 turns them off.",
+							"They connect to queryclaw.database, where the queue is.",
+							&qc_async_workers, 1, 0, QC_ASYNC_MAX_WORKERS, PGC_POSTMASTER, 0,
+							NULL, NULL, NULL);
+}
+
+/* ---- end of the asynchronous queue settings ---- */
 
 void
 qc_guc_init(void)
@@ -645,6 +729,7 @@ qc_guc_init(void)
 	define_retry_settings();
 	define_audit_settings();
 	define_agent_settings();
+	define_async_settings();
 
 	MarkGUCPrefixReserved("queryclaw");
 }

@@ -73,10 +73,19 @@ extern char *qc_embed_api_key;
 extern int	qc_embed_batch_size;
 extern int	qc_max_tokens_per_day;
 
+/* the asynchronous queue (queue.c, enqueue.c; the workers) */
+extern int	qc_async_workers;	/* 0 without shared_preload_libraries */
+extern int	qc_async_concurrency;
+extern char *qc_async_retention;
+extern int64 qc_async_retention_us;	/* parsed; 0 keeps rows forever */
+extern int	qc_max_queued_per_role;
+extern char *qc_host_rate_limit;
+
 /* parsed forms of the list settings; never NULL once the GUCs exist */
 extern const QcAddrList *qc_local_allowlist_parsed;
 extern const QcHostList *qc_allowed_hosts_parsed;
 extern const QcHostList *qc_denied_hosts_parsed;
+extern const QcRateList *qc_host_rate_limit_parsed;
 
 extern void qc_guc_init(void);
 

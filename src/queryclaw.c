@@ -35,6 +35,13 @@
  *	llm.c		llm_chat_tools(): the tool loop; web_fetch's extract
  *	sqltool.c	the database as a read-only tool: sql_query and its kin
  *	embed.c		llm_embed(): an OpenAI-compatible embeddings endpoint
+ *	bucket.c	the token bucket arithmetic (pure C)
+ *	hostrate.c	queryclaw.host_rate_limit: the buckets in shared memory
+ *	queue.c		the asynchronous requests' queue: shared memory, wake-up
+ *	enqueue.c	web_fetch_async, api_call_async, llm_chat_tools_async
+ *	qwait.c		wait() and cancel_requests() on queued requests
+ *	asyncworker.c	the async workers: claim, recovery, retention
+ *	asyncrun.c	a role's requests run as that role: retries, final states, callbacks
  *
  *-------------------------------------------------------------------------
  */
@@ -43,10 +50,13 @@
 #include "fmgr.h"
 #include "miscadmin.h"
 
+#include "asyncworker.h"
 #include "auditq.h"
 #include "budget.h"
 #include "compat.h"
 #include "guc.h"
+#include "hostrate.h"
+#include "queue.h"
 #include "ratelimit.h"
 #include "worker.h"
 
@@ -70,4 +80,7 @@ _PG_init(void)
 	qc_worker_init();
 	qc_ratelimit_init();
 	qc_budget_init();
+	qc_hostrate_init();
+	qc_queue_init();
+	qc_asyncworker_init();
 }

@@ -7,7 +7,9 @@
  * Entries are separated by commas or white space.  Address entries are
  * "ADDR", "ADDR/BITS", "ADDR:PORT" or "ADDR/BITS:PORT"; IPv6 addresses take
  * a port only in brackets ("[::1]:8080").  Host entries are "name",
- * "*.name" or either with ":PORT".  Anything else is rejected with a reason,
+ * "*.name" or either with ":PORT".  Rate entries are "HOST=N/s" (or
+ * N/min), HOST a host entry without a port or "*" for every other host.
+ * Anything else is rejected with a reason,
  * so a typo in postgresql.conf fails loudly instead of silently allowing
  * or denying the wrong thing.
  *
@@ -211,7 +213,62 @@ parse_host_entry(const char *entry, void *slot, char *err, size_t errlen)
 	return 1;
 }
 
-/* Count, allocate, then parse: shared by both list kinds. */
+/* Most requests a second one rate entry may allow. */
+#define RATE_MAX 1000000.0
+
+/* "N/s" or "N/min", N a positive decimal number: requests a second, or 0. */
+static double
+parse_rate(const char *s)
+{
+	char	   *end;
+	double		n;
+
+	if (!isdigit((unsigned char) *s))
+		return 0;
+	errno = 0;
+	n = strtod(s, &end);
+	if (errno != 0 || n <= 0 || n > RATE_MAX)
+		return 0;
+	if (strcmp(end, "/s") == 0)
+		return n;
+	if (strcmp(end, "/min") == 0)
+		return n / 60.0;
+	return 0;
+}
+
+static int
+parse_rate_entry(const char *entry, void *slot, char *err, size_t errlen)
+{
+	QcRateRule *rule = slot;
+	char		host[ENTRY_MAX + 1];
+	const char *eq = strrchr(entry, '=');
+
+	if (eq == NULL || (rule->per_second = parse_rate(eq + 1)) == 0)
+	{
+		snprintf(err, errlen, "Entry \"%s\" is not HOST=N/s (or HOST=N/min), N a number above 0 and at most %.0f a second.",
+				 entry, RATE_MAX);
+		return 0;
+	}
+	memcpy(host, entry, eq - entry);
+	host[eq - entry] = '\0';
+	if (strcmp(host, "*") == 0)
+	{
+		memset(&rule->host, 0, sizeof(rule->host));
+		rule->host.wildcard = 1;
+		return 1;
+	}
+	if (!parse_host_entry(host, &rule->host, err, errlen))
+		return 0;
+	if (rule->host.port != 0)
+	{
+		snprintf(err, errlen, "Entry \"%s\" names a port: a rate applies to a host, whatever the port.",
+				 entry);
+		return 0;
+	}
+	return 1;
+}
+
+/* Count, allocate, then parse: shared by every list kind. */
 static void *
 parse_list(const char *text, entry_parser parse, size_t header, size_t slot_size,
 		   char *err, size_t errlen)
@@ -250,6 +307,13 @@ qc_host_list_parse(const char *text, char *err, size_t errlen)
 					  sizeof(QcHostRule), err, errlen);
 }
 
+QcRateList *
+qc_rate_list_parse(const char *text, char *err, size_t errlen)
+{
+	return parse_list(text, parse_rate_entry, offsetof(QcRateList, rules),
+					  sizeof(QcRateRule), err, errlen);
+}
+
 const QcAddrRule *
 qc_addr_list_match(const QcAddrList *list, const QcInetAddr *addr, int port)
 {
@@ -264,6 +328,16 @@ qc_addr_list_match(const QcAddrList *list, const QcInetAddr *addr, int port)
 	return NULL;
 }
 
+/* "*.example.com" covers "a.example.com" and "a.b.example.com" */
+static bool
+subdomain_of(const char *host, size_t hostlen, const char *domain)
+{
+	size_t		len = strlen(domain);
+
+	return hostlen > len + 1 && host[hostlen - len - 1] == '.' &&
+		strcmp(host + hostlen - len, domain) == 0;
+}
+
 const QcHostRule *
 qc_host_list_match(const QcHostList *list, const char *host, int port)
 {
@@ -272,17 +346,34 @@ qc_host_list_match(const QcHostList *list, const char *host, int port)
 	for (int i = 0; list != NULL && i < list->count; i++)
 	{
 		const QcHostRule *rule = &list->rules[i];
-		size_t		namelen = strlen(rule->name);
 
 		if (rule->port != 0 && rule->port != port)
 			continue;
 		if (!rule->wildcard && strcmp(host, rule->name) == 0)
 			return rule;
-		/* "*.example.com" matches "a.example.com" and "a.b.example.com" */
-		if (rule->wildcard && hostlen > namelen + 1 &&
-			host[hostlen - namelen - 1] == '.' &&
-			strcmp(host + hostlen - namelen, rule->name) == 0)
+		if (rule->wildcard && subdomain_of(host, hostlen, rule->name))
 			return rule;
 	}
 	return NULL;
+}
+
+const QcRateRule *
+qc_rate_list_match(const QcRateList *list, const char *host)
+{
+	const QcRateRule *best = NULL;
+	size_t		hostlen = strlen(host);
+
+	for (int i = 0; list != NULL && i < list->count; i++)
+	{
+		const QcRateRule *rule = &list->rules[i];
+
+		if (!rule->host.wildcard && strcmp(rule->host.name, host) == 0)
+			return rule;		/* the host's own entry wins */
+		/* "*" (an empty name) covers every host, the longest domain wins */
+		if (rule->host.wildcard &&
+			(rule->host.name[0] == '\0' || subdomain_of(host, hostlen, rule->host.name)) &&
+			(best == NULL || strlen(rule->host.name) > strlen(best->host.name)))
+			best = rule;
+	}
+	return best;
 }

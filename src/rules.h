@@ -2,8 +2,9 @@
  *
  * rules.h
  *	  Parsing and matching of the list settings: queryclaw.local_allowlist
- *	  (addresses and CIDRs, optional port) and queryclaw.allowed_hosts /
- *	  queryclaw.denied_hosts (host names, *.wildcards, optional port).
+ *	  (addresses and CIDRs, optional port), queryclaw.allowed_hosts /
+ *	  queryclaw.denied_hosts (host names, *.wildcards, optional port) and
+ *	  queryclaw.host_rate_limit (a host, *.domain or *, then =N/s).
  *
  * Pure C (malloc, no PostgreSQL headers): the GUC check hooks keep the
  * parsed lists as their "extra" data, through qc_guc_extra() (compat.h:
@@ -44,12 +45,26 @@ typedef struct QcHostList
 	QcHostRule	rules[];
 } QcHostList;
 
+/* One host_rate_limit entry: requests a second to matching hosts. */
+typedef struct QcRateRule
+{
+	QcHostRule	host;			/* port 0; name "" with wildcard for "*" */
+	double		per_second;
+} QcRateRule;
+
+typedef struct QcRateList
+{
+	int			count;
+	QcRateRule	rules[];
+} QcRateList;
+
 /*
  * Parse a list; on success return a malloc'd list (possibly empty), on
  * failure return NULL and write a sentence explaining the problem to err.
  */
 extern QcAddrList *qc_addr_list_parse(const char *text, char *err, size_t errlen);
 extern QcHostList *qc_host_list_parse(const char *text, char *err, size_t errlen);
+extern QcRateList *qc_rate_list_parse(const char *text, char *err, size_t errlen);
 
 /* Matching: port is the port actually used. */
 extern const QcAddrRule *qc_addr_list_match(const QcAddrList *list,
@@ -57,5 +72,12 @@ extern const QcAddrRule *qc_addr_list_match(const QcAddrList *list,
 /* host is as qc_host_to_ascii() maps it. */
 extern const QcHostRule *qc_host_list_match(const QcHostList *list,
 											const char *host, int port);
+
+/*
+ * The rate for a host: its own entry, else the longest "*.domain" entry
+ * that covers it, else "*"; NULL when none applies (no limit).
+ */
+extern const QcRateRule *qc_rate_list_match(const QcRateList *list,
+											const char *host);
 
 #endif							/* QC_RULES_H */

@@ -80,7 +80,6 @@
 
 PGDLLEXPORT void qc_audit_worker_main(Datum main_arg);
 
-static volatile sig_atomic_t got_sigterm = false;
 static TimestampTz retry_at = 0;	/* no write before, after a failure */
 static TimestampTz retention_at = 0;	/* the next retention pass */
 
@@ -97,28 +96,8 @@ typedef void (*TransactionWork) (void *arg);
 void
 qc_worker_init(void)
 {
-	BackgroundWorker worker;
-
-	memset(&worker, 0, sizeof(worker));
-	worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
-	worker.bgw_start_time = BgWorkerStart_RecoveryFinished;
-	worker.bgw_restart_time = QC_WORKER_RESTART_S;
-	strlcpy(worker.bgw_library_name, "queryclaw_ext", BGW_MAXLEN);
-	strlcpy(worker.bgw_function_name, "qc_audit_worker_main", BGW_MAXLEN);
-	strlcpy(worker.bgw_name, "queryclaw audit writer", BGW_MAXLEN);
-	strlcpy(worker.bgw_type, "queryclaw audit writer", BGW_MAXLEN);
-	RegisterBackgroundWorker(&worker);
-}
-
-/* SIGTERM: finish what is queued first (see the file header). */
-static void
-worker_sigterm(SIGNAL_ARGS)
-{
-	int			save_errno = errno;
-
-	got_sigterm = true;
-	SetLatch(MyLatch);
-	errno = save_errno;
+	qc_bgsession_register("qc_audit_worker_main", "queryclaw audit writer",
+						  "queryclaw audit writer", QC_WORKER_RESTART_S, (Datum) 0);
 }
 
 static Oid
@@ -432,7 +411,8 @@ qc_audit_worker_main(Datum main_arg)
 	MemoryContext cxt;
 
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
-	pqsignal(SIGTERM, worker_sigterm);
+	/* SIGTERM: finish what is queued first (see the file header) */
+	pqsignal(SIGTERM, qc_bgsession_sigterm);
 	BackgroundWorkerUnblockSignals();
 	qc_bgsession_connect(qc_database);
 	qc_auditq_attach_worker();
@@ -441,7 +421,7 @@ qc_audit_worker_main(Datum main_arg)
 	ereport(LOG,
 			(errmsg("queryclaw audit writer started in database \"%s\"", qc_database)));
 
-	while (!got_sigterm)
+	while (!qc_bgsession_stop)
 	{
 		ResetLatch(MyLatch);
 		CHECK_FOR_INTERRUPTS();

@@ -11,7 +11,8 @@
 # (results and audit rows of servers sending bytes that are not valid
 # text, through pg_dump and pg_restore, in three database encodings), then
 # test/worker_hijack.sh (the audit worker attacked through its database's
-# settings, with restarts), then pg_regress over test/nopreload/ on a cluster without
+# settings, with restarts), then test/async_restart.sh (the async queue
+# through a crash and a killed worker), then pg_regress over test/nopreload/ on a cluster without
 # preload, then the upgrade from release 0.1 (test/upgrade/) and a
 # pg_dump/pg_restore round trip on a third cluster, then the README's SQL
 # examples (test/readme/) on a fourth, shows the diffs of any failure,
@@ -155,7 +156,7 @@ if [ -z "${QC_ISOLATED:-}" ] && [[ " $tests " == *" 019_dns "* ]]; then
 	tests=$(echo $tests | sed 's/\b019_dns\b//')
 fi
 # the attack on the audit worker is a script, not a pg_regress test (below)
-tests=$(echo $tests | sed 's/\bworker_hijack\b//')
+tests=$(echo $tests | sed 's/\bworker_hijack\b//; s/\basync_restart\b//')
 qc_log "regression tests"
 run_suite "$suite" queryclaw_regression $tests
 
@@ -174,6 +175,13 @@ if [ -z "${QC_TESTS:-}" ] || [[ " $QC_TESTS " == *" worker_hijack "* ]]; then
 	bash "$QC_ROOT/test/worker_hijack.sh" "$QC_WORK" "$QC_PGDATA" "$QC_BINDIR" 2>&1 |
 		tee "$QC_WORK/worker_hijack.log"
 	count_checks "$QC_WORK/worker_hijack.log"
+fi
+
+# The async queue through a hard stop of the server and a killed worker
+# (restarts the cluster); with QC_TESTS, only when it names async_restart.
+if [ -z "${QC_TESTS:-}" ] || [[ " $QC_TESTS " == *" async_restart "* ]]; then
+	qc_log "the async queue through a crash and a killed worker"
+	run_checks bash "$QC_ROOT/test/async_restart.sh" "$QC_WORK" "$QC_PGDATA" "$QC_BINDIR"
 fi
 qc_stop_cluster
 

@@ -11,18 +11,7 @@
 #include <string.h>
 
 #include "retry.h"
-
-static int	ncase = 0;
-static int	nfail = 0;
-
-static void
-check(int cond, const char *what)
-{
-	ncase++;
-	if (!cond)
-		nfail++;
-	printf("%s %d - %s\n", cond ? "ok" : "not ok", ncase, what);
-}
+#include "check.h"
 
 static void
 test_statuses(void)
@@ -120,6 +109,5 @@ main(void)
 	test_statuses();
 	test_backoff();
 	test_retry_after();
-	printf("1..%d\n", ncase);
-	return nfail ? 1 : 0;
+	return check_done();
 }

@@ -39,3 +39,12 @@ RESET queryclaw.max_calls_per_hour;
 SELECT queryclaw.web_fetch(qc_test.url('/hello')) AS unlimited_works;
 DROP OWNED BY qc_gina;
 DROP ROLE qc_gina;
+
+-- asynchronous requests need the workers: each function says so, before
+-- it looks at its arguments
+SELECT queryclaw.web_fetch_async(qc_test.url('/hello'));
+SELECT queryclaw.api_call_async(NULL);
+SELECT queryclaw.llm_chat_tools_async('hi');
+SELECT * FROM queryclaw.wait('{1}');
+SELECT queryclaw.cancel_requests('{1}');
+SELECT name FROM pg_settings WHERE name = 'queryclaw.async_workers';

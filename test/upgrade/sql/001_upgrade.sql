@@ -139,6 +139,18 @@ SELECT * FROM upgrade_test.audit();
 SELECT durable, database, lost FROM queryclaw.audit_status();
 SELECT * FROM upgrade_test.stats();
 
+-- 0.2's queue of asynchronous requests: each function queues, and in the
+-- same transaction (before any worker can see them) the requests are
+-- cancelled; wait() then returns them final.
+BEGIN;
+SELECT array[queryclaw.web_fetch_async(upgrade_test.url('/hello')),
+             queryclaw.api_call_async(upgrade_test.url('/echo'), 'PUT', body => 'x'),
+             queryclaw.llm_chat_tools_async('SCENARIO:plain hi')] AS async_ids \gset
+SELECT queryclaw.cancel_requests(:'async_ids') AS cancelled;
+COMMIT;
+SELECT func, state, error FROM queryclaw.wait(:'async_ids') ORDER BY id;
+SELECT role = current_user::regrole AS own, state, requests FROM queryclaw.queue_status;
+
 -- The updated database holds the same objects as a fresh install: every
 -- member of the extension with its comment, initial privileges and whole
 -- definition (a function's text, a table's columns, constraints, indexes,

@@ -1,0 +1,930 @@
+/*-------------------------------------------------------------------------
+ *
+ * asyncrun.c
+ *	  Running the asynchronous requests of one role: as that role, with its
+ *	  settings, through the batch transport; then each request's outcome
+ *	  and callback.
+ *
+ * A role's requests run as a session of that role would run them
+ * (README, "Asynchronous requests"):
+ *
+ * - At a new GUC nest level, the worker's pinned settings go back to the
+ *   server's values and the role's stored settings (pg_db_role_setting:
+ *   for all, for this database, for the role, for the role in this
+ *   database, the later winning, as at login) are applied over them.
+ *   Leaving the nest level undoes all of it, so nothing leaks from one
+ *   role's requests to another's.
+ * - The user is the role, inside a security-restricted operation (no SET
+ *   ROLE, no session state left behind).  The role must still exist and
+ *   have EXECUTE on the async function and on the callback; otherwise the
+ *   request fails with that reason.
+ * - Calls are built as the synchronous twin builds them (api_call's
+ *   validation, web_fetch's GET), audited under the async function's name
+ *   with the request id and attempt in the detail, and run many at once
+ *   (queryclaw.async_concurrency) through qc_call_run_many.
+ *
+ * Budgets and pauses make a request wait, never fail: while
+ * queryclaw.enabled is off for the role, while its max_calls_per_hour or
+ * max_tokens_per_day is spent, or until its host's token bucket has its
+ * token (hostrate.c), the request goes back to the queue with
+ * next_attempt_at set and its attempt not counted.
+ *
+ * Each outcome is recorded in a subtransaction of its own, the final
+ * state's update and the callback together; the worker's statements run
+ * as queryclaw_writer with the pinned settings (qc_async_as_writer), the
+ * callback as the role.  A callback that raises is run again on a
+ * serialization failure or a deadlock, up to QC_CALLBACK_TRIES times;
+ * then, or on any other error, the request is marked failed with the
+ * callback's error (its result kept) and the callback is not called again.
+ * A request cancelled while it ran (the update finds it no longer
+ * 'running') keeps no result: its callback gets the error 'cancelled'.
+ *
+ * llm_chat_tools_async requests run as jobs of the tool loop (llmjob.c),
+ * all of the role's at once, their requests in one batch (run_llms).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <time.h>
+
+#include "access/genam.h"
+#include "access/htup_details.h"
+#include "access/table.h"
+#include "access/xact.h"
+#include "catalog/indexing.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_db_role_setting.h"
+#include "catalog/pg_proc.h"
+#include "catalog/pg_type.h"
+#include "common/pg_prng.h"
+#include "executor/spi.h"
+#include "fmgr.h"
+#include "miscadmin.h"
+#include "utils/acl.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/fmgroids.h"
+#include "utils/hsearch.h"
+#include "utils/guc.h"
+#include "utils/json.h"
+#include "utils/jsonb.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/regproc.h"
+#include "utils/snapmgr.h"
+#include "utils/syscache.h"
+
+#include "api.h"
+#include "asyncrun.h"
+#include "bgsession.h"
+#include "compat.h"
+#include "guc.h"
+#include "hostrate.h"
+#include "http.h"
+#include "json.h"
+#include "llmjob.h"
+#include "policy.h"
+#include "ratelimit.h"
+#include "response.h"
+#include "retry.h"
+
+#define QC_WRITER_ROLE			"queryclaw_writer"
+#define QC_CALLBACK_TRIES		3
+/* how long a request waits while the role may not call */
+#define QC_PAUSE_MS				1000
+#define QC_BUDGET_WAIT_MS		60000
+
+/* The functions a role needs EXECUTE on, by the name a request carries. */
+static const struct
+{
+	const char *func;
+	const char *signature;
+}			async_functions[] =
+{
+	{"web_fetch_async", "queryclaw.web_fetch_async(text,text,integer,regprocedure,jsonb)"},
+	{"api_call_async", "queryclaw.api_call_async(text,text,jsonb,text,integer,regprocedure,jsonb,text)"},
+	{"llm_chat_tools_async", "queryclaw.llm_chat_tools_async(text,text[],text,text,integer,jsonb,regprocedure,jsonb)"},
+};
+
+/* A role's requests while they run. */
+typedef struct RoleRun
+{
+	QcAsyncRequest **reqs;
+	int			n;
+	QcCall	  **calls;			/* by request, NULL when not sent */
+	QcFormat   *formats;		/* web_fetch_async's */
+	MemoryContext scratch;		/* reset after each response */
+	MemoryContext keep;			/* where outcomes live */
+} RoleRun;
+
+/* ---- reading a claimed row ---- */
+
+static Datum
+column(HeapTuple tuple, TupleDesc desc, int n, bool *isnull)
+{
+	return SPI_getbinval(tuple, desc, n, isnull);
+}
+
+QcAsyncRequest *
+qc_async_request_from_tuple(HeapTuple tuple, TupleDesc desc)
+{
+	QcAsyncRequest *r = palloc0(sizeof(QcAsyncRequest));
+	bool		isnull;
+	Datum		d;
+
+	r->id = DatumGetInt64(column(tuple, desc, 1, &isnull));
+	r->role = DatumGetObjectId(column(tuple, desc, 2, &isnull));
+	r->func = SPI_getvalue(tuple, desc, 3);
+	r->args = DatumGetJsonbPCopy(column(tuple, desc, 4, &isnull));
+	r->callback = SPI_getvalue(tuple, desc, 5);
+	d = column(tuple, desc, 6, &isnull);
+	r->context = isnull ? NULL : DatumGetJsonbPCopy(d);
+	r->idempotency_key = SPI_getvalue(tuple, desc, 7);
+	r->attempts = DatumGetInt32(column(tuple, desc, 8, &isnull));
+	r->has_secrets = DatumGetBool(column(tuple, desc, 9, &isnull));
+	r->outcome = QC_ASYNC_PENDING;
+	return r;
+}
+
+/* ---- outcomes ---- */
+
+static void
+set_final(QcAsyncRequest *r, QcAsyncOutcome outcome, Jsonb *result,
+		  const char *error, int sqlerrcode)
+{
+	r->outcome = outcome;
+	r->result = result;
+	r->error = error ? pstrdup(error) : NULL;
+	r->sqlstate = sqlerrcode ? pstrdup(unpack_sql_state(sqlerrcode)) : NULL;
+}
+
+static void
+set_failed(QcAsyncRequest *r, int sqlerrcode, const char *error)
+{
+	set_final(r, QC_ASYNC_FAILED, NULL, error, sqlerrcode);
+}
+
+/* Back to the queue until after_ms from now; the attempt does not count. */
+static void
+set_wait(QcAsyncRequest *r, int64 after_ms)
+{
+	r->outcome = QC_ASYNC_WAIT;
+	r->next_at = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), after_ms);
+}
+
+/* ---- the role's identity and settings ---- */
+
+/* Apply one pg_db_role_setting entry's settings, if there is one. */
+static void
+apply_stored_settings(Relation rel, Oid database, Oid role)
+{
+	ScanKeyData keys[2];
+	SysScanDesc scan;
+	HeapTuple	tuple;
+
+	ScanKeyInit(&keys[0], Anum_pg_db_role_setting_setdatabase, BTEqualStrategyNumber,
+				F_OIDEQ, ObjectIdGetDatum(database));
+	ScanKeyInit(&keys[1], Anum_pg_db_role_setting_setrole, BTEqualStrategyNumber,
+				F_OIDEQ, ObjectIdGetDatum(role));
+	scan = systable_beginscan(rel, DbRoleSettingDatidRolidIndexId, true, NULL, 2, keys);
+	while (HeapTupleIsValid(tuple = systable_getnext(scan)))
+	{
+		bool		isnull;
+		Datum		d = heap_getattr(tuple, Anum_pg_db_role_setting_setconfig,
+									 RelationGetDescr(rel), &isnull);
+		Datum	   *items;
+		int			nitems;
+
+		if (isnull)
+			continue;
+		deconstruct_array(DatumGetArrayTypeP(d), TEXTOID, -1, false, TYPALIGN_INT,
+						  &items, NULL, &nitems);
+		for (int i = 0; i < nitems; i++)
+		{
+			char	   *name;
+			char	   *value;
+
+			ParseLongOption(TextDatumGetCString(items[i]), &name, &value);
+			/* a setting that is no longer valid is skipped, as at login */
+			if (value != NULL)
+				(void) set_config_option(name, value, PGC_SUSET, PGC_S_SESSION,
+										 GUC_ACTION_SAVE, true, WARNING, false);
+		}
+	}
+	systable_endscan(scan);
+}
+
+/*
+ * At a new nest level (the caller leaves it): the server's values of the
+ * pinned settings, then the role's stored settings, the most specific last.
+ */
+static int
+enter_role_settings(Oid role)
+{
+	int			nest = NewGUCNestLevel();
+	Relation	rel = table_open(DbRoleSettingRelationId, AccessShareLock);
+
+	qc_bgsession_unpin();
+	apply_stored_settings(rel, InvalidOid, InvalidOid);
+	apply_stored_settings(rel, MyDatabaseId, InvalidOid);
+	apply_stored_settings(rel, InvalidOid, role);
+	apply_stored_settings(rel, MyDatabaseId, role);
+	table_close(rel, AccessShareLock);
+	return nest;
+}
+
+/* A function by its signature (as regprocedure writes it), or InvalidOid. */
+static Oid
+function_oid(const char *signature)
+{
+	LOCAL_FCINFO(fcinfo, 1);
+	Datum		oid;
+
+	/* to_regprocedure, which returns NULL where DirectFunctionCall fails */
+	InitFunctionCallInfoData(*fcinfo, NULL, 1, InvalidOid, NULL, NULL);
+	fcinfo->args[0].value = CStringGetTextDatum(signature);
+	fcinfo->args[0].isnull = false;
+	oid = to_regprocedure(fcinfo);
+	return fcinfo->isnull ? InvalidOid : DatumGetObjectId(oid);
+}
+
+/* Why the role may not run the request, or NULL; sets *callback. */
+static char *
+refusal(QcAsyncRequest *r, Oid *callback)
+{
+	const char *sig = NULL;
+	Oid			fn;
+
+	*callback = InvalidOid;
+	for (int i = 0; i < lengthof(async_functions); i++)
+		if (strcmp(async_functions[i].func, r->func) == 0)
+			sig = async_functions[i].signature;
+	if (sig == NULL || !OidIsValid(fn = function_oid(sig)))
+		return psprintf("function %s does not exist", r->func);
+	if (qc_proc_aclcheck(fn, r->role, ACL_EXECUTE) != ACLCHECK_OK)
+		return psprintf("permission denied for function %s", r->func);
+	if (r->callback == NULL)
+		return NULL;
+	if (!OidIsValid(*callback = function_oid(r->callback)))
+		return psprintf("callback %s does not exist", r->callback);
+	if (qc_proc_aclcheck(*callback, r->role, ACL_EXECUTE) != ACLCHECK_OK)
+		return psprintf("permission denied for callback %s", r->callback);
+	return NULL;
+}
+
+/* ---- the worker's own statements ---- */
+
+Oid
+qc_async_statement_role(void)
+{
+	Oid			nsp = get_namespace_oid("queryclaw", true);
+
+	if (!OidIsValid(nsp) || !OidIsValid(get_relname_relid("requests", nsp)))
+		return InvalidOid;
+	return get_role_oid(QC_WRITER_ROLE, true);
+}
+
+void
+qc_async_as_writer(void (*fn) (void *arg), void *arg)
+{
+	Oid			save_userid;
+	int			save_sec_context;
+	int			nest = NewGUCNestLevel();
+	Oid			writer = qc_async_statement_role();
+
+	if (!OidIsValid(writer))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_TABLE),
+				 errmsg("relation \"queryclaw.requests\" does not exist in database \"%s\"",
+						qc_database),
+				 errhint("Run ALTER EXTENSION queryclaw_ext UPDATE in that database.")));
+	qc_bgsession_repin();
+	GetUserIdAndSecContext(&save_userid, &save_sec_context);
+	SetUserIdAndSecContext(writer, save_sec_context | SECURITY_LOCAL_USERID_CHANGE |
+						   SECURITY_RESTRICTED_OPERATION);
+	fn(arg);
+	SetUserIdAndSecContext(save_userid, save_sec_context);
+	AtEOXact_GUC(true, nest);
+}
+
+/* Statements on one request, prepared once per worker. */
+enum
+{
+	STMT_FINAL,
+	STMT_RETRY,
+	STMT_WAIT,
+	STMT_CANCELLED,
+	STMT_SECRETS,
+	STMT_COUNT
+};
+
+static const char *const statements[STMT_COUNT] = {
+	[STMT_FINAL] = "UPDATE queryclaw.requests SET state = $2, result = $3, error = $4,"
+	" sqlstate = $5, finished_at = pg_catalog.now()"
+	" WHERE id OPERATOR(pg_catalog.=) $1 AND state OPERATOR(pg_catalog.=) 'running'",
+	[STMT_RETRY] = "UPDATE queryclaw.requests SET state = 'retrying', next_attempt_at = $2,"
+	" result = $3, error = $4, sqlstate = $5"
+	" WHERE id OPERATOR(pg_catalog.=) $1 AND state OPERATOR(pg_catalog.=) 'running'",
+	[STMT_WAIT] = "UPDATE queryclaw.requests SET state = 'queued', next_attempt_at = $2,"
+	" attempts = attempts OPERATOR(pg_catalog.-) 1"
+	" WHERE id OPERATOR(pg_catalog.=) $1 AND state OPERATOR(pg_catalog.=) 'running'",
+	[STMT_CANCELLED] = "UPDATE queryclaw.requests SET finished_at = pg_catalog.now()"
+	" WHERE id OPERATOR(pg_catalog.=) $1 AND state OPERATOR(pg_catalog.=) 'cancelled'"
+	" AND finished_at IS NULL",
+	[STMT_SECRETS] = "DELETE FROM queryclaw.request_secrets WHERE id OPERATOR(pg_catalog.=) $1",
+};
+
+static const int nargs[STMT_COUNT] = {5, 5, 2, 1, 1};
+static const Oid argtypes[5] = {INT8OID, TEXTOID, JSONBOID, TEXTOID, TEXTOID};
+static const Oid retry_types[5] = {INT8OID, TIMESTAMPTZOID, JSONBOID, TEXTOID, TEXTOID};
+
+/* One statement's rows affected. */
+static uint64
+execute(int stmt, Datum *values, const char *nulls)
+{
+	static SPIPlanPtr plans[STMT_COUNT];
+	int			rc;
+
+	if (plans[stmt] == NULL)
+	{
+		SPIPlanPtr	plan = SPI_prepare(statements[stmt], nargs[stmt],
+									   (Oid *) (stmt == STMT_RETRY || stmt == STMT_WAIT ?
+												retry_types : argtypes));
+
+		if (plan == NULL)
+			elog(ERROR, "could not prepare a statement on queryclaw.requests: %s",
+				 SPI_result_code_string(SPI_result));
+		SPI_keepplan(plan);
+		plans[stmt] = plan;
+	}
+	rc = SPI_execute_plan(plans[stmt], values, nulls, false, 0);
+	if (rc != SPI_OK_UPDATE && rc != SPI_OK_DELETE)
+		elog(ERROR, "could not update queryclaw.requests: %s", SPI_result_code_string(rc));
+	return SPI_processed;
+}
+
+/* What one request's record needs, through qc_async_as_writer. */
+typedef struct Record
+{
+	QcAsyncRequest *r;
+	bool		cancelled;		/* out: the row was cancelled meanwhile */
+} Record;
+
+static const char *
+state_name(QcAsyncOutcome outcome)
+{
+	return outcome == QC_ASYNC_DONE ? "done" : "failed";
+}
+
+static void
+record_outcome(void *arg)
+{
+	Record	   *rec = arg;
+	QcAsyncRequest *r = rec->r;
+	Datum		values[5] = {Int64GetDatum(r->id)};
+	char		nulls[5] = "     ";
+
+	values[2] = PointerGetDatum(r->result);
+	nulls[2] = r->result ? ' ' : 'n';
+	values[3] = r->error ? CStringGetTextDatum(r->error) : (Datum) 0;
+	nulls[3] = r->error ? ' ' : 'n';
+	values[4] = r->sqlstate ? CStringGetTextDatum(r->sqlstate) : (Datum) 0;
+	nulls[4] = r->sqlstate ? ' ' : 'n';
+	switch (r->outcome)
+	{
+		case QC_ASYNC_RETRY:
+		case QC_ASYNC_WAIT:
+			values[1] = TimestampTzGetDatum(r->next_at);
+			(void) execute(r->outcome == QC_ASYNC_RETRY ? STMT_RETRY : STMT_WAIT, values, nulls);
+			return;
+		case QC_ASYNC_CANCELLED:
+			rec->cancelled = true;
+			break;
+		default:
+			values[1] = CStringGetTextDatum(state_name(r->outcome));
+			rec->cancelled = (execute(STMT_FINAL, values, nulls) == 0);
+			break;
+	}
+	if (rec->cancelled)
+		(void) execute(STMT_CANCELLED, values, nulls);
+	if (r->has_secrets)
+		(void) execute(STMT_SECRETS, values, nulls);
+}
+
+/*
+ * Run fn(arg) in a subtransaction of its own: true once it is committed;
+ * false when fn raised, the subtransaction rolled back and *edata holds
+ * the error.
+ */
+static bool
+in_subtransaction(void (*fn) (void *arg), void *arg, ErrorData **edata)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	ResourceOwner owner = CurrentResourceOwner;
+	volatile bool ok = true;
+
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(cxt);
+	PG_TRY();
+	{
+		fn(arg);
+		ReleaseCurrentSubTransaction();
+	}
+	PG_CATCH();
+	{
+		MemoryContextSwitchTo(cxt);
+		*edata = CopyErrorData();
+		FlushErrorState();
+		RollbackAndReleaseCurrentSubTransaction();
+		ok = false;
+	}
+	PG_END_TRY();
+	MemoryContextSwitchTo(cxt);
+	CurrentResourceOwner = owner;
+	return ok;
+}
+
+/* ---- callbacks ---- */
+
+/* callback(id, result, error, context), as the current user (the role). */
+static void
+call_callback(Oid fn, QcAsyncRequest *r, bool cancelled)
+{
+	LOCAL_FCINFO(fcinfo, 4);
+	FmgrInfo	flinfo;
+	const char *error = cancelled ? "cancelled" : r->error;
+
+	fmgr_info(fn, &flinfo);
+	InitFunctionCallInfoData(*fcinfo, &flinfo, 4, InvalidOid, NULL, NULL);
+	fcinfo->args[0].value = Int64GetDatum(r->id);
+	fcinfo->args[0].isnull = false;
+	fcinfo->args[1].value = PointerGetDatum(r->result);
+	fcinfo->args[1].isnull = cancelled || r->result == NULL;
+	fcinfo->args[2].value = error ? CStringGetTextDatum(error) : (Datum) 0;
+	fcinfo->args[2].isnull = (error == NULL);
+	fcinfo->args[3].value = PointerGetDatum(r->context);
+	fcinfo->args[3].isnull = (r->context == NULL);
+	PushActiveSnapshot(GetTransactionSnapshot());
+	(void) FunctionCallInvoke(fcinfo);
+	PopActiveSnapshot();
+}
+
+/* A request's record, and the callback that goes with it. */
+typedef struct Finish
+{
+	Record		rec;
+	Oid			callback;
+} Finish;
+
+/* Record a request's outcome and, when final, call its callback. */
+static void
+record_and_call(void *arg)
+{
+	Finish	   *f = arg;
+	QcAsyncRequest *r = f->rec.r;
+
+	qc_async_as_writer(record_outcome, &f->rec);
+	if (OidIsValid(f->callback) &&
+		(f->rec.cancelled || r->outcome == QC_ASYNC_DONE || r->outcome == QC_ASYNC_FAILED))
+		call_callback(f->callback, r, f->rec.cancelled);
+}
+
+/* Record one request; a callback that keeps failing makes it failed. */
+static void
+finish(QcAsyncRequest *r, Oid callback)
+{
+	for (int tries = 1;; tries++)
+	{
+		ErrorData  *edata = NULL;
+		Finish		f = {{r, false}, callback};
+		bool		retry;
+
+		if (in_subtransaction(record_and_call, &f, &edata))
+			return;
+		retry = (edata->sqlerrcode == ERRCODE_T_R_SERIALIZATION_FAILURE ||
+				 edata->sqlerrcode == ERRCODE_T_R_DEADLOCK_DETECTED) && tries < QC_CALLBACK_TRIES;
+		if (!OidIsValid(callback))
+			ReThrowError(edata);	/* the worker's own statement failed */
+		if (!retry)
+		{
+			/* the callback failed for good: the request failed, result kept */
+			r->outcome = QC_ASYNC_FAILED;
+			r->error = psprintf("callback failed: %s", edata->message);
+			r->sqlstate = pstrdup(unpack_sql_state(edata->sqlerrcode));
+			callback = InvalidOid;
+		}
+		FreeErrorData(edata);
+	}
+}
+
+/* ---- running the calls ---- */
+
+/* The retry settings, as the role has them. */
+static QcRetrySettings
+retry_settings(void)
+{
+	QcRetrySettings s = {qc_retry_max, qc_retry_base_delay, qc_retry_max_delay};
+
+	return s;
+}
+
+/* A retryable failure: again after a while, or failed with note. */
+static void
+retry_or_fail(QcAsyncRequest *r, int64 retry_after_ms, const char *what)
+{
+	QcRetrySettings s = retry_settings();
+	int64		wait_ms = 0;
+
+	/* the server's Retry-After is honoured up to retry_max_delay */
+	if (retry_after_ms > s.max_delay_ms)
+		retry_after_ms = s.max_delay_ms;
+	if (qc_retry_next(&s, r->attempts, retry_after_ms, s.max_delay_ms,
+					  pg_prng_double(&pg_global_prng_state), &wait_ms) == QC_RETRY_WAIT)
+	{
+		r->outcome = QC_ASYNC_RETRY;
+		r->next_at = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), wait_ms);
+		return;
+	}
+	r->outcome = QC_ASYNC_FAILED;
+	r->error = psprintf("%s after %d attempts", what, r->attempts);
+	if (r->sqlstate == NULL)
+		r->sqlstate = pstrdup(unpack_sql_state(ERRCODE_EXTERNAL_ROUTINE_EXCEPTION));
+}
+
+/* The outcome of a call that ended (shaped already into r's final fields). */
+static void
+decide(QcAsyncRequest *r, QcCall *call)
+{
+	QcRetryTarget target = {QC_ENDPOINT_OTHER, call->method, r->idempotency_key != NULL};
+	int64		after_ms = -1;
+
+	if (call->error_code == ERRCODE_CONFIGURATION_LIMIT_EXCEEDED)
+		set_wait(r, QC_BUDGET_WAIT_MS); /* max_calls_per_hour spent meanwhile */
+	else if (call->error_code == ERRCODE_INSUFFICIENT_RESOURCES && call->status == 0)
+		set_wait(r, QC_PAUSE_MS);	/* no room in the audit queue */
+	else if (call->status == 0 && call->error_code != 0)
+	{
+		bool		connect = call->error_code == ERRCODE_SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION;
+		bool		transfer = call->error_code == ERRCODE_CONNECTION_FAILURE;
+
+		if ((connect || transfer) &&
+			qc_retry_failure(&target, connect ? QC_FAILED_CONNECT : QC_FAILED_TRANSFER))
+			retry_or_fail(r, -1, r->error);
+	}
+	else if (call->status != 0 && qc_retry_status(&target, call->status))
+	{
+		(void) qc_retry_after_header(call->response_headers ? call->response_headers : "",
+									 time(NULL), &after_ms);
+		retry_or_fail(r, after_ms, psprintf("HTTP status %ld", call->status));
+	}
+}
+
+/* Shape a call that ended into its request's outcome; runs as each ends. */
+static void
+call_done(QcCall *call, void *arg)
+{
+	RoleRun    *run = arg;
+	QcAsyncRequest *r = run->reqs[call->ord];
+	MemoryContext old = MemoryContextSwitchTo(run->scratch);
+	Jsonb	   *result = NULL;
+	const char *error;
+
+	if (strcmp(r->func, "api_call_async") == 0)
+		result = qc_api_result(call);
+	else
+	{
+		char	   *text = qc_fetch_result(call, run->formats[call->ord]);
+
+		if (text != NULL)
+		{
+			StringInfoData s;
+
+			initStringInfo(&s);
+			appendStringInfoString(&s, "{\"content\": ");
+			escape_json(&s, text);
+			appendStringInfoChar(&s, '}');
+			result = DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(s.data)));
+		}
+	}
+	MemoryContextSwitchTo(run->keep);
+	error = qc_call_error_text(call);
+	set_final(r, result ? QC_ASYNC_DONE : QC_ASYNC_FAILED,
+			  result ? (Jsonb *) PG_DETOAST_DATUM_COPY(PointerGetDatum(result)) : NULL,
+			  error, call->error_code);
+	decide(r, call);
+	MemoryContextSwitchTo(old);
+	/* audited now: a failure found while shaping is in the scratch */
+	qc_call_end(call);
+	/* the raw response is no longer needed */
+	qc_call_drop_response(call);
+	MemoryContextReset(run->scratch);
+}
+
+/* A text member of the arguments, or NULL. */
+static char *
+arg_text(QcAsyncRequest *r, const char *key)
+{
+	return qc_jsonb_get_string(&r->args->root, key);
+}
+
+/* The call of a web or API request, built as its synchronous twin does. */
+static QcCall *
+build_call(RoleRun *run, int i)
+{
+	QcAsyncRequest *r = run->reqs[i];
+	int64		max_chars = 0;
+	bool		given = qc_jsonb_get_int64(&r->args->root, "max_chars", &max_chars);
+	QcCall	   *call;
+
+	if (strcmp(r->func, "api_call_async") == 0)
+	{
+		JsonbContainer *headers = qc_jsonb_get_object(&r->args->root, "headers");
+		char	   *method = arg_text(r, "method");
+
+		call = qc_api_prepare(r->func, arg_text(r, "url"), method ? method : "GET",
+							  headers ? JsonbValueToJsonb(qc_jsonb_get(&r->args->root, "headers")) : NULL,
+							  arg_text(r, "body"),
+							  qc_clamp_max_chars(given, (int) Min(max_chars, PG_INT32_MAX)));
+		if (r->idempotency_key != NULL)
+			call->headers = qc_http_add_header(call->headers, "Idempotency-Key",
+											   r->idempotency_key);
+	}
+	else
+	{
+		char	   *format = arg_text(r, "format");
+
+		run->formats[i] = qc_format_parse(format ? format : "text");
+		call = qc_call_new(r->func, "GET", arg_text(r, "url"));
+		call->max_chars = qc_clamp_max_chars(given, (int) Min(max_chars, PG_INT32_MAX));
+	}
+	call->audit_extra = psprintf("\"request\": " INT64_FORMAT ", \"attempt\": %d",
+								 r->id, r->attempts);
+	call->ord = i;
+	return call;
+}
+
+/* A call to build, and the call built. */
+typedef struct Build
+{
+	RoleRun    *run;
+	int			i;
+	QcCall	   *call;
+} Build;
+
+static void
+build(void *arg)
+{
+	Build	   *b = arg;
+
+	b->call = build_call(b->run, b->i);
+}
+
+/* Build a call in a subtransaction: invalid arguments fail the request alone. */
+static QcCall *
+try_build_call(RoleRun *run, int i)
+{
+	Build		b = {run, i, NULL};
+	ErrorData  *edata;
+
+	if (in_subtransaction(build, &b, &edata))
+		return b.call;
+	set_failed(run->reqs[i], edata->sqlerrcode, edata->message);
+	return NULL;
+}
+
+/*
+ * The requests this worker put back in the queue with a token promised by
+ * their host's bucket: when they come back they go without asking again.
+ * (Another worker, or this one after a restart, asks again: the request
+ * waits one more turn, never goes over the rate.)
+ */
+static HTAB *promised = NULL;
+
+static bool
+take_promise(int64 id)
+{
+	bool		found = false;
+
+	if (promised != NULL)
+		(void) hash_search(promised, &id, HASH_REMOVE, &found);
+	return found;
+}
+
+static void
+note_promise(int64 id)
+{
+	if (promised == NULL)
+	{
+		HASHCTL		ctl;
+
+		ctl.keysize = sizeof(int64);
+		ctl.entrysize = sizeof(int64);
+		ctl.hcxt = TopMemoryContext;
+		promised = hash_create("queryclaw promised tokens", 1024, &ctl,
+							   HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	}
+	(void) hash_search(promised, &id, HASH_ENTER, NULL);
+}
+
+/*
+ * May the request go now, as far as its host's rate goes?  Otherwise it
+ * waits for the token promised to it.
+ */
+static bool
+host_admits(QcAsyncRequest *r, QcCall *call)
+{
+	QcUrl		url;
+	char	   *error;
+	TimestampTz now = GetCurrentTimestamp();
+	TimestampTz go_at;
+
+	if (take_promise(r->id) || !qc_url_parse(call->url, &url, &error) ||
+		qc_hostrate_admit(url.host, now, &go_at))
+		return true;
+	note_promise(r->id);
+	r->outcome = QC_ASYNC_WAIT;
+	r->next_at = go_at;
+	return false;
+}
+
+/* Build the web and API requests' calls, and run those that may go. */
+static void
+run_calls(RoleRun *run)
+{
+	QcCall	  **send = palloc(run->n * sizeof(QcCall *));
+	int			nsend = 0;
+
+	for (int i = 0; i < run->n; i++)
+	{
+		QcAsyncRequest *r = run->reqs[i];
+		QcCall	   *call;
+
+		if (r->outcome != QC_ASYNC_PENDING || strcmp(r->func, "llm_chat_tools_async") == 0)
+			continue;
+		call = try_build_call(run, i);
+		if (call != NULL && host_admits(r, call))
+			send[nsend++] = call;
+	}
+	if (nsend > 0)
+		qc_call_run_many(send, nsend, qc_async_concurrency, call_done, run);
+}
+
+/* Starting one LLM request: the request, and the job made of it. */
+typedef struct LlmStart
+{
+	QcAsyncRequest *r;
+	QcLlmJob   *job;
+} LlmStart;
+
+/* The request's job, its arguments checked as llm_chat_tools checks them. */
+static void
+start_llm(void *arg)
+{
+	LlmStart   *s = arg;
+
+	s->job = qc_llm_job_from_request(s->r->args,
+									 psprintf("\"request\": " INT64_FORMAT ", \"attempt\": %d",
+											  s->r->id, s->r->attempts),
+									 s->r);
+}
+
+/* An LLM request that raised fails, or waits when a budget is spent. */
+static void
+llm_failed(QcAsyncRequest *r, const ErrorData *edata)
+{
+	if (edata->sqlerrcode == ERRCODE_CONFIGURATION_LIMIT_EXCEEDED)
+		set_wait(r, QC_BUDGET_WAIT_MS); /* a budget spent: wait, never fail */
+	else
+		set_failed(r, edata->sqlerrcode, edata->message);
+}
+
+/*
+ * llm_chat_tools_async: each request is a job of the tool loop
+ * (llmjob.c), and the role's jobs run all at once until each has ended:
+ * every round's model requests, and the HTTP requests of the tool calls,
+ * go out together, queryclaw.async_concurrency at a time.  A model's
+ * retryable failure makes its job wait for the next attempt while the
+ * others go on.  The result is what llm_chat_tools returns; an error is
+ * its error.
+ */
+static void
+run_llms(RoleRun *run)
+{
+	List	   *jobs = NIL;
+	ListCell   *lc;
+
+	for (int i = 0; i < run->n; i++)
+	{
+		LlmStart	s = {run->reqs[i], NULL};
+		ErrorData  *edata;
+
+		if (s.r->outcome != QC_ASYNC_PENDING || strcmp(s.r->func, "llm_chat_tools_async") != 0)
+			continue;
+		if (in_subtransaction(start_llm, &s, &edata))
+			jobs = lappend(jobs, s.job);
+		else
+			llm_failed(s.r, edata);
+	}
+	if (jobs == NIL)
+		return;
+	/* the database tools read as a statement does */
+	PushActiveSnapshot(GetTransactionSnapshot());
+	qc_llm_jobs_run(jobs, qc_async_concurrency, NULL, NULL);
+	PopActiveSnapshot();
+	foreach(lc, jobs)
+	{
+		QcLlmJob   *job = lfirst(lc);
+		QcAsyncRequest *r = qc_llm_job_owner(job);
+
+		if (qc_llm_job_error(job) != NULL)
+			llm_failed(r, qc_llm_job_error(job));
+		else
+			set_final(r, QC_ASYNC_DONE, qc_llm_job_result(job), NULL, 0);
+		qc_llm_job_free(job);
+	}
+	list_free(jobs);
+}
+
+/*
+ * Before anything is built: the pauses that make all of the role's
+ * requests wait, and the refusals that fail one.  callbacks[i] gets each
+ * request's callback.
+ */
+static void
+admit(RoleRun *run, Oid *callbacks)
+{
+	bool		role_exists = SearchSysCacheExists1(AUTHOID, ObjectIdGetDatum(run->reqs[0]->role));
+	int64		calls_left = PG_INT64_MAX;
+
+	if (role_exists && qc_max_calls_per_hour > 0)
+	{
+		int64		used = qc_ratelimit_used(run->reqs[0]->role);
+
+		calls_left = used < 0 ? 0 : qc_max_calls_per_hour - used;
+	}
+	for (int i = 0; i < run->n; i++)
+	{
+		QcAsyncRequest *r = run->reqs[i];
+		char	   *why;
+
+		callbacks[i] = InvalidOid;
+		if (r->outcome != QC_ASYNC_PENDING)
+		{
+			/* recovered or cancelled: only its callback is due */
+			if (role_exists && refusal(r, &callbacks[i]) != NULL)
+				callbacks[i] = InvalidOid;
+			continue;
+		}
+		if (!role_exists)
+		{
+			set_failed(r, ERRCODE_UNDEFINED_OBJECT,
+					   psprintf("role with OID %u does not exist", r->role));
+			continue;
+		}
+		if ((why = refusal(r, &callbacks[i])) != NULL)
+		{
+			set_failed(r, ERRCODE_INSUFFICIENT_PRIVILEGE, why);
+			callbacks[i] = InvalidOid;
+		}
+		else if (!qc_enabled)
+			set_wait(r, QC_PAUSE_MS);	/* paused: queryclaw.enabled is off */
+		else if (calls_left <= 0)
+			set_wait(r, QC_BUDGET_WAIT_MS);
+		else
+			calls_left--;
+	}
+}
+
+void
+qc_async_run_role(QcAsyncRequest **reqs, int n)
+{
+	RoleRun		run = {0};
+	Oid		   *callbacks = palloc(n * sizeof(Oid));
+	Oid			save_userid;
+	int			save_sec_context;
+	int			nest;
+
+	run.reqs = reqs;
+	run.n = n;
+	run.keep = CurrentMemoryContext;
+	run.scratch = AllocSetContextCreate(CurrentMemoryContext, "queryclaw async response",
+										ALLOCSET_DEFAULT_SIZES);
+	run.formats = palloc0(n * sizeof(QcFormat));
+	nest = enter_role_settings(reqs[0]->role);
+	GetUserIdAndSecContext(&save_userid, &save_sec_context);
+	if (SearchSysCacheExists1(AUTHOID, ObjectIdGetDatum(reqs[0]->role)))
+		SetUserIdAndSecContext(reqs[0]->role, save_sec_context | SECURITY_LOCAL_USERID_CHANGE |
+							   SECURITY_RESTRICTED_OPERATION);
+	admit(&run, callbacks);
+	run_calls(&run);
+	run_llms(&run);
+	for (int i = 0; i < n; i++)
+	{
+		CHECK_FOR_INTERRUPTS();
+		finish(reqs[i], callbacks[i]);
+	}
+	SetUserIdAndSecContext(save_userid, save_sec_context);
+	AtEOXact_GUC(true, nest);
+	MemoryContextDelete(run.scratch);
+}

@@ -1,0 +1,428 @@
+/*-------------------------------------------------------------------------
+ *
+ * enqueue.c
+ *	  SQL entry points that queue a request: web_fetch_async(),
+ *	  api_call_async() and llm_chat_tools_async().
+ *
+ * Each checks its arguments as its synchronous twin does before sending
+ * (URL, method, headers, format, tools, output schema: 22023 and 42501
+ * errors now, not a failed request later) and the callback (EXECUTE, and
+ * the signature (id bigint, result jsonb, error text, context jsonb)),
+ * then inserts one row into queryclaw.requests in the caller's
+ * transaction.  What the policy decides (enabled, hosts, addresses,
+ * read_only, rate limits) is decided when a worker sends the request,
+ * under the role's settings of that moment: a request may wait for a
+ * budget or a pause, never fail at enqueue for one.
+ *
+ * The row's request column holds the arguments with secrets redacted as
+ * the audit log redacts them (URL credentials and secret-looking query
+ * parameters, secret header values, secret-looking text in a body or a
+ * prompt).  When that changed anything, the arguments as given go into
+ * queryclaw.request_secrets, which only the workers read.
+ *
+ * Both tables are written as their owner, in a security-restricted
+ * operation, after the checks above: callers have no privilege on them
+ * but SELECT of their own rows.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/pg_proc.h"
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "fmgr.h"
+#include "miscadmin.h"
+#include "utils/acl.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/json.h"
+#include "utils/jsonb.h"
+#include "utils/lsyscache.h"
+#include "utils/regproc.h"
+#include "utils/syscache.h"
+
+#include "api.h"
+#include "compat.h"
+#include "guc.h"
+#include "http.h"
+#include "policy.h"
+#include "queue.h"
+#include "redact.h"
+#include "response.h"
+#include "tools.h"
+
+PG_FUNCTION_INFO_V1(web_fetch_async);
+PG_FUNCTION_INFO_V1(api_call_async);
+PG_FUNCTION_INFO_V1(llm_chat_tools_async);
+
+/*
+ * A request's arguments as two JSON objects built side by side: as given
+ * (for the worker) and as shown (redacted, for requests.request).
+ */
+typedef struct RequestJson
+{
+	StringInfoData given;
+	StringInfoData shown;
+	bool		redacted;		/* the two differ */
+} RequestJson;
+
+static void
+request_begin(RequestJson *r)
+{
+	initStringInfo(&r->given);
+	initStringInfo(&r->shown);
+	appendStringInfoChar(&r->given, '{');
+	appendStringInfoChar(&r->shown, '{');
+	r->redacted = false;
+}
+
+static void
+append_key(StringInfo s, const char *key)
+{
+	if (s->len > 1)
+		appendStringInfoString(s, ", ");
+	escape_json(s, key);
+	appendStringInfoString(s, ": ");
+}
+
+/* key: JSON text, given and shown (the same text when shown is NULL). */
+static void
+request_json(RequestJson *r, const char *key, const char *given, const char *shown)
+{
+	append_key(&r->given, key);
+	appendStringInfoString(&r->given, given);
+	append_key(&r->shown, key);
+	appendStringInfoString(&r->shown, shown ? shown : given);
+	r->redacted |= shown != NULL && strcmp(given, shown) != 0;
+}
+
+/* key: a string, and its redacted form. */
+static void
+request_text(RequestJson *r, const char *key, const char *given, const char *shown)
+{
+	StringInfoData g;
+	StringInfoData s;
+
+	initStringInfo(&g);
+	escape_json(&g, given);
+	initStringInfo(&s);
+	escape_json(&s, shown);
+	request_json(r, key, g.data, s.data);
+}
+
+static void
+request_int(RequestJson *r, const char *key, int32 value)
+{
+	request_json(r, key, psprintf("%d", value), NULL);
+}
+
+/*
+ * The headers object as shown: secret headers' values replaced, secrets
+ * in the others' text too.  Numbers and booleans stay as they are (the
+ * other types qc_api_prepare refused).
+ */
+static char *
+shown_headers(Jsonb *headers)
+{
+	StringInfoData s;
+	JsonbIterator *it = JsonbIteratorInit(&headers->root);
+	JsonbValue	v;
+	JsonbIteratorToken tok;
+	bool		first = true;
+
+	initStringInfo(&s);
+	appendStringInfoChar(&s, '{');
+	while ((tok = JsonbIteratorNext(&it, &v, true)) != WJB_DONE)
+	{
+		char	   *name;
+
+		if (tok != WJB_KEY)
+			continue;
+		name = pnstrdup(v.val.string.val, v.val.string.len);
+		(void) JsonbIteratorNext(&it, &v, true);
+		if (!first)
+			appendStringInfoString(&s, ", ");
+		first = false;
+		escape_json(&s, name);
+		appendStringInfoString(&s, ": ");
+		if (qc_name_is_secret(name, true))
+			escape_json(&s, "REDACTED");
+		else if (v.type == jbvString)
+			escape_json(&s, qc_redact_text(pnstrdup(v.val.string.val, v.val.string.len)));
+		else if (v.type == jbvNumeric)
+			appendStringInfoString(&s, DatumGetCString(DirectFunctionCall1(numeric_out,
+																		   NumericGetDatum(v.val.numeric))));
+		else
+			appendStringInfoString(&s, v.type == jbvBool && v.val.boolean ? "true" : "false");
+	}
+	appendStringInfoChar(&s, '}');
+	return s.data;
+}
+
+static Jsonb *
+request_end(StringInfo s)
+{
+	appendStringInfoChar(s, '}');
+	return DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(s->data)));
+}
+
+/* A URL argument: 22023 unless it parses, as the synchronous call says. */
+static void
+check_url(const char *url)
+{
+	QcUrl		parsed;
+	char	   *error;
+
+	if (!qc_url_parse(url, &parsed, &error))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid URL"),
+				 errdetail("%s", error)));
+}
+
+/*
+ * The callback: a function or procedure the caller may execute, taking
+ * (bigint, jsonb, text, jsonb).  Returns its signature, schema-qualified,
+ * as the row keeps it.
+ */
+static char *
+check_callback(Oid fn)
+{
+	static const Oid args[4] = {INT8OID, JSONBOID, TEXTOID, JSONBOID};
+	HeapTuple	tuple = SearchSysCache1(PROCOID, ObjectIdGetDatum(fn));
+	Form_pg_proc proc;
+	bool		fits;
+
+	if (!HeapTupleIsValid(tuple))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_FUNCTION),
+				 errmsg("callback function with OID %u does not exist", fn)));
+	proc = (Form_pg_proc) GETSTRUCT(tuple);
+	fits = (proc->prokind == PROKIND_FUNCTION || proc->prokind == PROKIND_PROCEDURE) &&
+		proc->pronargs == 4 &&
+		memcmp(proc->proargtypes.values, args, sizeof(args)) == 0;
+	ReleaseSysCache(tuple);
+	if (!fits)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s cannot be a callback", format_procedure(fn)),
+				 errdetail("A callback is a function or procedure taking (id bigint, result jsonb, error text, context jsonb)."),
+				 errhint("For example: CREATE PROCEDURE my_callback(id bigint, result jsonb, error text, context jsonb) ...")));
+	if (qc_proc_aclcheck(fn, GetUserId(), ACL_EXECUTE) != ACLCHECK_OK)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied for function %s", format_procedure(fn)),
+				 errdetail("The callback runs as the role that queues the request, which needs EXECUTE on it."),
+				 errhint("The function's owner or a superuser can grant EXECUTE on it.")));
+	return format_procedure_qualified(fn);
+}
+
+/*
+ * Insert the request as the tables' owner; returns its id.  The caller's
+ * arguments callback (argno) and context (argno + 1) are common to the
+ * three functions.
+ */
+static int64
+insert_request(FunctionCallInfo fcinfo, const char *func, RequestJson *r, int argno,
+			   const char *idempotency_key)
+{
+	static SPIPlanPtr insert_plan = NULL;
+	static SPIPlanPtr secret_plan = NULL;
+	Oid			types[6] = {REGROLEOID, TEXTOID, JSONBOID, TEXTOID, JSONBOID, TEXTOID};
+	Datum		values[6];
+	char		nulls[6] = "      ";
+	Oid			role = GetUserId();
+	QcQueueAsOwner save;
+	bool		isnull;
+	int64		id;
+
+	values[0] = ObjectIdGetDatum(role);
+	values[1] = CStringGetTextDatum(func);
+	values[2] = JsonbPGetDatum(request_end(&r->shown));
+	nulls[3] = nulls[4] = nulls[5] = 'n';
+	if (!PG_ARGISNULL(argno))
+	{
+		values[3] = CStringGetTextDatum(check_callback(PG_GETARG_OID(argno)));
+		nulls[3] = ' ';
+	}
+	if (!PG_ARGISNULL(argno + 1))
+	{
+		values[4] = PG_GETARG_DATUM(argno + 1);
+		nulls[4] = ' ';
+	}
+	if (idempotency_key != NULL)
+	{
+		values[5] = CStringGetTextDatum(idempotency_key);
+		nulls[5] = ' ';
+	}
+
+	qc_queue_begin_as_owner(&save);
+	qc_queue_admit(role);
+	qc_queue_plan(&insert_plan,
+				  "INSERT INTO queryclaw.requests"
+				  " (role, func, request, callback, context, idempotency_key)"
+				  " VALUES ($1, $2, $3, $4, $5, $6) RETURNING id", 6, types);
+	if (SPI_execute_plan(insert_plan, values, nulls, false, 1) != SPI_OK_INSERT_RETURNING ||
+		SPI_processed != 1)
+		elog(ERROR, "could not insert a request");
+	id = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	if (r->redacted)
+	{
+		Oid			secret_types[2] = {INT8OID, JSONBOID};
+		Datum		secret_values[2];
+
+		qc_queue_plan(&secret_plan,
+					  "INSERT INTO queryclaw.request_secrets (id, request) VALUES ($1, $2)",
+					  2, secret_types);
+		secret_values[0] = Int64GetDatum(id);
+		secret_values[1] = JsonbPGetDatum(request_end(&r->given));
+		if (SPI_execute_plan(secret_plan, secret_values, NULL, false, 0) != SPI_OK_INSERT)
+			elog(ERROR, "could not insert a request");
+	}
+	qc_queue_end_as_owner(&save);
+	qc_queue_note_enqueued();
+	return id;
+}
+
+/* The URL and max_chars members, common to web pages and API calls. */
+static void
+request_url(RequestJson *r, FunctionCallInfo fcinfo, const char *url, int max_chars_arg)
+{
+	check_url(url);
+	request_text(r, "url", url, qc_redact_url(url));
+	if (!PG_ARGISNULL(max_chars_arg))
+	{
+		(void) qc_clamp_max_chars(true, PG_GETARG_INT32(max_chars_arg));
+		request_int(r, "max_chars", PG_GETARG_INT32(max_chars_arg));
+	}
+}
+
+/*
+ * web_fetch_async(url text, format text DEFAULT 'text', max_chars int
+ *				   DEFAULT NULL, callback regprocedure DEFAULT NULL,
+ *				   context jsonb DEFAULT NULL) returns bigint
+ */
+Datum
+web_fetch_async(PG_FUNCTION_ARGS)
+{
+	RequestJson r;
+	char	   *url;
+
+	qc_queue_require("web_fetch_async");
+	if (PG_ARGISNULL(0))
+		PG_RETURN_NULL();
+	url = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	request_begin(&r);
+	request_url(&r, fcinfo, url, 2);
+	if (!PG_ARGISNULL(1))
+	{
+		char	   *format = text_to_cstring(PG_GETARG_TEXT_PP(1));
+
+		(void) qc_format_parse(format);
+		request_text(&r, "format", format, format);
+	}
+	PG_RETURN_INT64(insert_request(fcinfo, QC_FUNC_WEB_FETCH_ASYNC, &r, 3, NULL));
+}
+
+/*
+ * api_call_async(url text, method text DEFAULT 'GET', headers jsonb DEFAULT
+ *				  NULL, body text DEFAULT NULL, max_chars int DEFAULT NULL,
+ *				  callback regprocedure DEFAULT NULL, context jsonb DEFAULT
+ *				  NULL, idempotency_key text DEFAULT NULL) returns bigint
+ */
+Datum
+api_call_async(PG_FUNCTION_ARGS)
+{
+	RequestJson r;
+	char	   *url;
+	const char *method = PG_ARGISNULL(1) ? "GET" : text_to_cstring(PG_GETARG_TEXT_PP(1));
+	Jsonb	   *headers = PG_ARGISNULL(2) ? NULL : PG_GETARG_JSONB_P(2);
+	char	   *body = PG_ARGISNULL(3) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(3));
+	char	   *key = PG_ARGISNULL(7) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(7));
+	QcCall	   *call;
+
+	qc_queue_require("api_call_async");
+	if (PG_ARGISNULL(0))
+		PG_RETURN_NULL();
+	url = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	/* the method, headers and body as api_call checks them */
+	call = qc_api_prepare(QC_FUNC_API_CALL_ASYNC, url, method, headers, body, qc_max_chars);
+	if (key != NULL)
+		qc_http_validate_header("Idempotency-Key", key);
+
+	request_begin(&r);
+	request_url(&r, fcinfo, url, 4);
+	request_text(&r, "method", call->method, call->method);
+	if (headers != NULL)
+		request_json(&r, "headers", JsonbToCString(NULL, &headers->root, VARSIZE(headers)),
+					 shown_headers(headers));
+	if (body != NULL)
+		request_text(&r, "body", body, qc_redact_text(body));
+	PG_RETURN_INT64(insert_request(fcinfo, QC_FUNC_API_CALL_ASYNC, &r, 5, key));
+}
+
+/*
+ * llm_chat_tools_async(prompt text, tools text[] DEFAULT
+ *						'{web_fetch,api_call}', system text DEFAULT NULL,
+ *						model text DEFAULT NULL, max_rounds int DEFAULT
+ *						NULL, output_schema jsonb DEFAULT NULL, callback
+ *						regprocedure DEFAULT NULL, context jsonb DEFAULT
+ *						NULL) returns bigint
+ */
+Datum
+llm_chat_tools_async(PG_FUNCTION_ARGS)
+{
+	RequestJson r;
+	char	   *prompt;
+
+	qc_queue_require("llm_chat_tools_async");
+	if (PG_ARGISNULL(0))
+		PG_RETURN_NULL();
+	prompt = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	request_begin(&r);
+	request_text(&r, "prompt", prompt, qc_redact_text(prompt));
+	if (!PG_ARGISNULL(1))
+	{
+		ArrayType  *tools = PG_GETARG_ARRAYTYPE_P(1);
+
+		/* unknown tools, and tools the role may not run: 22023, 42501 */
+		(void) qc_tools_parse(tools);
+		request_json(&r, "tools",
+					 TextDatumGetCString(DirectFunctionCall1(array_to_json,
+															 PointerGetDatum(tools))),
+					 NULL);
+	}
+	if (!PG_ARGISNULL(2))
+	{
+		char	   *system = text_to_cstring(PG_GETARG_TEXT_PP(2));
+
+		request_text(&r, "system", system, qc_redact_text(system));
+	}
+	if (!PG_ARGISNULL(3))
+	{
+		char	   *model = text_to_cstring(PG_GETARG_TEXT_PP(3));
+
+		request_text(&r, "model", model, model);
+	}
+	if (!PG_ARGISNULL(4))
+	{
+		if (PG_GETARG_INT32(4) < 1)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("max_rounds must be at least 1")));
+		request_int(&r, "max_rounds", PG_GETARG_INT32(4));
+	}
+	if (!PG_ARGISNULL(5))
+	{
+		Jsonb	   *schema = PG_GETARG_JSONB_P(5);
+
+		if (!JB_ROOT_IS_OBJECT(schema))
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("output_schema must be a JSON object")));
+		request_json(&r, "output_schema", JsonbToCString(NULL, &schema->root, VARSIZE(schema)),
+					 NULL);
+	}
+	PG_RETURN_INT64(insert_request(fcinfo, QC_FUNC_LLM_CHAT_TOOLS_ASYNC, &r, 6, NULL));
+}

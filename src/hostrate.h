@@ -1,0 +1,27 @@
+/*-------------------------------------------------------------------------
+ *
+ * hostrate.h
+ *	  queryclaw.host_rate_limit: a token bucket per host in shared memory
+ *	  (hostrate.c), which asynchronous requests wait for.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef QC_HOSTRATE_H
+#define QC_HOSTRATE_H
+
+#include "datatype/timestamp.h"
+
+/* _PG_init, while preloading: shared memory hooks. */
+extern void qc_hostrate_init(void);
+
+/*
+ * May a request to host (as policy.c's URL parse maps it) go at now?  True
+ * when host_rate_limit sets no rate for it, when there are no buckets
+ * (not preloaded), or when its bucket had a token.  Otherwise the next
+ * token is promised to this request: *go_at is when it is there, and the
+ * request goes then without asking again.
+ */
+extern bool qc_hostrate_admit(const char *host, TimestampTz now,
+							  TimestampTz *go_at);
+
+#endif							/* QC_HOSTRATE_H */

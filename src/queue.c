@@ -1,0 +1,336 @@
+/*-------------------------------------------------------------------------
+ *
+ * queue.c
+ *	  The asynchronous requests' queue: its shared memory, the wake-up of
+ *	  the async workers when a transaction that enqueued commits, and the
+ *	  retention of finished requests.
+ *
+ * The queue itself is the table queryclaw.requests (queue.h says who
+ * writes what in it).  Shared memory holds only what a table cannot do:
+ * the workers' latches, so that a commit wakes them at once rather than
+ * at their next poll, and counters and a condition variable that tell
+ * workers and waiters something changed.
+ *
+ * The wake-up is a transaction callback: an enqueue only notes that its
+ * transaction wrote a request; at commit the workers' latches are set, so
+ * a worker never looks for rows that are not yet visible, and a rolled-back
+ * enqueue wakes nobody.  (A prepared transaction committed later by
+ * COMMIT PREPARED wakes nobody either: its requests go at the workers'
+ * next poll.)
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_class.h"
+#include "commands/dbcommands.h"
+#include "executor/spi.h"
+#include "miscadmin.h"
+#include "nodes/makefuncs.h"
+#include "storage/ipc.h"
+#include "storage/shmem.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/syscache.h"
+#include "utils/timestamp.h"
+
+#include "guc.h"
+#include "queue.h"
+
+static QcQueueShared *shared = NULL;
+static int	my_slot = -1;
+
+/* What this transaction did that the workers must hear of at commit. */
+static bool xact_enqueued = false;
+static bool xact_cancelled = false;
+static bool xact_callback_registered = false;
+
+/* The unfinished requests of one role, read once in this transaction. */
+static Oid	counted_role = InvalidOid;
+static int64 counted_open = 0;
+
+static shmem_request_hook_type prev_shmem_request_hook = NULL;
+static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
+
+static void
+queue_shmem_request(void)
+{
+	if (prev_shmem_request_hook)
+		prev_shmem_request_hook();
+	RequestAddinShmemSpace(MAXALIGN(sizeof(QcQueueShared)));
+}
+
+static void
+queue_shmem_startup(void)
+{
+	bool		found;
+
+	if (prev_shmem_startup_hook)
+		prev_shmem_startup_hook();
+	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
+	shared = ShmemInitStruct("queryclaw request queue", sizeof(QcQueueShared), &found);
+	if (!found)
+	{
+		memset(shared, 0, sizeof(QcQueueShared));
+		SpinLockInit(&shared->mutex);
+		pg_atomic_init_u64(&shared->enqueued, 0);
+		pg_atomic_init_u64(&shared->cancels, 0);
+		ConditionVariableInit(&shared->finished);
+	}
+	LWLockRelease(AddinShmemInitLock);
+}
+
+void
+qc_queue_init(void)
+{
+	prev_shmem_request_hook = shmem_request_hook;
+	shmem_request_hook = queue_shmem_request;
+	prev_shmem_startup_hook = shmem_startup_hook;
+	shmem_startup_hook = queue_shmem_startup;
+}
+
+QcQueueShared *
+qc_queue_shared(void)
+{
+	return shared;
+}
+
+void
+qc_queue_require(const char *what)
+{
+	/* decided once: a backend's database does not change */
+	static int	same_database = -1;
+
+	if (shared == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("%s needs queryclaw_ext in shared_preload_libraries", what),
+				 errdetail("Asynchronous requests are run by background workers, which only a preloaded library has."),
+				 errhint("Add queryclaw_ext to shared_preload_libraries and restart the server; the synchronous functions work without it.")));
+	if (qc_async_workers == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("%s is turned off", what),
+				 errdetail("queryclaw.async_workers is 0: no worker would run the request."),
+				 errhint("Set queryclaw.async_workers to 1 or more and restart the server.")));
+	if (same_database < 0)
+		same_database = (get_database_oid(qc_database, true) == MyDatabaseId);
+	if (!same_database)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("%s can only be used in database \"%s\"", what, qc_database),
+				 errdetail("The async workers run the queue of the database named by queryclaw.database."),
+				 errhint("Connect to database \"%s\"; the synchronous functions work in any database.", qc_database)));
+}
+
+/* Set every attached worker's latch. */
+static void
+wake_workers(void)
+{
+	Latch	   *latches[QC_ASYNC_MAX_WORKERS];
+
+	SpinLockAcquire(&shared->mutex);
+	memcpy(latches, shared->worker_latch, sizeof(latches));
+	SpinLockRelease(&shared->mutex);
+	for (int i = 0; i < QC_ASYNC_MAX_WORKERS; i++)
+		if (latches[i] != NULL)
+			SetLatch(latches[i]);
+}
+
+static void
+queue_xact_callback(XactEvent event, void *arg)
+{
+	if (event == XACT_EVENT_COMMIT && (xact_enqueued || xact_cancelled))
+	{
+		if (xact_enqueued)
+			pg_atomic_fetch_add_u64(&shared->enqueued, 1);
+		if (xact_cancelled)
+			pg_atomic_fetch_add_u64(&shared->cancels, 1);
+		wake_workers();
+	}
+	if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_ABORT ||
+		event == XACT_EVENT_PREPARE)
+	{
+		xact_enqueued = xact_cancelled = false;
+		counted_role = InvalidOid;
+	}
+}
+
+static void
+note(bool *flag)
+{
+	if (!xact_callback_registered)
+	{
+		RegisterXactCallback(queue_xact_callback, NULL);
+		xact_callback_registered = true;
+	}
+	if (flag != NULL)
+		*flag = true;
+}
+
+void
+qc_queue_note_enqueued(void)
+{
+	note(&xact_enqueued);
+}
+
+void
+qc_queue_note_cancelled(void)
+{
+	note(&xact_cancelled);
+}
+
+/* Unfinished requests of role's, counting at most limit of them. */
+static int64
+count_open(Oid role, int limit)
+{
+	static SPIPlanPtr plan = NULL;
+	Oid			types[2] = {REGROLEOID, INT4OID};
+	Datum		args[2] = {ObjectIdGetDatum(role), Int32GetDatum(limit)};
+	bool		isnull;
+
+	/* through requests_role_open_idx, whose predicate this repeats */
+	qc_queue_plan(&plan,
+				  "SELECT pg_catalog.count(*) FROM (SELECT FROM queryclaw.requests r"
+				  " WHERE r.role OPERATOR(pg_catalog.=) $1"
+				  " AND r.state IN ('queued', 'running', 'retrying') LIMIT $2) s",
+				  2, types);
+	if (SPI_execute_plan(plan, args, NULL, true, 1) != SPI_OK_SELECT || SPI_processed != 1)
+		elog(ERROR, "could not count requests");
+	return DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+}
+
+void
+qc_queue_admit(Oid role)
+{
+	if (qc_max_queued_per_role == 0)
+		return;
+	if (counted_role != role)
+	{
+		counted_open = count_open(role, qc_max_queued_per_role);
+		counted_role = role;
+		/* the count is forgotten at the end of the transaction */
+		note(NULL);
+	}
+	if (counted_open >= qc_max_queued_per_role)
+		ereport(ERROR,
+				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+				 errmsg("role \"%s\" has too many unfinished asynchronous requests",
+						GetUserNameFromId(role, false)),
+				 errdetail("It has %lld queued, running or retrying, and queryclaw.max_queued_per_role is %d.",
+						   (long long) counted_open, qc_max_queued_per_role),
+				 errhint("Wait for them to finish (queryclaw.wait), or cancel some (queryclaw.cancel_requests).")));
+	counted_open++;
+}
+
+static void
+detach_worker(int code, Datum arg)
+{
+	SpinLockAcquire(&shared->mutex);
+	shared->worker_latch[my_slot] = NULL;
+	shared->worker_pid[my_slot] = 0;
+	SpinLockRelease(&shared->mutex);
+	my_slot = -1;
+}
+
+/* A worker announces itself in its slot, so that commits wake it. */
+void
+qc_queue_attach_worker(int slot)
+{
+	Assert(slot >= 0 && slot < QC_ASYNC_MAX_WORKERS && my_slot < 0);
+	my_slot = slot;
+	SpinLockAcquire(&shared->mutex);
+	shared->worker_latch[slot] = MyLatch;
+	shared->worker_pid[slot] = MyProcPid;
+	SpinLockRelease(&shared->mutex);
+	before_shmem_exit(detach_worker, (Datum) 0);
+}
+
+/* After a worker committed final states: wake whoever waits in wait(). */
+void
+qc_queue_notify_finished(void)
+{
+	ConditionVariableBroadcast(&shared->finished);
+}
+
+uint64
+qc_queue_purge(int max_rows)
+{
+	static SPIPlanPtr plan = NULL;
+	Datum		args[2];
+	Oid			types[2] = {TIMESTAMPTZOID, INT4OID};
+	int			rc;
+
+	if (qc_async_retention_us == 0)
+		return 0;
+	args[0] = TimestampTzGetDatum(GetCurrentTimestamp() - qc_async_retention_us);
+	args[1] = Int32GetDatum(max_rows);
+	/* the oldest first, through requests_finished_idx */
+	rc = SPI_execute_plan(qc_queue_plan(&plan,
+										"DELETE FROM queryclaw.requests WHERE id OPERATOR(pg_catalog.=) ANY ("
+										" SELECT r.id FROM queryclaw.requests r"
+										"  WHERE r.finished_at OPERATOR(pg_catalog.<) $1"
+										"  ORDER BY r.finished_at LIMIT $2)", 2, types),
+						  args, NULL, false, 0);
+	if (rc != SPI_OK_DELETE)
+		elog(ERROR, "could not delete finished requests: %s", SPI_result_code_string(rc));
+	return SPI_processed;
+}
+
+/* The owner of queryclaw.requests. */
+static Oid
+table_owner(void)
+{
+	Oid			relid = get_relname_relid("requests", get_namespace_oid("queryclaw", false));
+	HeapTuple	tuple;
+	Oid			owner;
+
+	/* release 0.1's objects: the update adds the queue */
+	if (!OidIsValid(relid))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("table queryclaw.requests does not exist"),
+				 errhint("The extension's SQL objects are older than its library: run ALTER EXTENSION queryclaw_ext UPDATE.")));
+	tuple = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
+	if (!HeapTupleIsValid(tuple))
+		elog(ERROR, "cache lookup failed for relation %u", relid);
+	owner = ((Form_pg_class) GETSTRUCT(tuple))->relowner;
+	ReleaseSysCache(tuple);
+	return owner;
+}
+
+void
+qc_queue_begin_as_owner(QcQueueAsOwner *save)
+{
+	GetUserIdAndSecContext(&save->save_userid, &save->save_sec_context);
+	SetUserIdAndSecContext(table_owner(),
+						   save->save_sec_context | SECURITY_LOCAL_USERID_CHANGE |
+						   SECURITY_RESTRICTED_OPERATION);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+}
+
+void
+qc_queue_end_as_owner(const QcQueueAsOwner *save)
+{
+	SPI_finish();
+	SetUserIdAndSecContext(save->save_userid, save->save_sec_context);
+}
+
+SPIPlanPtr
+qc_queue_plan(SPIPlanPtr *plan, const char *sql, int nargs, Oid *types)
+{
+	if (*plan == NULL)
+	{
+		SPIPlanPtr	made = SPI_prepare(sql, nargs, types);
+
+		if (made == NULL)
+			elog(ERROR, "could not prepare a statement on queryclaw.requests: %s",
+				 SPI_result_code_string(SPI_result));
+		SPI_keepplan(made);
+		*plan = made;
+	}
+	return *plan;
+}

@@ -1,0 +1,136 @@
+/*-------------------------------------------------------------------------
+ *
+ * queue.h
+ *	  The asynchronous requests' queue (queue.c): its shared memory, how a
+ *	  committing transaction wakes the async workers, and what the workers
+ *	  call on the table queryclaw.requests.  The SQL functions that write
+ *	  and read it are enqueue.c's and qwait.c's.
+ *
+ * The table (README, "Asynchronous requests"):
+ *
+ * - A row is written by an enqueue function, as the table's owner, in the
+ *   caller's transaction, state 'queued'.  When redacting the arguments
+ *   changed something, the arguments as given are in
+ *   queryclaw.request_secrets under the same id: a worker reads that row
+ *   when it exists, else requests.request, and deletes it when the request
+ *   is final.
+ * - callback is text: the callback's regprocedure output (schema-qualified
+ *   signature), looked up again when it is called (see the 0.1--0.2
+ *   script for why it is not a regprocedure column).
+ * - Cancelling (cancel_requests) sets state 'cancelled', error 'cancelled',
+ *   sqlstate 57014, and deletes the secrets row, in the canceller's
+ *   transaction.  finished_at is set at once when the row has no callback;
+ *   with a callback it stays NULL: a worker must call the callback (as for
+ *   any final state) and then set finished_at (index
+ *   requests_cancelled_idx finds these rows).  A request a worker was
+ *   running when it was cancelled is noticed by the worker's final UPDATE
+ *   (... WHERE state = 'running' finds no row), or sooner through
+ *   QcQueueShared.cancels (below).
+ * - Retention (qc_queue_purge) deletes only rows with finished_at set.
+ *
+ * Locking rules of QcQueueShared: the mutex protects worker_latch,
+ * worker_pid and recovered; the counters are atomics; finished is a condition variable
+ * (no lock).  Nothing is done under the mutex but reading or writing
+ * those fields.  Fields are appended at the end of the struct.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef QC_QUEUE_H
+#define QC_QUEUE_H
+
+#include "executor/spi.h"
+#include "port/atomics.h"
+#include "storage/condition_variable.h"
+#include "storage/latch.h"
+#include "storage/spin.h"
+
+/* Most async workers (queryclaw.async_workers' maximum). */
+#define QC_ASYNC_MAX_WORKERS 16
+
+/* The function names a request's func holds. */
+#define QC_FUNC_WEB_FETCH_ASYNC "web_fetch_async"
+#define QC_FUNC_API_CALL_ASYNC "api_call_async"
+#define QC_FUNC_LLM_CHAT_TOOLS_ASYNC "llm_chat_tools_async"
+
+typedef struct QcQueueShared
+{
+	slock_t		mutex;
+	/* the async workers, by slot (0 .. async_workers - 1); NULL, 0 when none */
+	Latch	   *worker_latch[QC_ASYNC_MAX_WORKERS];
+	pid_t		worker_pid[QC_ASYNC_MAX_WORKERS];
+	/* transactions that committed new requests, since server start */
+	pg_atomic_uint64 enqueued;
+	/*
+	 * transactions that committed cancellations, since server start: a
+	 * worker that sees it change checks the state of the rows it runs
+	 */
+	pg_atomic_uint64 cancels;
+	/* broadcast by the workers after committing final states (wait()) */
+	ConditionVariable finished;
+	/*
+	 * the requests left 'running' by the previous server (or by a crash)
+	 * were put back in the queue (asyncworker.c); set once per start
+	 */
+	bool		recovered;
+} QcQueueShared;
+
+/* _PG_init, while preloading: the shared memory hooks. */
+extern void qc_queue_init(void);
+
+/* The shared state; NULL without shared_preload_libraries. */
+extern QcQueueShared *qc_queue_shared(void);
+
+/*
+ * Raise 55000 unless this backend may use the queue: the library is
+ * preloaded, queryclaw.async_workers is not 0, and this is
+ * queryclaw.database.  what names the function for the message.
+ */
+extern void qc_queue_require(const char *what);
+
+/*
+ * Note that this transaction enqueued (or cancelled) requests: at commit,
+ * the counters are bumped and the workers' latches set.
+ */
+extern void qc_queue_note_enqueued(void);
+extern void qc_queue_note_cancelled(void);
+
+/*
+ * Admit one more request of role's (queryclaw.max_queued_per_role): 53400
+ * when the role has that many unfinished ones.  The caller is connected to
+ * SPI as the table's owner.  The count is read once per transaction and
+ * then kept up by this backend: concurrent transactions may each go a
+ * little past the limit, never far.
+ */
+extern void qc_queue_admit(Oid role);
+
+/* The workers' side. */
+extern void qc_queue_attach_worker(int slot);
+extern void qc_queue_notify_finished(void);
+
+/*
+ * Delete finished rows (finished_at set) older than queryclaw.async_retention,
+ * at most max_rows of them; returns how many.  0 when the retention is 0
+ * (keep forever).  The caller is connected to SPI, in a transaction, as a
+ * role that may delete the rows (queryclaw_writer, or the owner).
+ */
+extern uint64 qc_queue_purge(int max_rows);
+
+/*
+ * Connect to SPI as the owner of queryclaw.requests, in a
+ * security-restricted operation, as the enqueue functions and
+ * cancel_requests() write (callers have no privilege on the table); end
+ * gives the caller's identity back.  An error in between restores it with
+ * the (sub)transaction's abort.
+ */
+typedef struct QcQueueAsOwner
+{
+	Oid			save_userid;
+	int			save_sec_context;
+} QcQueueAsOwner;
+extern void qc_queue_begin_as_owner(QcQueueAsOwner *save);
+extern void qc_queue_end_as_owner(const QcQueueAsOwner *save);
+
+/* An SPI plan made once per backend and kept (*plan is NULL until then). */
+extern SPIPlanPtr qc_queue_plan(SPIPlanPtr *plan, const char *sql, int nargs, Oid *types);
+
+#endif							/* QC_QUEUE_H */

@@ -1,0 +1,207 @@
+/*-------------------------------------------------------------------------
+ *
+ * qwait.c
+ *	  SQL entry points on queued requests: wait() and cancel_requests().
+ *
+ * wait() reads the rows as the caller, so the table's row-level security
+ * shows it its own (all of them for queryclaw_admin): ids of other roles'
+ * requests are left out, as ids that do not exist.  Each look is a new
+ * statement, hence in READ COMMITTED a new snapshot that sees what the
+ * workers committed since; between looks it sleeps on the condition
+ * variable the workers broadcast after committing final states, and looks
+ * again at least every QC_WAIT_POLL_MS anyway.  In a REPEATABLE READ or
+ * SERIALIZABLE transaction, or for a request queued in the caller's own
+ * open transaction, it would see nothing change: it says so at once.
+ *
+ * cancel_requests() writes as the table's owner, and only the caller's own
+ * rows: see queue.h for what the workers do with a cancelled row.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/transam.h"
+#include "access/xact.h"
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "fmgr.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "utils/builtins.h"
+#include "utils/timestamp.h"
+
+#include "compat.h"
+#include "queue.h"
+
+PG_FUNCTION_INFO_V1(queue_wait);
+PG_FUNCTION_INFO_V1(cancel_requests);
+
+/* Longest sleep between two looks at the rows. */
+#define QC_WAIT_POLL_MS 200
+
+/* The timeout argument in milliseconds (a month counts 30 days). */
+static int64
+timeout_ms(const Interval *span)
+{
+	double		ms = ((double) span->month * DAYS_PER_MONTH + span->day) * (USECS_PER_DAY / 1000) +
+		span->time / 1000.0;
+
+	if (ms < 0)
+		return 0;
+	return ms > (double) PG_INT64_MAX / 2 ? PG_INT64_MAX / 2 : (int64) ms;
+}
+
+/*
+ * Read the caller's rows among ids (SPI connected); raise 55000 if one was
+ * queued in this very transaction.  Returns whether all are final.
+ */
+static bool
+look(ArrayType *ids)
+{
+	static SPIPlanPtr plan = NULL;
+	Oid			types[1] = {INT8ARRAYOID};
+	Datum		args[1] = {PointerGetDatum(ids)};
+	bool		all_final = true;
+
+	qc_queue_plan(&plan,
+				  "SELECT r.*, r.xmin AS qc_xmin,"
+				  " r.state IN ('done', 'failed', 'cancelled') AS qc_final"
+				  " FROM queryclaw.requests r"
+				  " WHERE r.id OPERATOR(pg_catalog.=) ANY ($1) ORDER BY r.id",
+				  1, types);
+	if (SPI_execute_plan(plan, args, NULL, false, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not read requests");
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		HeapTuple	row = SPI_tuptable->vals[i];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+		bool		isnull;
+		TransactionId xmin = DatumGetTransactionId(SPI_getbinval(row, desc, desc->natts - 1,
+																 &isnull));
+
+		if (TransactionIdIsCurrentTransactionId(xmin))
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("cannot wait for request %lld in the transaction that queued it",
+							(long long) DatumGetInt64(SPI_getbinval(row, desc, 1, &isnull))),
+					 errdetail("The async workers see a request only once the transaction that queued it has committed."),
+					 errhint("Commit first, then call queryclaw.wait() in a new transaction.")));
+		all_final &= DatumGetBool(SPI_getbinval(row, desc, desc->natts, &isnull));
+	}
+	return all_final;
+}
+
+/* The rows of the last look, as wait()'s result set. */
+static void
+return_rows(ReturnSetInfo *rsinfo)
+{
+	TupleDesc	out = rsinfo->setDesc;
+	TupleDesc	in = SPI_tuptable->tupdesc;
+	Datum	   *values = palloc(out->natts * sizeof(Datum));
+	bool	   *nulls = palloc(out->natts * sizeof(bool));
+	int		   *from = palloc(out->natts * sizeof(int));
+
+	for (int c = 0; c < out->natts; c++)
+		from[c] = TupleDescAttr(out, c)->attisdropped ? SPI_ERROR_NOATTRIBUTE :
+			SPI_fnumber(in, NameStr(TupleDescAttr(out, c)->attname));
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		for (int c = 0; c < out->natts; c++)
+		{
+			nulls[c] = true;
+			if (from[c] > 0)
+				values[c] = SPI_getbinval(SPI_tuptable->vals[i], in, from[c], &nulls[c]);
+		}
+		tuplestore_putvalues(rsinfo->setResult, out, values, nulls);
+	}
+}
+
+/*
+ * wait(ids bigint[], timeout interval DEFAULT '30 seconds')
+ *	returns SETOF queryclaw.requests
+ */
+Datum
+queue_wait(PG_FUNCTION_ARGS)
+{
+	ArrayType  *ids = PG_GETARG_ARRAYTYPE_P(0);
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	TimestampTz deadline;
+	ConditionVariable *finished;
+	bool		sleeping = false;
+
+	qc_queue_require("wait");
+	if (IsolationUsesXactSnapshot())
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("cannot wait for requests in a %s transaction",
+						IsolationIsSerializable() ? "SERIALIZABLE" : "REPEATABLE READ"),
+				 errdetail("Its snapshot does not change, so it would not see the async workers' progress."),
+				 errhint("Call queryclaw.wait() in a READ COMMITTED transaction.")));
+	InitMaterializedSRF(fcinfo, 0);
+	deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+										   timeout_ms(PG_GETARG_INTERVAL_P(1)));
+	finished = &qc_queue_shared()->finished;
+
+	for (;;)
+	{
+		long		left;
+
+		if (SPI_connect() != SPI_OK_CONNECT)
+			elog(ERROR, "SPI_connect failed");
+		left = TimestampDifferenceMilliseconds(GetCurrentTimestamp(), deadline);
+		if (look(ids) || left <= 0)
+			break;
+		SPI_finish();
+		if (!sleeping)
+		{
+			ConditionVariablePrepareToSleep(finished);
+			sleeping = true;
+		}
+		(void) ConditionVariableTimedSleep(finished, Min(left, QC_WAIT_POLL_MS),
+										   qc_wait_event(QC_WAIT_REQUESTS));
+		CHECK_FOR_INTERRUPTS();
+	}
+	if (sleeping)
+		ConditionVariableCancelSleep();
+	return_rows(rsinfo);
+	SPI_finish();
+	return (Datum) 0;
+}
+
+/* cancel_requests(ids bigint[]) returns int: how many were cancelled */
+Datum
+cancel_requests(PG_FUNCTION_ARGS)
+{
+	static SPIPlanPtr plan = NULL;
+	Oid			types[2] = {INT8ARRAYOID, REGROLEOID};
+	Datum		args[2];
+	QcQueueAsOwner save;
+	bool		isnull;
+	int32		n;
+
+	qc_queue_require("cancel_requests");
+	args[0] = PG_GETARG_DATUM(0);
+	args[1] = ObjectIdGetDatum(GetUserId());
+	qc_queue_begin_as_owner(&save);
+	/* with a callback, finished_at waits for the worker to call it */
+	qc_queue_plan(&plan,
+				  "WITH c AS (UPDATE queryclaw.requests r"
+				  " SET state = 'cancelled', error = 'cancelled', sqlstate = '57014',"
+				  " finished_at = CASE WHEN r.callback IS NULL THEN pg_catalog.now() END,"
+				  " next_attempt_at = pg_catalog.now()"
+				  " WHERE r.id OPERATOR(pg_catalog.=) ANY ($1)"
+				  " AND r.role OPERATOR(pg_catalog.=) $2"
+				  " AND r.state IN ('queued', 'running', 'retrying')"
+				  " RETURNING r.id),"
+				  " s AS (DELETE FROM queryclaw.request_secrets x"
+				  " WHERE x.id OPERATOR(pg_catalog.=) ANY (SELECT c.id FROM c))"
+				  " SELECT pg_catalog.count(*)::pg_catalog.int4 FROM c",
+				  2, types);
+	if (SPI_execute_plan(plan, args, NULL, false, 0) != SPI_OK_SELECT || SPI_processed != 1)
+		elog(ERROR, "could not cancel requests");
+	n = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	qc_queue_end_as_owner(&save);
+	if (n > 0)
+		qc_queue_note_cancelled();
+	PG_RETURN_INT32(n);
+}

@@ -1,0 +1,139 @@
+#!/usr/bin/env bash
+# test/async_restart.sh: nothing queued is lost when the server stops in the
+# middle of a queue of hundreds, nor when the async worker is killed (run by
+# test/run.sh on its preloaded cluster, after the suite).
+#
+# Twice, 300 requests are queued (GETs first, answered after 200 ms, then
+# POSTs without an idempotency key, then keyed POSTs), each with a
+# callback, in one transaction; once the fixture served some, the server is stopped hard (pg_ctl -m
+# immediate, as a crash or a power cut would) and started again, or the
+# async worker is killed with SIGKILL (the postmaster then restarts every
+# backend).  Then every request must reach a final state: the GETs and the
+# keyed POSTs done (a request the worker held is run again: at least once),
+# the unkeyed POSTs done or failed "interrupted; not sent again" (some of
+# them were held), no request lost, and every callback called once per
+# final request.  Prints TAP-style "ok - ..." / "not ok - ..." lines.
+#
+# Arguments: the work directory, the data directory and the bin directory
+# of the running cluster (test/lib.sh's QC_WORK, QC_PGDATA, QC_BINDIR).
+set -uo pipefail
+. "$(dirname "$0")/lib.sh"
+QC_WORK=$1 QC_PGDATA=$2 QC_BINDIR=$3
+db=queryclaw_regression
+role=qc_restart
+
+sql() {
+	qc_as_pg "$QC_BINDIR/psql" -X -q -At -v ON_ERROR_STOP=1 -h "$QC_WORK" -p 5432 -d "$db" "$@"
+}
+
+# "ok - $1" when $2 (a value) equals $3, else "not ok" with both.
+check() {
+	if [ "$2" = "$3" ]; then
+		echo "ok - $1"
+	else
+		echo "not ok - $1 (got '$2', expected '$3')"
+	fi
+}
+
+# Wait (at most $2 seconds) until the SQL condition $1 holds.
+wait_for() {
+	for _ in $(seq $(($2 * 10))); do
+		[ "$(sql -c "SELECT $1" 2>/dev/null)" = t ] && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+sql >/dev/null <<SQL || { echo "not ok - the test was set up"; exit 1; }
+CREATE ROLE $role;
+GRANT USAGE ON SCHEMA qc_test TO $role;
+GRANT EXECUTE ON FUNCTION
+    queryclaw.api_call_async(text, text, jsonb, text, integer, regprocedure, jsonb, text),
+    queryclaw.web_fetch_async(text, text, integer, regprocedure, jsonb) TO $role;
+ALTER ROLE $role SET queryclaw.retry_base_delay = '10ms';
+CREATE TABLE qc_restart_seen (id bigint, error text);
+GRANT INSERT ON qc_restart_seen TO $role;
+CREATE FUNCTION qc_restart_note(id bigint, result jsonb, error text, context jsonb)
+RETURNS void LANGUAGE sql AS \$\$ INSERT INTO qc_restart_seen VALUES (id, error) \$\$;
+GRANT EXECUTE ON FUNCTION qc_restart_note(bigint, jsonb, text, jsonb) TO $role;
+SQL
+
+# Queue the 300 requests in one transaction, in order (the worker takes
+# the oldest first): the worker holds all the GETs and the unkeyed POSTs
+# from its first pass on.
+enqueue() {
+	sql >/dev/null <<SQL
+TRUNCATE queryclaw.requests CASCADE;
+TRUNCATE qc_restart_seen;
+SELECT qc_test.reset_requests();
+BEGIN;
+SET LOCAL ROLE $role;
+SELECT count(queryclaw.api_call_async(qc_test.url('/slow?ms=200&n=' || i),
+                                      callback => 'qc_restart_note(bigint,jsonb,text,jsonb)'::regprocedure,
+                                      context => '{"kind": "get"}'))
+  FROM generate_series(1, 150) i;
+SELECT count(queryclaw.api_call_async(qc_test.url('/flaky?fail=0&key=unkeyed'), 'POST', body => '{}',
+                                      callback => 'qc_restart_note(bigint,jsonb,text,jsonb)'::regprocedure,
+                                      context => '{"kind": "unkeyed"}'))
+  FROM generate_series(1, 75) i;
+SELECT count(queryclaw.api_call_async(qc_test.url('/flaky?fail=0&key=keyed'), 'POST', body => '{}',
+                                      callback => 'qc_restart_note(bigint,jsonb,text,jsonb)'::regprocedure,
+                                      context => '{"kind": "keyed"}', idempotency_key => 'k-' || i))
+  FROM generate_series(1, 75) i;
+COMMIT;
+SQL
+}
+
+# The assertions once the queue settled; $1 names the interruption.
+check_settled() {
+	local what=$1
+	if wait_for "(SELECT count(*) FROM queryclaw.requests WHERE state NOT IN ('done', 'failed', 'cancelled')) = 0" 120; then
+		echo "ok - $what: every request reached a final state"
+	else
+		echo "not ok - $what: every request reached a final state ($(sql -c "SELECT string_agg(state || ' ' || n, ', ') FROM (SELECT state, count(*) n FROM queryclaw.requests GROUP BY 1) s"))"
+	fi
+	check "$what: no request lost" "$(sql -c "SELECT count(*) FROM queryclaw.requests")" 300
+	check "$what: the GETs and the keyed POSTs are done" \
+		"$(sql -c "SELECT count(*) FROM queryclaw.requests WHERE context->>'kind' <> 'unkeyed' AND state = 'done'")" 225
+	check "$what: unkeyed POSTs are done, or failed as interrupted" \
+		"$(sql -c "SELECT count(*) FROM queryclaw.requests WHERE context->>'kind' = 'unkeyed'
+		             AND (state = 'done' OR (state = 'failed' AND error = 'interrupted; not sent again'))")" 75
+	check "$what: some unkeyed POSTs held by the worker were not sent again" \
+		"$(sql -c "SELECT count(*) > 0 FROM queryclaw.requests WHERE error = 'interrupted; not sent again'")" t
+	check "$what: every callback called once" \
+		"$(sql -c "SELECT count(DISTINCT s.id) || ' ' || count(*) FROM qc_restart_seen s")" "300 300"
+	check "$what: no secrets left" "$(sql -c "SELECT count(*) FROM queryclaw.request_secrets")" 0
+}
+
+# 1. The server stops hard mid-queue, and starts again.
+enqueue
+wait_for "qc_test.requests_served() >= 20" 30 ||
+	echo "not ok - the worker started on the queue"
+qc_pg_ctl -m immediate restart || { echo "not ok - the server restarted"; exit 1; }
+check_settled "server restarted"
+
+# 2. The async worker is killed mid-queue (the postmaster restarts everything).
+enqueue
+wait_for "qc_test.requests_served() >= 20" 30 ||
+	echo "not ok - the worker started on the queue"
+pid=$(sql -c "SELECT pid FROM pg_stat_activity WHERE backend_type = 'queryclaw async worker' LIMIT 1")
+if [ -n "$pid" ]; then
+	qc_as_root kill -KILL "$pid"
+	# wait for the postmaster's restart of every backend
+	sleep 1
+	for _ in $(seq 100); do sql -c "SELECT 1" >/dev/null 2>&1 && break; sleep 0.1; done
+	check_settled "worker killed"
+else
+	echo "not ok - the async worker shows in pg_stat_activity"
+fi
+
+sql >/dev/null <<SQL
+TRUNCATE queryclaw.requests CASCADE;
+DROP TABLE qc_restart_seen;
+DROP FUNCTION qc_restart_note(bigint, jsonb, text, jsonb);
+REVOKE ALL ON FUNCTION
+    queryclaw.api_call_async(text, text, jsonb, text, integer, regprocedure, jsonb, text),
+    queryclaw.web_fetch_async(text, text, integer, regprocedure, jsonb) FROM $role;
+REVOKE USAGE ON SCHEMA qc_test FROM $role;
+DROP ROLE $role;
+SQL
