@@ -30,6 +30,14 @@ SELECT count(*) FROM queryclaw.web_fetch_many(ARRAY[qc_test.url('/hello'), qc_te
 SELECT qc_test.audit_flush();
 SELECT func, outcome, status, qc_test.scrub(url) AS url
   FROM queryclaw.audit_log ORDER BY url;
+-- a response that arrives but cannot be shaped as asked (not JSON) is one
+-- row too, its reason the row's error, whatever else the batch does
+TRUNCATE queryclaw.audit_log;
+SELECT ord, status, content IS NULL AS no_content, qc_test.scrub(error) AS error
+  FROM queryclaw.web_fetch_many(ARRAY[qc_test.url('/hello'), qc_test.url('/json'), qc_test.url('/html')], 'json');
+SELECT qc_test.audit_flush();
+SELECT func, outcome, status, qc_test.scrub(reason) AS reason
+  FROM queryclaw.audit_log ORDER BY url;
 
 -- at most max_concurrency at once, and at most max_host_concurrency to one
 -- host: the fixture reports the most /slow requests it served at once

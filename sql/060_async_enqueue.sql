@@ -35,6 +35,8 @@ CREATE PROCEDURE qc_async.done(id bigint, result jsonb, error text, context json
 LANGUAGE plpgsql AS $$ BEGIN NULL; END $$;
 CREATE FUNCTION qc_async.wrong(id bigint, result jsonb) RETURNS void
 LANGUAGE sql AS $$ SELECT $$;
+CREATE FUNCTION qc_async.many(id bigint, result jsonb, error text, context jsonb)
+RETURNS SETOF int LANGUAGE sql AS $$ SELECT 1 $$;
 CREATE PROCEDURE qc_async.private(id bigint, result jsonb, error text, context jsonb)
 LANGUAGE plpgsql AS $$ BEGIN NULL; END $$;
 REVOKE ALL ON PROCEDURE qc_async.private(bigint, jsonb, text, jsonb) FROM PUBLIC;
@@ -73,6 +75,8 @@ SELECT qc_test.try($$SELECT queryclaw.web_fetch_async(qc_test.url('/hello'),
        callback => 'qc_async.wrong(bigint, jsonb)')$$) AS callback_wrong_shape;
 SELECT qc_test.try($$SELECT queryclaw.web_fetch_async(qc_test.url('/hello'),
        callback => 'pg_catalog.now()')$$) AS callback_not_one;
+SELECT qc_test.try($$SELECT queryclaw.web_fetch_async(qc_test.url('/hello'),
+       callback => 'qc_async.many(bigint, jsonb, text, jsonb)')$$) AS callback_returns_a_set;
 -- a role cannot write the queue itself
 SELECT qc_test.try($$INSERT INTO queryclaw.requests (role, func, request)
        VALUES (current_user::regrole, 'web_fetch_async', '{}')$$) AS insert;

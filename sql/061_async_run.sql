@@ -206,6 +206,28 @@ ALTER SYSTEM RESET queryclaw.host_rate_limit;
 SELECT pg_reload_conf();
 
 TRUNCATE queryclaw.requests CASCADE;
+
+-- llm_chat_tools_async: the tool loop runs as the role, its tools under
+-- its policy; the result is the loop's object, as llm_chat_tools returns it.
+GRANT EXECUTE ON FUNCTION
+    queryclaw.llm_chat_tools_async(text, text[], text, text, integer, jsonb, regprocedure, jsonb),
+    queryclaw.web_fetch(text, text, integer, text) TO qc_async_alice;
+SET ROLE qc_async_alice;
+SELECT queryclaw.llm_chat_tools_async('SCENARIO:plain', tools => '{}',
+                                      context => '{"n": "llm plain"}') IS NOT NULL AS queued;
+SELECT queryclaw.llm_chat_tools_async('SCENARIO:tool_call URL:' || qc_test.url('/hello'),
+                                      tools => '{web_fetch}',
+                                      context => '{"n": "llm tool call"}') IS NOT NULL AS queued;
+RESET ROLE;
+SELECT qc_test.async_settled();
+SELECT r.context->>'n' AS n, r.state, r.attempts, r.result->>'answer' AS answer,
+       r.result->'rounds' AS rounds, jsonb_array_length(r.result->'tool_calls') AS tool_calls, r.error
+  FROM queryclaw.requests r ORDER BY r.id;
+REVOKE ALL ON FUNCTION
+    queryclaw.llm_chat_tools_async(text, text[], text, text, integer, jsonb, regprocedure, jsonb),
+    queryclaw.web_fetch(text, text, integer, text) FROM qc_async_alice;
+
+TRUNCATE queryclaw.requests CASCADE;
 DROP TABLE qc_async_seen;
 DROP FUNCTION qc_async_note(bigint, jsonb, text, jsonb), qc_async_raise(bigint, jsonb, text, jsonb);
 REVOKE ALL ON FUNCTION

@@ -81,10 +81,12 @@
 #include "compat.h"
 #include "guc.h"
 #include "hostrate.h"
+#include "call.h"
 #include "http.h"
 #include "json.h"
 #include "llmjob.h"
 #include "policy.h"
+#include "queue.h"
 #include "ratelimit.h"
 #include "response.h"
 #include "retry.h"
@@ -232,6 +234,16 @@ enter_role_settings(Oid role)
 	apply_stored_settings(rel, MyDatabaseId, role);
 	table_close(rel, AccessShareLock);
 	return nest;
+}
+
+bool
+qc_async_role_paused(Oid role)
+{
+	int			nest = enter_role_settings(role);
+	bool		paused = !qc_enabled;
+
+	AtEOXact_GUC(true, nest);
+	return paused;
 }
 
 /* A function by its signature (as regprocedure writes it), or InvalidOid. */
@@ -447,29 +459,6 @@ in_subtransaction(void (*fn) (void *arg), void *arg, ErrorData **edata)
 
 /* ---- callbacks ---- */
 
-/* callback(id, result, error, context), as the current user (the role). */
-static void
-call_callback(Oid fn, QcAsyncRequest *r, bool cancelled)
-{
-	LOCAL_FCINFO(fcinfo, 4);
-	FmgrInfo	flinfo;
-	const char *error = cancelled ? "cancelled" : r->error;
-
-	fmgr_info(fn, &flinfo);
-	InitFunctionCallInfoData(*fcinfo, &flinfo, 4, InvalidOid, NULL, NULL);
-	fcinfo->args[0].value = Int64GetDatum(r->id);
-	fcinfo->args[0].isnull = false;
-	fcinfo->args[1].value = PointerGetDatum(r->result);
-	fcinfo->args[1].isnull = cancelled || r->result == NULL;
-	fcinfo->args[2].value = error ? CStringGetTextDatum(error) : (Datum) 0;
-	fcinfo->args[2].isnull = (error == NULL);
-	fcinfo->args[3].value = PointerGetDatum(r->context);
-	fcinfo->args[3].isnull = (r->context == NULL);
-	PushActiveSnapshot(GetTransactionSnapshot());
-	(void) FunctionCallInvoke(fcinfo);
-	PopActiveSnapshot();
-}
-
 /* A request's record, and the callback that goes with it. */
 typedef struct Finish
 {
@@ -487,7 +476,8 @@ record_and_call(void *arg)
 	qc_async_as_writer(record_outcome, &f->rec);
 	if (OidIsValid(f->callback) &&
 		(f->rec.cancelled || r->outcome == QC_ASYNC_DONE || r->outcome == QC_ASYNC_FAILED))
-		call_callback(f->callback, r, f->rec.cancelled);
+		qc_queue_call_callback(r->callback, r->id, f->rec.cancelled ? NULL : r->result,
+							   f->rec.cancelled ? "cancelled" : r->error, r->context);
 }
 
 /* Record one request; a callback that keeps failing makes it failed. */
@@ -560,7 +550,12 @@ decide(QcAsyncRequest *r, QcCall *call)
 	int64		after_ms = -1;
 
 	if (call->error_code == ERRCODE_CONFIGURATION_LIMIT_EXCEEDED)
-		set_wait(r, QC_BUDGET_WAIT_MS); /* max_calls_per_hour spent meanwhile */
+	{
+		/* max_calls_per_hour spent meanwhile: until the refusal lifts */
+		set_wait(r, QC_BUDGET_WAIT_MS);
+		if (call->retry_at > GetCurrentTimestamp())
+			r->next_at = call->retry_at;
+	}
 	else if (call->error_code == ERRCODE_INSUFFICIENT_RESOURCES && call->status == 0)
 		set_wait(r, QC_PAUSE_MS);	/* no room in the audit queue */
 	else if (call->status == 0 && call->error_code != 0)

@@ -43,6 +43,7 @@
 #include "postgres.h"
 
 #include "access/xact.h"
+#include "catalog/pg_authid.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
@@ -56,6 +57,7 @@
 #include "utils/builtins.h"
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
+#include "utils/syscache.h"
 #include "utils/timestamp.h"
 #include "utils/wait_event.h"
 
@@ -71,6 +73,7 @@
 #define QC_ASYNC_RETRY_MS		1000	/* after a failed pass */
 #define QC_ASYNC_CLAIM_FACTOR	4	/* requests claimed per pass, per concurrency */
 #define QC_ASYNC_CANCELLED_BATCH 100
+#define QC_ASYNC_PAUSE_S		1	/* a paused role's requests are looked at again */
 #define QC_RETENTION_EVERY_MS	60000
 #define QC_RETENTION_BATCH		10000
 
@@ -210,9 +213,74 @@ claim_rows(void *arg)
 		next_due = DT_NOEND;
 }
 
+/* The roles that have due requests, as a List of OIDs. */
+static void
+due_roles(void *arg)
+{
+	int			rc = SPI_execute("SELECT DISTINCT r.role FROM queryclaw.requests r"
+								 " WHERE r.state OPERATOR(pg_catalog.=) ANY ('{queued,retrying}'::pg_catalog.text[])"
+								 "   AND r.next_attempt_at OPERATOR(pg_catalog.<=) pg_catalog.now()",
+								 true, 0);
+
+	if (rc != SPI_OK_SELECT)
+		elog(ERROR, "could not read the queue: %s", SPI_result_code_string(rc));
+	*(List **) arg = NIL;
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		bool		isnull;
+		Oid			role = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[i],
+														  SPI_tuptable->tupdesc, 1, &isnull));
+
+		*(List **) arg = lappend_oid(*(List **) arg, role);
+	}
+}
+
+static void
+postpone_roles(void *arg)
+{
+	ArrayType  *roles = arg;
+	Oid			type = OIDARRAYOID;
+	Datum		value = PointerGetDatum(roles);
+	int			rc;
+
+	rc = SPI_execute_with_args("UPDATE queryclaw.requests r SET next_attempt_at = pg_catalog.now()"
+							   " OPERATOR(pg_catalog.+) interval '" CppAsString2(QC_ASYNC_PAUSE_S) " s'"
+							   " WHERE r.state OPERATOR(pg_catalog.=) ANY ('{queued,retrying}'::pg_catalog.text[])"
+							   "   AND r.next_attempt_at OPERATOR(pg_catalog.<=) pg_catalog.now()"
+							   "   AND r.role::pg_catalog.oid OPERATOR(pg_catalog.=) ANY ($1)",
+							   1, &type, &value, NULL, false, 0);
+	if (rc != SPI_OK_UPDATE)
+		elog(ERROR, "could not hold paused requests: %s", SPI_result_code_string(rc));
+}
+
+/*
+ * Requests of roles for which queryclaw.enabled is off are not claimed:
+ * they wait, queued, their next_attempt_at a moment ahead, and are looked
+ * at again then.
+ */
+static void
+hold_paused(void)
+{
+	List	   *roles = NIL;
+	Datum	   *paused;
+	int			n = 0;
+	ListCell   *lc;
+
+	qc_async_as_writer(due_roles, &roles);
+	paused = palloc(Max(list_length(roles), 1) * sizeof(Datum));
+	foreach(lc, roles)
+		if (SearchSysCacheExists1(AUTHOID, ObjectIdGetDatum(lfirst_oid(lc))) &&
+			qc_async_role_paused(lfirst_oid(lc)))
+			paused[n++] = ObjectIdGetDatum(lfirst_oid(lc));
+	if (n > 0)
+		qc_async_as_writer(postpone_roles,
+						   construct_array(paused, n, OIDOID, sizeof(Oid), true, TYPALIGN_INT));
+}
+
 static void
 claim(void *arg)
 {
+	hold_paused();
 	qc_async_as_writer(claim_rows, arg);
 }
 

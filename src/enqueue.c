@@ -6,8 +6,8 @@
  *
  * Each checks its arguments as its synchronous twin does before sending
  * (URL, method, headers, format, tools, output schema: 22023 and 42501
- * errors now, not a failed request later) and the callback (EXECUTE, and
- * the signature (id bigint, result jsonb, error text, context jsonb)),
+ * errors now, not a failed request later) and the callback
+ * (qc_queue_check_callback),
  * then inserts one row into queryclaw.requests in the caller's
  * transaction.  What the policy decides (enabled, hosts, addresses,
  * read_only, rate limits) is decided when a worker sends the request,
@@ -28,19 +28,14 @@
  */
 #include "postgres.h"
 
-#include "catalog/pg_proc.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "fmgr.h"
 #include "miscadmin.h"
-#include "utils/acl.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/json.h"
 #include "utils/jsonb.h"
-#include "utils/lsyscache.h"
-#include "utils/regproc.h"
-#include "utils/syscache.h"
 
 #include "api.h"
 #include "compat.h"
@@ -182,43 +177,6 @@ check_url(const char *url)
 }
 
 /*
- * The callback: a function or procedure the caller may execute, taking
- * (bigint, jsonb, text, jsonb).  Returns its signature, schema-qualified,
- * as the row keeps it.
- */
-static char *
-check_callback(Oid fn)
-{
-	static const Oid args[4] = {INT8OID, JSONBOID, TEXTOID, JSONBOID};
-	HeapTuple	tuple = SearchSysCache1(PROCOID, ObjectIdGetDatum(fn));
-	Form_pg_proc proc;
-	bool		fits;
-
-	if (!HeapTupleIsValid(tuple))
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_FUNCTION),
-				 errmsg("callback function with OID %u does not exist", fn)));
-	proc = (Form_pg_proc) GETSTRUCT(tuple);
-	fits = (proc->prokind == PROKIND_FUNCTION || proc->prokind == PROKIND_PROCEDURE) &&
-		proc->pronargs == 4 &&
-		memcmp(proc->proargtypes.values, args, sizeof(args)) == 0;
-	ReleaseSysCache(tuple);
-	if (!fits)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("%s cannot be a callback", format_procedure(fn)),
-				 errdetail("A callback is a function or procedure taking (id bigint, result jsonb, error text, context jsonb)."),
-				 errhint("For example: CREATE PROCEDURE my_callback(id bigint, result jsonb, error text, context jsonb) ...")));
-	if (qc_proc_aclcheck(fn, GetUserId(), ACL_EXECUTE) != ACLCHECK_OK)
-		ereport(ERROR,
-				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-				 errmsg("permission denied for function %s", format_procedure(fn)),
-				 errdetail("The callback runs as the role that queues the request, which needs EXECUTE on it."),
-				 errhint("The function's owner or a superuser can grant EXECUTE on it.")));
-	return format_procedure_qualified(fn);
-}
-
-/*
  * Insert the request as the tables' owner; returns its id.  The caller's
  * arguments callback (argno) and context (argno + 1) are common to the
  * three functions.
@@ -231,7 +189,7 @@ insert_request(FunctionCallInfo fcinfo, const char *func, RequestJson *r, int ar
 	static SPIPlanPtr secret_plan = NULL;
 	Oid			types[6] = {REGROLEOID, TEXTOID, JSONBOID, TEXTOID, JSONBOID, TEXTOID};
 	Datum		values[6];
-	char		nulls[6] = "      ";
+	char		nulls[6] = {' ', ' ', ' ', 'n', 'n', 'n'};
 	Oid			role = GetUserId();
 	QcQueueAsOwner save;
 	bool		isnull;
@@ -240,10 +198,9 @@ insert_request(FunctionCallInfo fcinfo, const char *func, RequestJson *r, int ar
 	values[0] = ObjectIdGetDatum(role);
 	values[1] = CStringGetTextDatum(func);
 	values[2] = JsonbPGetDatum(request_end(&r->shown));
-	nulls[3] = nulls[4] = nulls[5] = 'n';
 	if (!PG_ARGISNULL(argno))
 	{
-		values[3] = CStringGetTextDatum(check_callback(PG_GETARG_OID(argno)));
+		values[3] = CStringGetTextDatum(qc_queue_check_callback(PG_GETARG_OID(argno)));
 		nulls[3] = ' ';
 	}
 	if (!PG_ARGISNULL(argno + 1))

@@ -908,11 +908,13 @@ resolve_hosts(Slot *slots, int nslots, const QcTransportHooks *hooks)
  * Fill free slots with waiting calls, in input order but skipping (within
  * a window) calls whose host is at queryclaw.max_host_concurrency.  Each
  * is admitted by the owner first; calls that end at once (not admitted,
- * refused, invalid URL) are handed back directly.
+ * refused, invalid URL) are handed back directly.  held_back: ended calls
+ * not yet handed back, which the owner's admission must count among the
+ * calls in flight (they still hold what it may wait for).
  */
 static void
 fill_slots(Slot *slots, int nslots, QcCall **calls, bool *started, int ncalls,
-		   int *first_waiting, const QcTransportHooks *hooks)
+		   int *first_waiting, bool held_back, const QcTransportHooks *hooks)
 {
 	for (int s = 0; s < nslots; s++)
 	{
@@ -926,7 +928,8 @@ fill_slots(Slot *slots, int nslots, QcCall **calls, bool *started, int ncalls,
 
 			if (started[i] || !host_has_room(slots, nslots, calls[i]))
 				continue;
-			admission = hooks->admit(calls[i], any_running(slots, nslots), hooks->arg);
+			admission = hooks->admit(calls[i], held_back || any_running(slots, nslots),
+									 hooks->arg);
 			/* later, once one of the calls in flight ended */
 			if (admission == QC_ADMIT_LATER)
 				return;
@@ -936,6 +939,9 @@ fill_slots(Slot *slots, int nslots, QcCall **calls, bool *started, int ncalls,
 			call_done(calls[i], hooks);
 		}
 	}
+	/* so that *first_waiting == ncalls once every call has started */
+	while (*first_waiting < ncalls && started[*first_waiting])
+		(*first_waiting)++;
 }
 
 /* Make sure the pool has n easy handles and the multi handle exists. */
@@ -1004,9 +1010,12 @@ wait_for_activity(void)
 
 /*
  * Calls whose transfer ended, not yet handed back: at most one per slot.
- * They are handed back once their slots have been given new calls and
- * those were sent, so that the owner's work on them (shaping the response,
- * the audit row) overlaps the next requests instead of delaying them.
+ * While calls wait for a slot, the ended ones are handed back once their
+ * slots have been given new calls and those were sent, so that the owner's
+ * work on them (shaping the response, the audit row) overlaps the next
+ * requests instead of delaying them.  With none waiting there is nothing
+ * to send first: each is handed back at once, and its body freed before
+ * the next is taken.
  */
 typedef struct Ended
 {
@@ -1016,10 +1025,11 @@ typedef struct Ended
 
 /*
  * Hand every finished transfer to finish_hop; free the slots of the calls
- * that are over, keeping those calls in *ended.
+ * that are over, keeping those calls in *ended (with defer) or handing
+ * them back.
  */
 static void
-collect_finished(Ended *ended)
+collect_finished(Ended *ended, bool defer, const QcTransportHooks *hooks)
 {
 	CURLMsg    *msg;
 	int			left;
@@ -1031,12 +1041,16 @@ collect_finished(Ended *ended)
 		if (msg->msg != CURLMSG_DONE)
 			continue;
 		curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **) &slot);
-		if (!finish_hop(slot, msg->data.result))
+		if (finish_hop(slot, msg->data.result))
+			continue;
+		if (!defer)
 		{
-			slot->call->elapsed_ms = qc_call_elapsed_ms(slot->call);
-			ended->calls[ended->n++] = slot->call;
-			slot->call = NULL;
+			end_call(slot, hooks);
+			continue;
 		}
+		slot->call->elapsed_ms = qc_call_elapsed_ms(slot->call);
+		ended->calls[ended->n++] = slot->call;
+		slot->call = NULL;
 	}
 }
 
@@ -1077,7 +1091,8 @@ qc_http_execute_many(QcCall **calls, int ncalls, int concurrency,
 			int			running;
 			CURLMcode	mc;
 
-			fill_slots(slots, nslots, calls, started, ncalls, &first_waiting, hooks);
+			fill_slots(slots, nslots, calls, started, ncalls, &first_waiting,
+					   ended->n > 0, hooks);
 			resolve_hosts(slots, nslots, hooks);
 			if (!any_running(slots, nslots) && first_waiting >= ncalls && ended->n == 0)
 				break;
@@ -1087,7 +1102,7 @@ qc_http_execute_many(QcCall **calls, int ncalls, int concurrency,
 			if (mc != CURLM_OK)
 				elog(ERROR, "transfer failed: %s", curl_multi_strerror(mc));
 			hand_back(ended, hooks);
-			collect_finished(ended);
+			collect_finished(ended, first_waiting < ncalls, hooks);
 			/* slots came free: fill them before waiting */
 			if (ended->n == 0 && (running > 0 || any_resolving(slots, nslots)))
 				wait_for_activity();

@@ -23,6 +23,8 @@
 #include "postgres.h"
 
 #include "access/xact.h"
+#include "catalog/pg_proc.h"
+#include "catalog/pg_type.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_class.h"
 #include "commands/dbcommands.h"
@@ -31,11 +33,14 @@
 #include "nodes/makefuncs.h"
 #include "storage/ipc.h"
 #include "storage/shmem.h"
+#include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
+#include "utils/regproc.h"
 #include "utils/syscache.h"
 #include "utils/timestamp.h"
 
+#include "compat.h"
 #include "guc.h"
 #include "queue.h"
 
@@ -333,4 +338,80 @@ qc_queue_plan(SPIPlanPtr *plan, const char *sql, int nargs, Oid *types)
 		*plan = made;
 	}
 	return *plan;
+}
+
+char *
+qc_queue_check_callback(Oid fn)
+{
+	static const Oid args[4] = {INT8OID, JSONBOID, TEXTOID, JSONBOID};
+	HeapTuple	tuple = SearchSysCache1(PROCOID, ObjectIdGetDatum(fn));
+	Form_pg_proc proc;
+	bool		fits;
+
+	if (!HeapTupleIsValid(tuple))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_FUNCTION),
+				 errmsg("callback function with OID %u does not exist", fn)));
+	proc = (Form_pg_proc) GETSTRUCT(tuple);
+	fits = (proc->prokind == PROKIND_FUNCTION || proc->prokind == PROKIND_PROCEDURE) &&
+		!proc->proretset && proc->pronargs == 4 &&
+		memcmp(proc->proargtypes.values, args, sizeof(args)) == 0;
+	ReleaseSysCache(tuple);
+	if (!fits)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s cannot be a callback", format_procedure(fn)),
+				 errdetail("A callback is a procedure, or a function not returning a set, taking (id bigint, result jsonb, error text, context jsonb)."),
+				 errhint("For example: CREATE PROCEDURE my_callback(id bigint, result jsonb, error text, context jsonb) ...")));
+	if (qc_proc_aclcheck(fn, GetUserId(), ACL_EXECUTE) != ACLCHECK_OK)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied for function %s", format_procedure(fn)),
+				 errdetail("The callback runs as the role that queues the request, which needs EXECUTE on it."),
+				 errhint("The function's owner or a superuser can grant EXECUTE on it.")));
+	return format_procedure_qualified(fn);
+}
+
+/* The callback's OID from its signature; InvalidOid when it is gone. */
+static Oid
+callback_oid(const char *callback)
+{
+	LOCAL_FCINFO(lookup, 1);
+	Datum		fn;
+
+	InitFunctionCallInfoData(*lookup, NULL, 1, InvalidOid, NULL, NULL);
+	lookup->args[0].value = CStringGetTextDatum(callback);
+	lookup->args[0].isnull = false;
+	fn = to_regprocedure(lookup);
+	return lookup->isnull ? InvalidOid : DatumGetObjectId(fn);
+}
+
+void
+qc_queue_call_callback(const char *callback, int64 id, Jsonb *result,
+					   const char *error, Jsonb *context)
+{
+	Oid			fn = callback_oid(callback);
+	FmgrInfo	flinfo;
+
+	LOCAL_FCINFO(fcinfo, 4);
+
+	if (!OidIsValid(fn))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_FUNCTION),
+				 errmsg("callback %s does not exist", callback),
+				 errdetail("It was dropped after the request was queued.")));
+	(void) qc_queue_check_callback(fn);
+	fmgr_info(fn, &flinfo);
+	InitFunctionCallInfoData(*fcinfo, &flinfo, 4, InvalidOid, NULL, NULL);
+	fcinfo->args[0].value = Int64GetDatum(id);
+	fcinfo->args[0].isnull = false;
+	fcinfo->args[1].value = PointerGetDatum(result);
+	fcinfo->args[1].isnull = result == NULL;
+	fcinfo->args[2].value = error ? CStringGetTextDatum(error) : (Datum) 0;
+	fcinfo->args[2].isnull = error == NULL;
+	fcinfo->args[3].value = PointerGetDatum(context);
+	fcinfo->args[3].isnull = context == NULL;
+	if (flinfo.fn_strict && (result == NULL || error == NULL || context == NULL))
+		return;
+	(void) FunctionCallInvoke(fcinfo);
 }

@@ -43,6 +43,7 @@
 #include "storage/condition_variable.h"
 #include "storage/latch.h"
 #include "storage/spin.h"
+#include "utils/jsonb.h"
 
 /* Most async workers (queryclaw.async_workers' maximum). */
 #define QC_ASYNC_MAX_WORKERS 16
@@ -103,9 +104,31 @@ extern void qc_queue_note_cancelled(void);
  */
 extern void qc_queue_admit(Oid role);
 
+/*
+ * A callback: a function or procedure (not returning a set) taking
+ * (bigint, jsonb, text, jsonb) that the current role may execute; 22023 or
+ * 42501 otherwise.  Returns its signature, schema-qualified, as
+ * requests.callback keeps it.
+ */
+extern char *qc_queue_check_callback(Oid fn);
+
 /* The workers' side. */
 extern void qc_queue_attach_worker(int slot);
 extern void qc_queue_notify_finished(void);
+
+/*
+ * Call a request's callback (requests.callback: its signature) with
+ * (id, result, error, context), as the current role: the worker has taken
+ * the request's role, in a security-restricted operation, in the
+ * transaction that records the final state.  result and context may be
+ * NULL (SQL NULL), as error.  Looked up and checked again first: a
+ * callback dropped since (42883), changed, or no longer executable by the
+ * role (qc_queue_check_callback's errors) raises, and the request fails
+ * with that.  A STRICT function given a NULL is not called, as SQL would
+ * not.  Its result, if any, is ignored.
+ */
+extern void qc_queue_call_callback(const char *callback, int64 id, Jsonb *result,
+								   const char *error, Jsonb *context);
 
 /*
  * Delete finished rows (finished_at set) older than queryclaw.async_retention,

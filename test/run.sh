@@ -11,8 +11,9 @@
 # (results and audit rows of servers sending bytes that are not valid
 # text, through pg_dump and pg_restore, in three database encodings), then
 # test/worker_hijack.sh (the audit worker attacked through its database's
-# settings, with restarts), then test/async_restart.sh (the async queue
-# through a crash and a killed worker), then pg_regress over test/nopreload/ on a cluster without
+# settings, with restarts), then test/queue_wait.sh (wait() against other
+# sessions), then test/async_restart.sh (the async queue through a crash
+# and a killed worker), then pg_regress over test/nopreload/ on a cluster without
 # preload, then the upgrade from release 0.1 (test/upgrade/) and a
 # pg_dump/pg_restore round trip on a third cluster, then the README's SQL
 # examples (test/readme/) on a fourth, shows the diffs of any failure,
@@ -155,8 +156,9 @@ if [ -z "${QC_ISOLATED:-}" ] && [[ " $tests " == *" 019_dns "* ]]; then
 	echo "skip - 019_dns needs the test network namespace (root, unshare, QC_NO_ISOLATION unset)"
 	tests=$(echo $tests | sed 's/\b019_dns\b//')
 fi
-# the attack on the audit worker is a script, not a pg_regress test (below)
-tests=$(echo $tests | sed 's/\bworker_hijack\b//; s/\basync_restart\b//')
+# the attack on the audit worker, the waits on the queue and the queue
+# through restarts are scripts, not pg_regress tests (below)
+tests=$(echo $tests | sed 's/\bworker_hijack\b//; s/\bqueue_wait\b//; s/\basync_restart\b//')
 qc_log "regression tests"
 run_suite "$suite" queryclaw_regression $tests
 
@@ -175,6 +177,14 @@ if [ -z "${QC_TESTS:-}" ] || [[ " $QC_TESTS " == *" worker_hijack "* ]]; then
 	bash "$QC_ROOT/test/worker_hijack.sh" "$QC_WORK" "$QC_PGDATA" "$QC_BINDIR" 2>&1 |
 		tee "$QC_WORK/worker_hijack.log"
 	count_checks "$QC_WORK/worker_hijack.log"
+fi
+
+# queryclaw.wait() against other sessions: one finishes a request, another
+# cancels the waiter (test/queue_wait.sh); with QC_TESTS, only when it
+# names queue_wait.
+if [ -z "${QC_TESTS:-}" ] || [[ " $QC_TESTS " == *" queue_wait "* ]]; then
+	qc_log "wait() for requests other sessions finish"
+	run_checks bash "$QC_ROOT/test/queue_wait.sh" "$QC_WORK" "$QC_BINDIR"
 fi
 
 # The async queue through a hard stop of the server and a killed worker

@@ -63,3 +63,14 @@ INSERT INTO conversations VALUES (7, '{"answer": "One is dead.", "messages": [
     {"role": "assistant", "content": "One is dead: https://example.com/missing answers 404."}]}');
 
 CREATE ROLE agent_7 LOGIN;
+
+-- the asynchronous patterns: items enriched through a callback, sources
+-- fetched by a procedure that waits (one of them missing)
+CREATE TABLE items (
+    id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    api_url text, name text, enrich_error text);
+CREATE TABLE sources (
+    id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    url text, body text, fetch_error text);
+INSERT INTO sources (url) VALUES
+    ('https://example.com/'), ('https://example.com/missing'), (NULL);

@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# test/queue_wait.sh: queryclaw.wait() sees what other sessions commit
+# (run by test/run.sh on its preloaded cluster, after the suite).
+#
+# pg_regress has one session; wait() is about another one finishing the
+# requests.  Here a role queues a request (kept waiting by the workers:
+# queryclaw.enabled is off for it), a session waits for it, and a
+# superuser session finishes the row by hand a second later, as a worker
+# would.  The waiter must return the row final within a moment of that
+# commit, not at its timeout; while it waits, pg_stat_activity shows the
+# wait event.  A second waiter is cancelled with pg_cancel_backend and
+# must stop at once with 57014.  Prints TAP-style "ok - ..." / "not ok -
+# ..." lines.
+#
+# Arguments: the work directory and the bin directory of the running
+# cluster (test/lib.sh's QC_WORK, QC_BINDIR).
+set -uo pipefail
+. "$(dirname "$0")/lib.sh"
+QC_WORK=$1 QC_BINDIR=$2
+db=queryclaw_regression
+role=qc_waiter
+
+# Run SQL (stdin or -c) in the database, as the superuser; rows unaligned.
+sql() {
+	qc_as_pg "$QC_BINDIR/psql" -X -q -At -v ON_ERROR_STOP=1 -h "$QC_WORK" -p 5432 -d "$db" "$@"
+}
+
+# "ok - $1" when $2 equals $3, else "not ok" with both.
+check() {
+	if [ "$2" = "$3" ]; then
+		echo "ok - $1"
+	else
+		echo "not ok - $1 (got '$2', expected '$3')"
+	fi
+}
+
+# Poll (every 50 ms, at most 10 s) until the SQL $1 prints t.
+until_true() {
+	for _ in $(seq 200); do
+		[ "$(sql -c "$1")" = t ] && return 0
+		sleep 0.05
+	done
+	return 1
+}
+
+id=$(sql <<SQL
+CREATE ROLE $role;
+ALTER ROLE $role SET queryclaw.enabled = off;
+GRANT EXECUTE ON FUNCTION queryclaw.api_call_async(text, text, jsonb, text, integer, regprocedure, jsonb, text),
+                          queryclaw.wait(bigint[], interval) TO $role;
+SET ROLE $role;
+SELECT queryclaw.api_call_async('http://127.0.0.1:9/never');
+SQL
+) || { echo "not ok - a request was queued"; exit 1; }
+echo "ok - a request was queued"
+
+# The waiter: the state it got back, and whether it came before the timeout.
+sql -c "SET ROLE $role" -c "SELECT state || ' ' || (clock_timestamp() - statement_timestamp() < interval '8 s')
+	FROM queryclaw.wait(ARRAY[$id]::bigint[], '10 s')" >"$QC_WORK/wait.out" 2>&1 &
+waiter=$!
+waiting="SELECT EXISTS (SELECT FROM pg_stat_activity WHERE query LIKE '%queryclaw.wait(%'
+	AND wait_event IN ('Extension', 'QueryclawRequestsWait') AND pid <> pg_backend_pid())"
+until_true "$waiting"
+check "the waiter shows its wait event in pg_stat_activity" "$?" 0
+sleep 1
+sql -c "UPDATE queryclaw.requests SET state = 'done', finished_at = now(), result = '{\"ok\": true}'
+	WHERE id = $id"
+wait "$waiter"
+check "wait() returned the row once another session finished it, before its timeout" \
+	"$(cat "$QC_WORK/wait.out")" "done true"
+
+# A cancel stops a wait at once.
+sql -c "UPDATE queryclaw.requests SET state = 'queued', finished_at = NULL WHERE id = $id"
+sql -c "SET ROLE $role" -c "SELECT count(*) FROM queryclaw.wait(ARRAY[$id]::bigint[], '30 s')" \
+	>"$QC_WORK/wait.out" 2>&1 &
+waiter=$!
+until_true "$waiting"
+start=$(date +%s%N)
+sql -c "SELECT pg_cancel_backend(pid) FROM pg_stat_activity
+	WHERE query LIKE '%queryclaw.wait(%' AND pid <> pg_backend_pid()" >/dev/null
+wait "$waiter"
+elapsed_ms=$((($(date +%s%N) - start) / 1000000))
+check "a cancelled wait() stops with 57014" \
+	"$(grep -c 'canceling statement due to user request' "$QC_WORK/wait.out")" 1
+check "within half a second" "$([ "$elapsed_ms" -lt 500 ] && echo yes || echo "no: $elapsed_ms ms")" yes
+
+sql -c "DELETE FROM queryclaw.requests WHERE id = $id" -c "DROP OWNED BY $role" -c "DROP ROLE $role"
