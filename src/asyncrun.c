@@ -66,12 +66,12 @@
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
 #include "utils/hsearch.h"
+#include "utils/inval.h"
 #include "utils/guc.h"
 #include "utils/json.h"
 #include "utils/jsonb.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
-#include "utils/regproc.h"
 #include "utils/snapmgr.h"
 #include "utils/syscache.h"
 
@@ -86,10 +86,12 @@
 #include "json.h"
 #include "llmjob.h"
 #include "policy.h"
+#include "proclookup.h"
 #include "queue.h"
 #include "ratelimit.h"
 #include "response.h"
 #include "retry.h"
+#include "subxact.h"
 
 #define QC_WRITER_ROLE			"queryclaw_writer"
 #define QC_CALLBACK_TRIES		3
@@ -246,21 +248,6 @@ qc_async_role_paused(Oid role)
 	return paused;
 }
 
-/* A function by its signature (as regprocedure writes it), or InvalidOid. */
-static Oid
-function_oid(const char *signature)
-{
-	LOCAL_FCINFO(fcinfo, 1);
-	Datum		oid;
-
-	/* to_regprocedure, which returns NULL where DirectFunctionCall fails */
-	InitFunctionCallInfoData(*fcinfo, NULL, 1, InvalidOid, NULL, NULL);
-	fcinfo->args[0].value = CStringGetTextDatum(signature);
-	fcinfo->args[0].isnull = false;
-	oid = to_regprocedure(fcinfo);
-	return fcinfo->isnull ? InvalidOid : DatumGetObjectId(oid);
-}
-
 /* Why the role may not run the request, or NULL; sets *callback. */
 static char *
 refusal(QcAsyncRequest *r, Oid *callback)
@@ -269,16 +256,18 @@ refusal(QcAsyncRequest *r, Oid *callback)
 	Oid			fn;
 
 	*callback = InvalidOid;
+	/* the privileges as they are now, not as this transaction first saw them */
+	AcceptInvalidationMessages();
 	for (int i = 0; i < lengthof(async_functions); i++)
 		if (strcmp(async_functions[i].func, r->func) == 0)
 			sig = async_functions[i].signature;
-	if (sig == NULL || !OidIsValid(fn = function_oid(sig)))
+	if (sig == NULL || !OidIsValid(fn = qc_proc_by_signature(sig)))
 		return psprintf("function %s does not exist", r->func);
 	if (qc_proc_aclcheck(fn, r->role, ACL_EXECUTE) != ACLCHECK_OK)
 		return psprintf("permission denied for function %s", r->func);
 	if (r->callback == NULL)
 		return NULL;
-	if (!OidIsValid(*callback = function_oid(r->callback)))
+	if (!OidIsValid(*callback = qc_proc_by_signature(r->callback)))
 		return psprintf("callback %s does not exist", r->callback);
 	if (qc_proc_aclcheck(*callback, r->role, ACL_EXECUTE) != ACLCHECK_OK)
 		return psprintf("permission denied for callback %s", r->callback);
@@ -424,39 +413,6 @@ record_outcome(void *arg)
 		(void) execute(STMT_SECRETS, values, nulls);
 }
 
-/*
- * Run fn(arg) in a subtransaction of its own: true once it is committed;
- * false when fn raised, the subtransaction rolled back and *edata holds
- * the error.
- */
-static bool
-in_subtransaction(void (*fn) (void *arg), void *arg, ErrorData **edata)
-{
-	MemoryContext cxt = CurrentMemoryContext;
-	ResourceOwner owner = CurrentResourceOwner;
-	volatile bool ok = true;
-
-	BeginInternalSubTransaction(NULL);
-	MemoryContextSwitchTo(cxt);
-	PG_TRY();
-	{
-		fn(arg);
-		ReleaseCurrentSubTransaction();
-	}
-	PG_CATCH();
-	{
-		MemoryContextSwitchTo(cxt);
-		*edata = CopyErrorData();
-		FlushErrorState();
-		RollbackAndReleaseCurrentSubTransaction();
-		ok = false;
-	}
-	PG_END_TRY();
-	MemoryContextSwitchTo(cxt);
-	CurrentResourceOwner = owner;
-	return ok;
-}
-
 /* ---- callbacks ---- */
 
 /* A request's record, and the callback that goes with it. */
@@ -490,7 +446,7 @@ finish(QcAsyncRequest *r, Oid callback)
 		Finish		f = {{r, false}, callback};
 		bool		retry;
 
-		if (in_subtransaction(record_and_call, &f, &edata))
+		if ((edata = qc_subxact_try(record_and_call, &f)) == NULL)
 			return;
 		retry = (edata->sqlerrcode == ERRCODE_T_R_SERIALIZATION_FAILURE ||
 				 edata->sqlerrcode == ERRCODE_T_R_DEADLOCK_DETECTED) && tries < QC_CALLBACK_TRIES;
@@ -682,7 +638,7 @@ try_build_call(RoleRun *run, int i)
 	Build		b = {run, i, NULL};
 	ErrorData  *edata;
 
-	if (in_subtransaction(build, &b, &edata))
+	if ((edata = qc_subxact_try(build, &b)) == NULL)
 		return b.call;
 	set_failed(run->reqs[i], edata->sqlerrcode, edata->message);
 	return NULL;
@@ -816,7 +772,7 @@ run_llms(RoleRun *run)
 
 		if (s.r->outcome != QC_ASYNC_PENDING || strcmp(s.r->func, "llm_chat_tools_async") != 0)
 			continue;
-		if (in_subtransaction(start_llm, &s, &edata))
+		if ((edata = qc_subxact_try(start_llm, &s)) == NULL)
 			jobs = lappend(jobs, s.job);
 		else
 			llm_failed(s.r, edata);

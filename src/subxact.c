@@ -16,8 +16,14 @@
 
 #include "subxact.h"
 
-ErrorData *
-qc_subxact_run(void (*fn) (void *arg), void *arg)
+/*
+ * The one body of both: cancel_stops says whether a query cancel is raised
+ * again (a statement's, which the user means for the whole statement) or
+ * handed back (a background worker's, where a statement_timeout of the
+ * request's role ends that request alone).  A termination always stops.
+ */
+static ErrorData *
+run_in_subxact(void (*fn) (void *arg), void *arg, bool cancel_stops)
 {
 	MemoryContext callercxt = CurrentMemoryContext;
 	ResourceOwner owner = CurrentResourceOwner;
@@ -38,12 +44,24 @@ qc_subxact_run(void (*fn) (void *arg), void *arg)
 		RollbackAndReleaseCurrentSubTransaction();
 		MemoryContextSwitchTo(callercxt);
 		CurrentResourceOwner = owner;
-		/* the user asked to stop: the whole statement stops, not just fn */
-		if (edata->sqlerrcode == ERRCODE_QUERY_CANCELED || ProcDiePending)
+		if ((cancel_stops && edata->sqlerrcode == ERRCODE_QUERY_CANCELED) ||
+			ProcDiePending)
 			ReThrowError(edata);
 	}
 	PG_END_TRY();
 	MemoryContextSwitchTo(callercxt);
 	CurrentResourceOwner = owner;
 	return edata;
+}
+
+ErrorData *
+qc_subxact_run(void (*fn) (void *arg), void *arg)
+{
+	return run_in_subxact(fn, arg, true);
+}
+
+ErrorData *
+qc_subxact_try(void (*fn) (void *arg), void *arg)
+{
+	return run_in_subxact(fn, arg, false);
 }

@@ -21,4 +21,11 @@
  */
 extern ErrorData *qc_subxact_run(void (*fn) (void *arg), void *arg);
 
+/*
+ * The same for a background worker's unit of work: a query cancel (a
+ * statement_timeout of the role it runs as) is handed back like any other
+ * error, so it ends that unit alone; a termination is still raised.
+ */
+extern ErrorData *qc_subxact_try(void (*fn) (void *arg), void *arg);
+
 #endif							/* QC_SUBXACT_H */

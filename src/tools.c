@@ -40,6 +40,7 @@
 #include "guc.h"
 #include "http.h"
 #include "json.h"
+#include "proclookup.h"
 #include "response.h"
 #include "search.h"
 #include "sqltool.h"
@@ -263,24 +264,10 @@ static const QcTool all_tools[] = {
 		" \"required\": [\"table\"]}}}"},
 };
 
-/* The function's OID, or InvalidOid when it does not exist. */
-static Oid
-lookup_function(const char *signature)
-{
-	LOCAL_FCINFO(fcinfo, 1);
-	Datum		fn;
-
-	InitFunctionCallInfoData(*fcinfo, NULL, 1, InvalidOid, NULL, NULL);
-	fcinfo->args[0].value = CStringGetTextDatum(signature);
-	fcinfo->args[0].isnull = false;
-	fn = to_regprocedure(fcinfo);
-	return fcinfo->isnull ? InvalidOid : DatumGetObjectId(fn);
-}
-
 void
 qc_require_execute(const char *signature, const char *detail)
 {
-	Oid			fn = lookup_function(signature);
+	Oid			fn = qc_proc_by_signature(signature);
 
 	/* a function of a later release, before ALTER EXTENSION ... UPDATE */
 	if (!OidIsValid(fn))
