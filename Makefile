@@ -51,6 +51,9 @@ OBJS = \
 	src/sqltool.o \
 	src/embed.o \
 	src/llm.o \
+	src/llmjob.o \
+	src/subxact.o \
+	src/proclookup.o \
 	src/queue.o \
 	src/enqueue.o \
 	src/qwait.o \

@@ -21,7 +21,7 @@
  * - Calls are built as the synchronous twin builds them (api_call's
  *   validation, web_fetch's GET), audited under the async function's name
  *   with the request id and attempt in the detail, and run many at once
- *   (queryclaw.async_concurrency) through qc_http_execute_many.
+ *   (queryclaw.async_concurrency) through qc_call_run_many.
  *
  * Budgets and pauses make a request wait, never fail: while
  * queryclaw.enabled is off for the role, while its max_calls_per_hour or
@@ -39,9 +39,8 @@
  * A request cancelled while it ran (the update finds it no longer
  * 'running') keeps no result: its callback gets the error 'cancelled'.
  *
- * llm_chat_tools_async requests run one after another through the
- * synchronous loop (run_llm, the one place to change when the loop can
- * run many at once).
+ * llm_chat_tools_async requests run as jobs of the tool loop (llmjob.c),
+ * all of the role's at once, their requests in one batch (run_llms).
  *
  *-------------------------------------------------------------------------
  */
@@ -67,12 +66,12 @@
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
 #include "utils/hsearch.h"
+#include "utils/inval.h"
 #include "utils/guc.h"
 #include "utils/json.h"
 #include "utils/jsonb.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
-#include "utils/regproc.h"
 #include "utils/snapmgr.h"
 #include "utils/syscache.h"
 
@@ -85,11 +84,14 @@
 #include "call.h"
 #include "http.h"
 #include "json.h"
+#include "llmjob.h"
 #include "policy.h"
+#include "proclookup.h"
 #include "queue.h"
 #include "ratelimit.h"
 #include "response.h"
 #include "retry.h"
+#include "subxact.h"
 
 #define QC_WRITER_ROLE			"queryclaw_writer"
 #define QC_CALLBACK_TRIES		3
@@ -246,21 +248,6 @@ qc_async_role_paused(Oid role)
 	return paused;
 }
 
-/* A function by its signature (as regprocedure writes it), or InvalidOid. */
-static Oid
-function_oid(const char *signature)
-{
-	LOCAL_FCINFO(fcinfo, 1);
-	Datum		oid;
-
-	/* to_regprocedure, which returns NULL where DirectFunctionCall fails */
-	InitFunctionCallInfoData(*fcinfo, NULL, 1, InvalidOid, NULL, NULL);
-	fcinfo->args[0].value = CStringGetTextDatum(signature);
-	fcinfo->args[0].isnull = false;
-	oid = to_regprocedure(fcinfo);
-	return fcinfo->isnull ? InvalidOid : DatumGetObjectId(oid);
-}
-
 /* Why the role may not run the request, or NULL; sets *callback. */
 static char *
 refusal(QcAsyncRequest *r, Oid *callback)
@@ -269,16 +256,18 @@ refusal(QcAsyncRequest *r, Oid *callback)
 	Oid			fn;
 
 	*callback = InvalidOid;
+	/* the privileges as they are now, not as this transaction first saw them */
+	AcceptInvalidationMessages();
 	for (int i = 0; i < lengthof(async_functions); i++)
 		if (strcmp(async_functions[i].func, r->func) == 0)
 			sig = async_functions[i].signature;
-	if (sig == NULL || !OidIsValid(fn = function_oid(sig)))
+	if (sig == NULL || !OidIsValid(fn = qc_proc_by_signature(sig)))
 		return psprintf("function %s does not exist", r->func);
 	if (qc_proc_aclcheck(fn, r->role, ACL_EXECUTE) != ACLCHECK_OK)
 		return psprintf("permission denied for function %s", r->func);
 	if (r->callback == NULL)
 		return NULL;
-	if (!OidIsValid(*callback = function_oid(r->callback)))
+	if (!OidIsValid(*callback = qc_proc_by_signature(r->callback)))
 		return psprintf("callback %s does not exist", r->callback);
 	if (qc_proc_aclcheck(*callback, r->role, ACL_EXECUTE) != ACLCHECK_OK)
 		return psprintf("permission denied for callback %s", r->callback);
@@ -424,39 +413,6 @@ record_outcome(void *arg)
 		(void) execute(STMT_SECRETS, values, nulls);
 }
 
-/*
- * Run fn(arg) in a subtransaction of its own: true once it is committed;
- * false when fn raised, the subtransaction rolled back and *edata holds
- * the error.
- */
-static bool
-in_subtransaction(void (*fn) (void *arg), void *arg, ErrorData **edata)
-{
-	MemoryContext cxt = CurrentMemoryContext;
-	ResourceOwner owner = CurrentResourceOwner;
-	volatile bool ok = true;
-
-	BeginInternalSubTransaction(NULL);
-	MemoryContextSwitchTo(cxt);
-	PG_TRY();
-	{
-		fn(arg);
-		ReleaseCurrentSubTransaction();
-	}
-	PG_CATCH();
-	{
-		MemoryContextSwitchTo(cxt);
-		*edata = CopyErrorData();
-		FlushErrorState();
-		RollbackAndReleaseCurrentSubTransaction();
-		ok = false;
-	}
-	PG_END_TRY();
-	MemoryContextSwitchTo(cxt);
-	CurrentResourceOwner = owner;
-	return ok;
-}
-
 /* ---- callbacks ---- */
 
 /* A request's record, and the callback that goes with it. */
@@ -490,7 +446,7 @@ finish(QcAsyncRequest *r, Oid callback)
 		Finish		f = {{r, false}, callback};
 		bool		retry;
 
-		if (in_subtransaction(record_and_call, &f, &edata))
+		if ((edata = qc_subxact_try(record_and_call, &f)) == NULL)
 			return;
 		retry = (edata->sqlerrcode == ERRCODE_T_R_SERIALIZATION_FAILURE ||
 				 edata->sqlerrcode == ERRCODE_T_R_DEADLOCK_DETECTED) && tries < QC_CALLBACK_TRIES;
@@ -609,6 +565,8 @@ call_done(QcCall *call, void *arg)
 			  error, call->error_code);
 	decide(r, call);
 	MemoryContextSwitchTo(old);
+	/* audited now: a failure found while shaping is in the scratch */
+	qc_call_end(call);
 	/* the raw response is no longer needed */
 	qc_call_drop_response(call);
 	MemoryContextReset(run->scratch);
@@ -680,7 +638,7 @@ try_build_call(RoleRun *run, int i)
 	Build		b = {run, i, NULL};
 	ErrorData  *edata;
 
-	if (in_subtransaction(build, &b, &edata))
+	if ((edata = qc_subxact_try(build, &b)) == NULL)
 		return b.call;
 	set_failed(run->reqs[i], edata->sqlerrcode, edata->message);
 	return NULL;
@@ -763,88 +721,80 @@ run_calls(RoleRun *run)
 		qc_call_run_many(send, nsend, qc_async_concurrency, call_done, run);
 }
 
-/* The tools argument: the JSON array of names as text[]. */
-static Datum
-tools_array(JsonbContainer *a)
+/* Starting one LLM request: the request, and the job made of it. */
+typedef struct LlmStart
 {
-	int			n = JsonContainerSize(a);
-	Datum	   *names = palloc(Max(n, 1) * sizeof(Datum));
+	QcAsyncRequest *r;
+	QcLlmJob   *job;
+} LlmStart;
 
-	for (int k = 0; k < n; k++)
-	{
-		JsonbValue *v = getIthJsonbValueFromContainer(a, k);
+/* The request's job, its arguments checked as llm_chat_tools checks them. */
+static void
+start_llm(void *arg)
+{
+	LlmStart   *s = arg;
 
-		if (v->type != jbvString)
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("the tools of request are not all names")));
-		names[k] = PointerGetDatum(cstring_to_text_with_len(v->val.string.val, v->val.string.len));
-	}
-	return PointerGetDatum(construct_array(names, n, TEXTOID, -1, false, TYPALIGN_INT));
+	s->job = qc_llm_job_from_request(s->r->args,
+									 psprintf("\"request\": " INT64_FORMAT ", \"attempt\": %d",
+											  s->r->id, s->r->attempts),
+									 s->r);
 }
 
-/*
- * llm_chat_tools_async: the synchronous loop, called as llm_chat_tools
- * would be (prompt, tools, system, model, max_rounds, output_schema).
- * The one place to change when the loop runs many requests at once.
- */
+/* An LLM request that raised fails, or waits when a budget is spent. */
 static void
-run_llm(QcAsyncRequest *r)
+llm_failed(QcAsyncRequest *r, const ErrorData *edata)
 {
-	static const char *const sig = "queryclaw.llm_chat_tools(text,text[],text,text,integer,jsonb)";
-	static const char *const keys[] = {"prompt", "tools", "system", "model", "max_rounds", "output_schema"};
-	JsonbContainer *args = &r->args->root;
-	Oid			fn = function_oid(sig);
-	LOCAL_FCINFO(fcinfo, 6);
-	FmgrInfo	flinfo;
-	Datum		result;
-
-	if (!OidIsValid(fn))
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_FUNCTION),
-				 errmsg("function %s does not exist", sig)));
-	fmgr_info(fn, &flinfo);
-	InitFunctionCallInfoData(*fcinfo, &flinfo, 6, InvalidOid, NULL, NULL);
-	for (int i = 0; i < 6; i++)
-	{
-		JsonbValue *v = qc_jsonb_get(args, keys[i]);
-
-		fcinfo->args[i].isnull = (v == NULL || v->type == jbvNull);
-		if (fcinfo->args[i].isnull)
-			continue;
-		if (i == 1)
-			fcinfo->args[i].value = tools_array(qc_jsonb_get_array(args, keys[i]));
-		else if (i == 4)
-			fcinfo->args[i].value = DirectFunctionCall1(int4in, CStringGetDatum(qc_jsonb_value_text(v)));
-		else if (i == 5)
-			fcinfo->args[i].value = PointerGetDatum(JsonbValueToJsonb(v));
-		else
-			fcinfo->args[i].value = CStringGetTextDatum(qc_jsonb_get_string(args, keys[i]));
-	}
-	PushActiveSnapshot(GetTransactionSnapshot());
-	result = FunctionCallInvoke(fcinfo);
-	PopActiveSnapshot();
-	set_final(r, QC_ASYNC_DONE, fcinfo->isnull ? NULL : DatumGetJsonbPCopy(result), NULL, 0);
-}
-
-static void
-run_llm_arg(void *arg)
-{
-	run_llm(arg);
-}
-
-/* Run one LLM request in a subtransaction; its error fails it (or makes it wait). */
-static void
-try_run_llm(QcAsyncRequest *r)
-{
-	ErrorData  *edata;
-
-	if (in_subtransaction(run_llm_arg, r, &edata))
-		return;
 	if (edata->sqlerrcode == ERRCODE_CONFIGURATION_LIMIT_EXCEEDED)
 		set_wait(r, QC_BUDGET_WAIT_MS); /* a budget spent: wait, never fail */
 	else
 		set_failed(r, edata->sqlerrcode, edata->message);
+}
+
+/*
+ * llm_chat_tools_async: each request is a job of the tool loop
+ * (llmjob.c), and the role's jobs run all at once until each has ended:
+ * every round's model requests, and the HTTP requests of the tool calls,
+ * go out together, queryclaw.async_concurrency at a time.  A model's
+ * retryable failure makes its job wait for the next attempt while the
+ * others go on.  The result is what llm_chat_tools returns; an error is
+ * its error.
+ */
+static void
+run_llms(RoleRun *run)
+{
+	List	   *jobs = NIL;
+	ListCell   *lc;
+
+	for (int i = 0; i < run->n; i++)
+	{
+		LlmStart	s = {run->reqs[i], NULL};
+		ErrorData  *edata;
+
+		if (s.r->outcome != QC_ASYNC_PENDING || strcmp(s.r->func, "llm_chat_tools_async") != 0)
+			continue;
+		if ((edata = qc_subxact_try(start_llm, &s)) == NULL)
+			jobs = lappend(jobs, s.job);
+		else
+			llm_failed(s.r, edata);
+	}
+	if (jobs == NIL)
+		return;
+	/* the database tools read as a statement does */
+	PushActiveSnapshot(GetTransactionSnapshot());
+	qc_llm_jobs_run(jobs, qc_async_concurrency, NULL, NULL);
+	PopActiveSnapshot();
+	foreach(lc, jobs)
+	{
+		QcLlmJob   *job = lfirst(lc);
+		QcAsyncRequest *r = qc_llm_job_owner(job);
+
+		if (qc_llm_job_error(job) != NULL)
+			llm_failed(r, qc_llm_job_error(job));
+		else
+			set_final(r, QC_ASYNC_DONE, qc_llm_job_result(job), NULL, 0);
+		qc_llm_job_free(job);
+	}
+	list_free(jobs);
 }
 
 /*
@@ -919,9 +869,7 @@ qc_async_run_role(QcAsyncRequest **reqs, int n)
 							   SECURITY_RESTRICTED_OPERATION);
 	admit(&run, callbacks);
 	run_calls(&run);
-	for (int i = 0; i < n; i++)
-		if (reqs[i]->outcome == QC_ASYNC_PENDING && strcmp(reqs[i]->func, "llm_chat_tools_async") == 0)
-			try_run_llm(reqs[i]);
+	run_llms(&run);
 	for (int i = 0; i < n; i++)
 	{
 		CHECK_FOR_INTERRUPTS();

@@ -219,4 +219,3 @@ qc_call_drop_response(QcCall *call)
 		pfree(call->response_headers);
 	call->response_body = call->response_headers = NULL;
 }
-

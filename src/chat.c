@@ -7,9 +7,11 @@
  * conversation, the offered tools' JSON schemas with tool_choice "auto",
  * and, when the loop asks for it, response_format json_schema (strict when
  * the schema meets strict mode's rules; tool_choice "none" then).  Every
- * request goes through qc_endpoint_send(), so the master switch, the
- * timeout (queryclaw.llm_timeout), interrupts, retries and one audit row
- * per attempt are those of any call to a trusted endpoint.  The endpoint
+ * request is sent attempt by attempt under endpoint.c's retries
+ * (qc_endpoint_try_*: the loop, llmjob.c, chooses how to send and wait),
+ * so the master switch, the timeout (queryclaw.llm_timeout), interrupts,
+ * retries and one audit row per attempt are those of any call to a
+ * trusted endpoint.  The endpoint
  * is the DBA's own (QcCall.trusted): block_local and the host lists do not
  * apply to it.
  *
@@ -481,6 +483,8 @@ audit_extra(const QcChat *chat, int round, const QcChatReply *reply)
 	appendStringInfo(&s, "\"llm_run\": \"%s\", \"via\": \"%s\", \"round\": %d, \"model\": ",
 					 chat->run_id, chat->via, round);
 	escape_json(&s, chat->model);
+	if (chat->audit_extra != NULL)
+		appendStringInfo(&s, ", %s", chat->audit_extra);
 	if (reply != NULL)
 	{
 		appendStringInfoString(&s, ", \"finish_reason\": ");
@@ -553,18 +557,21 @@ new_request(QcChat *chat, int round)
 	return call;
 }
 
-QcChatReply *
-qc_chat_send(QcChat *chat, int round)
+QcCall *
+qc_chat_request(QcChat *chat, int round)
 {
-	QcAttempts	attempts;
-	QcCall	   *proto = new_request(chat, round);
-	QcCall	   *call;
+	QcCall	   *call = new_request(chat, round);
+
+	qc_call_admit_tokens(call);
+	return call;
+}
+
+QcChatReply *
+qc_chat_read(QcChat *chat, int round, QcCall *call, const QcAttempts *attempts)
+{
 	QcChatReply *reply;
 	char	   *text;
 	Jsonb	   *jb;
-
-	qc_call_admit_tokens(proto);
-	call = qc_endpoint_send(proto, QC_ENDPOINT_LLM, &attempts);
 
 	/* a palloc'd copy of the body, which repair_escapes() may change */
 	text = (char *) qc_redact_keys(qc_to_server_text(call->response_body, call->response_len,
@@ -572,15 +579,15 @@ qc_chat_send(QcChat *chat, int round)
 	repair_escapes(text);
 	jb = qc_jsonb_parse(text);
 	if (!qc_call_status_ok(call))
-		fail_status(call, text, jb, &attempts);
+		fail_status(call, text, jb, attempts);
 	if (call->response_cut)
 		fail_shape(call, psprintf("The reply is larger than %zu bytes.", call->max_bytes));
 	reply = read_reply(call, chat, round, text, jb);
 	qc_budget_count(reply->usage.total_tokens);
 
 	call->audit_extra = audit_extra(chat, round, reply);
-	if (attempts.count > 1)
-		call->audit_extra = psprintf("%s, \"attempt\": %d", call->audit_extra, attempts.count);
+	if (attempts->count > 1)
+		call->audit_extra = psprintf("%s, \"attempt\": %d", call->audit_extra, attempts->count);
 	call->chars = reply->content ? qc_count_chars(reply->content) : 0;
 	call->outcome = QC_OUTCOME_OK;
 	qc_call_end(call);

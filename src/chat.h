@@ -13,6 +13,8 @@
 #include "nodes/pg_list.h"
 #include "utils/jsonb.h"
 
+#include "endpoint.h"
+
 /* Model replies may be larger than queryclaw.max_bytes, up to this. */
 #define QC_LLM_REPLY_BYTES ((size_t) 8 * 1024 * 1024)
 
@@ -55,6 +57,8 @@ typedef struct QcChat
 	StringInfoData messages;	/* JSON objects separated by commas */
 	List	   *call_ids;		/* the tool call ids used so far */
 	char		run_id[17];		/* ties one run's audit rows together */
+	const char *audit_extra;	/* more "key": value members for every audit
+								 * row of the run (the queued request), or NULL */
 } QcChat;
 
 /*
@@ -74,10 +78,19 @@ extern void qc_chat_add_reply(QcChat *chat, const QcChatReply *reply);
 extern void qc_usage_append(StringInfo s, const QcUsage *usage);
 
 /*
- * Send the conversation as round `round`, audit the request (func "llm")
- * and return the reply.  An HTTP error status or a reply that is not a
- * chat completion raises an audited error.
+ * The conversation as a request for round `round`, to send to the endpoint
+ * (endpoint.h: qc_endpoint_try_*, which retries); raises 53400 when the
+ * role's token budget is spent.
  */
-extern QcChatReply *qc_chat_send(QcChat *chat, int round);
+extern QcCall *qc_chat_request(QcChat *chat, int round);
+
+/*
+ * Read the reply to the request's last attempt (`attempts` says how many
+ * were made), audit the request (func "llm") and return the reply.  An
+ * HTTP error status or a reply that is not a chat completion raises an
+ * audited error.
+ */
+extern QcChatReply *qc_chat_read(QcChat *chat, int round, QcCall *call,
+								 const QcAttempts *attempts);
 
 #endif							/* QC_CHAT_H */

@@ -65,9 +65,8 @@ failure_retryable(const QcRetryTarget *target, const QcCall *call)
 	return false;
 }
 
-/* Sleep on the latch for ms, checking for interrupts. */
-static void
-wait_before_retry(int64 ms)
+void
+qc_endpoint_sleep(int64 ms)
 {
 	TimestampTz end = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), ms);
 
@@ -144,58 +143,67 @@ qc_endpoint_attempts_note(const QcAttempts *a)
 	return psprintf("%s.", made);
 }
 
-QcCall *
-qc_endpoint_send(const QcCall *proto, QcRetryEndpoint endpoint,
-				 QcAttempts *att)
+void
+qc_endpoint_try_init(QcEndpointTry *t, const QcCall *proto,
+					 QcRetryEndpoint endpoint, int64 longest_ms)
 {
-	QcRetryTarget target;
+	memset(t, 0, sizeof(*t));
+	t->proto = proto;
+	t->target.endpoint = endpoint;
+	t->target.method = proto->method;
+	t->target.idempotency_key = qc_http_find_header(proto->headers, "Idempotency-Key") != NULL;
+	t->longest_ms = longest_ms;
+}
+
+QcCall *
+qc_endpoint_try_call(QcEndpointTry *t)
+{
+	return attempt_call(t->proto, ++t->att.count);
+}
+
+int64
+qc_endpoint_try_judge(QcEndpointTry *t, QcCall *call)
+{
 	QcRetrySettings settings = {qc_retry_max, qc_retry_base_delay, qc_retry_max_delay};
-	/* a synchronous caller waits no longer than one request may take */
-	int64		longest = Min(qc_retry_max_delay, proto->timeout_ms);
-	QcCall	   *call;
-	bool		responded;
+	QcAttempts *att = &t->att;
+	int64		wait_ms = 0;
+	QcRetryVerdict verdict;
 
-	target.endpoint = endpoint;
-	target.method = proto->method;
-	target.idempotency_key = qc_http_find_header(proto->headers, "Idempotency-Key") != NULL;
-	memset(att, 0, sizeof(*att));
-	for (;;)
-	{
-		int64		wait_ms = 0;
-		QcRetryVerdict verdict;
-
-		call = attempt_call(proto, ++att->count);
-		responded = qc_call_run(call);
-		att->retryable = responded ? qc_retry_status(&target, call->status) :
-			failure_retryable(&target, call);
+	t->responded = call->error_code == 0;
+	att->retryable = t->responded ? qc_retry_status(&t->target, call->status) :
+		failure_retryable(&t->target, call);
+	att->retry_after_ms = -1;
+	if (t->responded && att->retryable &&
+		!qc_retry_after_header(call->response_headers, time(NULL), &att->retry_after_ms))
 		att->retry_after_ms = -1;
-		if (responded && att->retryable &&
-			!qc_retry_after_header(call->response_headers, time(NULL), &att->retry_after_ms))
-			att->retry_after_ms = -1;
-		if (!att->retryable)
-			break;
-		verdict = qc_retry_next(&settings, att->count, att->retry_after_ms, longest,
-								pg_prng_double(&pg_global_prng_state), &wait_ms);
-		if (verdict == QC_RETRY_TOO_LONG)
-		{
-			att->longest_ms = longest;
-			att->longest_setting = longest == qc_retry_max_delay ?
-				"queryclaw.retry_max_delay" : proto->timeout_setting;
-		}
-		if (verdict != QC_RETRY_WAIT)
-			break;
-		/* this attempt is over (a failure without a response is audited) */
-		if (responded)
-			qc_call_set_failure(call, QC_OUTCOME_HTTP_ERROR, ERRCODE_EXTERNAL_ROUTINE_EXCEPTION,
-								psprintf("HTTP status %ld, tried again after %s", call->status,
-										 show_ms(wait_ms)),
-								NULL, NULL);
-		qc_call_end(call);
-		wait_before_retry(wait_ms);
-	}
-	if (!responded)
+	if (!att->retryable)
+		return -1;
+	verdict = qc_retry_next(&settings, att->count, att->retry_after_ms, t->longest_ms,
+							pg_prng_double(&pg_global_prng_state), &wait_ms);
+	if (verdict == QC_RETRY_TOO_LONG)
 	{
-		const char *note = qc_endpoint_attempts_note(att);
+		att->longest_ms = t->longest_ms;
+		att->longest_setting = t->longest_ms == qc_retry_max_delay ?
+			"queryclaw.retry_max_delay" : t->proto->timeout_setting;
+	}
+	if (verdict != QC_RETRY_WAIT)
+		return -1;
+	/* this attempt is over (a failure without a response is audited) */
+	if (t->responded)
+		qc_call_set_failure(call, QC_OUTCOME_HTTP_ERROR, ERRCODE_EXTERNAL_ROUTINE_EXCEPTION,
+							psprintf("HTTP status %ld, tried again after %s", call->status,
+									 show_ms(wait_ms)),
+							NULL, NULL);
+	qc_call_end(call);
+	return wait_ms;
+}
+
+QcCall *
+qc_endpoint_try_last(QcEndpointTry *t, QcCall *call)
+{
+	if (!t->responded)
+	{
+		const char *note = qc_endpoint_attempts_note(&t->att);
 
 		if (note[0] != '\0')
 			call->error_detail = call->error_detail ?
@@ -203,4 +211,26 @@ qc_endpoint_send(const QcCall *proto, QcRetryEndpoint endpoint,
 		qc_call_raise(call);
 	}
 	return call;
+}
+
+QcCall *
+qc_endpoint_send(const QcCall *proto, QcRetryEndpoint endpoint,
+				 QcAttempts *att)
+{
+	QcEndpointTry t;
+	QcCall	   *call;
+	int64		wait_ms;
+
+	/* a synchronous caller waits no longer than one request may take */
+	qc_endpoint_try_init(&t, proto, endpoint, Min(qc_retry_max_delay, proto->timeout_ms));
+	for (;;)
+	{
+		call = qc_endpoint_try_call(&t);
+		(void) qc_call_run(call);
+		if ((wait_ms = qc_endpoint_try_judge(&t, call)) < 0)
+			break;
+		qc_endpoint_sleep(wait_ms);
+	}
+	*att = t.att;
+	return qc_endpoint_try_last(&t, call);
 }

@@ -39,6 +39,34 @@ extern QcCall *qc_endpoint_send(const QcCall *proto, QcRetryEndpoint endpoint,
 								QcAttempts *attempts);
 
 /*
+ * The same request, attempt by attempt, for a caller that waits between
+ * attempts by itself (the LLM loop, which may run many requests at once):
+ * qc_endpoint_try_call() gives the next attempt's call to run; once it ran,
+ * qc_endpoint_try_judge() audits a retryable failure and returns how many
+ * milliseconds to wait before the next attempt, or -1 when this call is the
+ * last; qc_endpoint_try_last() then raises a failure without a response
+ * (its detail saying how many attempts were made) or returns the call.
+ * longest_ms bounds one wait (a longer Retry-After ends the retries).
+ */
+typedef struct QcEndpointTry
+{
+	const QcCall *proto;
+	QcRetryTarget target;
+	int64		longest_ms;
+	bool		responded;		/* the last attempt got a response */
+	QcAttempts	att;
+} QcEndpointTry;
+
+extern void qc_endpoint_try_init(QcEndpointTry *t, const QcCall *proto,
+								 QcRetryEndpoint endpoint, int64 longest_ms);
+extern QcCall *qc_endpoint_try_call(QcEndpointTry *t);
+extern int64 qc_endpoint_try_judge(QcEndpointTry *t, QcCall *call);
+extern QcCall *qc_endpoint_try_last(QcEndpointTry *t, QcCall *call);
+
+/* Wait ms on the latch (an Extension wait event); a cancel ends it. */
+extern void qc_endpoint_sleep(int64 ms);
+
+/*
  * A sentence on the attempts for an error's detail ("3 attempts were
  * made." or why no more were made), or "" after a single plain attempt.
  */

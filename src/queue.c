@@ -42,6 +42,7 @@
 
 #include "compat.h"
 #include "guc.h"
+#include "proclookup.h"
 #include "queue.h"
 
 static QcQueueShared *shared = NULL;
@@ -372,25 +373,11 @@ qc_queue_check_callback(Oid fn)
 	return format_procedure_qualified(fn);
 }
 
-/* The callback's OID from its signature; InvalidOid when it is gone. */
-static Oid
-callback_oid(const char *callback)
-{
-	LOCAL_FCINFO(lookup, 1);
-	Datum		fn;
-
-	InitFunctionCallInfoData(*lookup, NULL, 1, InvalidOid, NULL, NULL);
-	lookup->args[0].value = CStringGetTextDatum(callback);
-	lookup->args[0].isnull = false;
-	fn = to_regprocedure(lookup);
-	return lookup->isnull ? InvalidOid : DatumGetObjectId(fn);
-}
-
 void
 qc_queue_call_callback(const char *callback, int64 id, Jsonb *result,
 					   const char *error, Jsonb *context)
 {
-	Oid			fn = callback_oid(callback);
+	Oid			fn = qc_proc_by_signature(callback);
 	FmgrInfo	flinfo;
 
 	LOCAL_FCINFO(fcinfo, 4);

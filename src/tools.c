@@ -25,14 +25,12 @@
  */
 #include "postgres.h"
 
-#include "access/xact.h"
 #include "catalog/pg_type.h"
 #include "miscadmin.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/json.h"
 #include "utils/memutils.h"
-#include "utils/resowner.h"
 
 #include "api.h"
 #include "call.h"
@@ -42,9 +40,11 @@
 #include "guc.h"
 #include "http.h"
 #include "json.h"
+#include "proclookup.h"
 #include "response.h"
 #include "search.h"
 #include "sqltool.h"
+#include "subxact.h"
 #include "tools.h"
 
 /* What a tool's code gets besides its arguments. */
@@ -52,18 +52,40 @@ typedef struct ToolContext
 {
 	char	   *audit_extra;	/* the run, round and call id */
 	int			max_chars;		/* the effective max_chars for the call */
+	QcFormat	format;			/* web_fetch's */
 	bool		truncated;		/* set by the tool when it cut its result */
 } ToolContext;
 
+/* A tool run at once; or the two halves of one that makes an HTTP request. */
 typedef char *(*ToolFunc) (JsonbContainer *args, ToolContext *ctx);
+typedef QcCall *(*ToolSend) (JsonbContainer *args, ToolContext *ctx);
+typedef char *(*ToolTake) (QcCall *call, ToolContext *ctx);
 
 typedef struct QcTool
 {
 	const char *name;
 	const char *function;		/* the SQL function; EXECUTE is required */
-	ToolFunc	run;
+	ToolFunc	run;			/* or: */
+	ToolSend	send;			/* the request, to send */
+	ToolTake	take;			/* its response, as the model reads it */
 	const char *schema;			/* the OpenAI function definition */
 } QcTool;
+
+/* One tool call on its way (tools.h). */
+struct QcToolRun
+{
+	const QcChat *chat;
+	List	   *tools;
+	int			round;
+	const QcToolCall *tc;
+	MemoryContext cxt;			/* the call's own memory, freed at its end */
+	const QcTool *tool;
+	ToolContext ctx;
+	QcCall	   *request;		/* to send before qc_tool_finish() */
+	bool		send_later;		/* sent by the caller, not by qc_tool_start() */
+	char	   *text;			/* what the tool returned */
+	QcToolResult *result;
+};
 
 /* A string argument the tool cannot do without. */
 static char *
@@ -78,17 +100,23 @@ required_arg(JsonbContainer *args, const char *name)
 	return value;
 }
 
-static char *
-run_web_fetch(JsonbContainer *args, ToolContext *ctx)
+static QcCall *
+send_web_fetch(JsonbContainer *args, ToolContext *ctx)
 {
 	char	   *format = qc_jsonb_get_string(args, "format");
 	QcCall	   *call = qc_call_new("web_fetch", "GET", required_arg(args, "url"));
-	char	   *text;
 
+	ctx->format = qc_format_parse(format ? format : "text");
 	call->max_chars = ctx->max_chars;
 	call->audit_extra = ctx->audit_extra;
-	qc_call_run(call);
-	text = qc_fetch_result(call, qc_format_parse(format ? format : "text"));
+	return call;
+}
+
+static char *
+take_web_fetch(QcCall *call, ToolContext *ctx)
+{
+	char	   *text = qc_fetch_result(call, ctx->format);
+
 	if (text == NULL)
 		qc_call_raise(call);
 	qc_call_end(call);
@@ -96,15 +124,14 @@ run_web_fetch(JsonbContainer *args, ToolContext *ctx)
 	return text;
 }
 
-static char *
-run_api_call(JsonbContainer *args, ToolContext *ctx)
+static QcCall *
+send_api_call(JsonbContainer *args, ToolContext *ctx)
 {
 	char	   *method = qc_jsonb_get_string(args, "method");
 	JsonbValue *headers = qc_jsonb_get(args, "headers");
 	JsonbValue *body = qc_jsonb_get(args, "body");
 	char	   *body_text = NULL;
 	QcCall	   *call;
-	Jsonb	   *result;
 
 	if (headers != NULL &&
 		(headers->type != jbvBinary || !qc_jsonb_is_object(headers->val.binary.data)))
@@ -121,7 +148,16 @@ run_api_call(JsonbContainer *args, ToolContext *ctx)
 						  headers ? JsonbValueToJsonb(headers) : NULL, body_text,
 						  ctx->max_chars);
 	call->audit_extra = ctx->audit_extra;
-	qc_call_execute(call);
+	return call;
+}
+
+static char *
+take_api_call(QcCall *call, ToolContext *ctx)
+{
+	Jsonb	   *result;
+
+	if (call->error_code != 0)
+		qc_call_raise(call);
 	result = qc_api_result(call);
 	qc_call_end(call);
 	ctx->truncated = call->truncated;
@@ -170,7 +206,7 @@ run_describe_table(JsonbContainer *args, ToolContext *ctx)
 }
 
 static const QcTool all_tools[] = {
-	{"web_fetch", "queryclaw.web_fetch(text,text,integer,text)", run_web_fetch,
+	{"web_fetch", "queryclaw.web_fetch(text,text,integer,text)", NULL, send_web_fetch, take_web_fetch,
 		"{\"type\": \"function\", \"function\": {\"name\": \"web_fetch\","
 		" \"description\": \"Fetch a web page with HTTP GET and return its content as readable text."
 		" The database's network policy applies: a refused URL returns an error.\","
@@ -180,7 +216,7 @@ static const QcTool all_tools[] = {
 		" \"description\": \"text (default): the whole page as readable text; article: only the main content (fewest tokens);"
 		" markdown: the main content with links; metadata: title, author, dates as JSON; raw: the body as is; json: the body, which must be JSON.\"}},"
 		" \"required\": [\"url\"]}}}"},
-	{"api_call", "queryclaw.api_call(text,text,jsonb,text,integer)", run_api_call,
+	{"api_call", "queryclaw.api_call(text,text,jsonb,text,integer)", NULL, send_api_call, take_api_call,
 		"{\"type\": \"function\", \"function\": {\"name\": \"api_call\","
 		" \"description\": \"Make an HTTP request to a REST API and return"
 		" {status, ok, url, content_type, headers, body, truncated}; a 4xx or 5xx status is returned, not an error."
@@ -191,7 +227,7 @@ static const QcTool all_tools[] = {
 		" \"headers\": {\"type\": \"object\", \"additionalProperties\": {\"type\": \"string\"}},"
 		" \"body\": {\"type\": \"string\", \"description\": \"The request body; JSON is sent as application/json.\"}},"
 		" \"required\": [\"url\"]}}}"},
-	{"web_search", "queryclaw.web_search(text,integer)", run_web_search,
+	{"web_search", "queryclaw.web_search(text,integer)", run_web_search, NULL, NULL,
 		"{\"type\": \"function\", \"function\": {\"name\": \"web_search\","
 		" \"description\": \"Search the web and return a JSON array of results {rank, title, url, snippet}.\","
 		" \"parameters\": {\"type\": \"object\", \"properties\": {"
@@ -199,14 +235,14 @@ static const QcTool all_tools[] = {
 		" \"num_results\": {\"type\": \"integer\", \"minimum\": 1, \"maximum\": 20,"
 		" \"description\": \"How many results (default 5).\"}},"
 		" \"required\": [\"query\"]}}}"},
-	{"check_url", "queryclaw.check_url(text)", run_check_url,
+	{"check_url", "queryclaw.check_url(text)", run_check_url, NULL, NULL,
 		"{\"type\": \"function\", \"function\": {\"name\": \"check_url\","
 		" \"description\": \"Check, without sending a request, whether the database's network policy allows a URL;"
 		" returns {allowed, reason, detail, hint, host, port, addresses}.\","
 		" \"parameters\": {\"type\": \"object\", \"properties\": {"
 		"\"url\": {\"type\": \"string\"}},"
 		" \"required\": [\"url\"]}}}"},
-	{"sql_query", QC_SQL_QUERY_SIGNATURE, run_sql_query,
+	{"sql_query", QC_SQL_QUERY_SIGNATURE, run_sql_query, NULL, NULL,
 		"{\"type\": \"function\", \"function\": {\"name\": \"sql_query\","
 		" \"description\": \"Run one read-only SELECT (or WITH ... SELECT) in the PostgreSQL database and return"
 		" {rows: [{column: value}], row_count, truncated, note}. Only immutable and stable functions may be called;"
@@ -214,13 +250,13 @@ static const QcTool all_tools[] = {
 		" \"parameters\": {\"type\": \"object\", \"properties\": {"
 		"\"query\": {\"type\": \"string\", \"description\": \"The SELECT statement, in PostgreSQL's SQL.\"}},"
 		" \"required\": [\"query\"]}}}"},
-	{"list_tables", QC_SQL_QUERY_SIGNATURE, run_list_tables,
+	{"list_tables", QC_SQL_QUERY_SIGNATURE, run_list_tables, NULL, NULL,
 		"{\"type\": \"function\", \"function\": {\"name\": \"list_tables\","
 		" \"description\": \"List the tables and views of the database you may read:"
 		" {tables: [{schema, name, kind, estimated_rows, comment}]}.\","
 		" \"parameters\": {\"type\": \"object\", \"properties\": {"
 		"\"schema\": {\"type\": \"string\", \"description\": \"Only this schema (default: all).\"}}}}}"},
-	{"describe_table", QC_SQL_QUERY_SIGNATURE, run_describe_table,
+	{"describe_table", QC_SQL_QUERY_SIGNATURE, run_describe_table, NULL, NULL,
 		"{\"type\": \"function\", \"function\": {\"name\": \"describe_table\","
 		" \"description\": \"Describe a table or view you may read: {table, kind, comment, columns: [{name, type, not_null, comment}]}.\","
 		" \"parameters\": {\"type\": \"object\", \"properties\": {"
@@ -228,24 +264,10 @@ static const QcTool all_tools[] = {
 		" \"required\": [\"table\"]}}}"},
 };
 
-/* The function's OID, or InvalidOid when it does not exist. */
-static Oid
-lookup_function(const char *signature)
-{
-	LOCAL_FCINFO(fcinfo, 1);
-	Datum		fn;
-
-	InitFunctionCallInfoData(*fcinfo, NULL, 1, InvalidOid, NULL, NULL);
-	fcinfo->args[0].value = CStringGetTextDatum(signature);
-	fcinfo->args[0].isnull = false;
-	fn = to_regprocedure(fcinfo);
-	return fcinfo->isnull ? InvalidOid : DatumGetObjectId(fn);
-}
-
 void
 qc_require_execute(const char *signature, const char *detail)
 {
-	Oid			fn = lookup_function(signature);
+	Oid			fn = qc_proc_by_signature(signature);
 
 	/* a function of a later release, before ALTER EXTENSION ... UPDATE */
 	if (!OidIsValid(fn))
@@ -320,11 +342,17 @@ qc_tools_json(List *tools)
 	return s.data;
 }
 
-/* Run the call; raises whatever the tool raises. */
-static char *
-dispatch(const QcChat *chat, List *tools, int round, const QcToolCall *tc,
-		 ToolContext *ctx)
+/*
+ * Start the call: run a tool that makes no HTTP request, or make the
+ * request of one that does.  Raises whatever the tool raises.
+ */
+static void
+start(void *arg)
 {
+	QcToolRun  *run = arg;
+	const QcToolCall *tc = run->tc;
+	List	   *tools = run->tools;
+	ToolContext *ctx = &run->ctx;
 	const QcTool *tool = find_tool(tc->name);
 	const char *text = tc->arguments[0] ? tc->arguments : "{}";
 	Jsonb	   *args = qc_jsonb_parse(text);
@@ -352,11 +380,33 @@ dispatch(const QcChat *chat, List *tools, int round, const QcToolCall *tc,
 
 	initStringInfo(&extra);
 	appendStringInfo(&extra, "\"llm_run\": \"%s\", \"round\": %d, \"tool_call_id\": ",
-					 chat->run_id, round);
+					 run->chat->run_id, run->round);
 	escape_json(&extra, tc->id);
+	if (run->chat->audit_extra != NULL)
+		appendStringInfo(&extra, ", %s", run->chat->audit_extra);
 	ctx->audit_extra = extra.data;
 	ctx->max_chars = Min(qc_max_chars, qc_llm_tool_max_chars);
-	return tool->run(&args->root, ctx);
+	run->tool = tool;
+	if (tool->run != NULL)
+	{
+		run->text = tool->run(&args->root, ctx);
+		return;
+	}
+	run->request = tool->send(&args->root, ctx);
+	if (!run->send_later)
+	{
+		(void) qc_call_run(run->request);
+		run->text = tool->take(run->request, ctx);
+	}
+}
+
+/* Read the response of the request a tool made. */
+static void
+take(void *arg)
+{
+	QcToolRun  *run = arg;
+
+	run->text = run->tool->take(run->request, &run->ctx);
 }
 
 /*
@@ -389,51 +439,70 @@ error_content(const ErrorData *e)
 	return s.data;
 }
 
-QcToolResult *
-qc_tool_run(const QcChat *chat, List *tools, int round, const QcToolCall *tc)
+/*
+ * A step of the call in a subtransaction, in the call's own memory: what
+ * the tool returned, or its failure, becomes the result, in the caller's.
+ */
+static void
+step(QcToolRun *run, void (*fn) (void *arg))
 {
-	MemoryContext callercxt = CurrentMemoryContext;
-	ResourceOwner owner = CurrentResourceOwner;
-	/* the call's own memory, freed whatever happens: only the result stays */
-	MemoryContext toolcxt = AllocSetContextCreate(callercxt, "queryclaw tool call",
-												  ALLOCSET_DEFAULT_SIZES);
-	QcToolResult *r = palloc0(sizeof(QcToolResult));
+	MemoryContext callercxt = MemoryContextSwitchTo(run->cxt);
+	ErrorData  *edata = qc_subxact_run(fn, run);
 
-	BeginInternalSubTransaction(NULL);
-	MemoryContextSwitchTo(toolcxt);
-	PG_TRY();
+	MemoryContextSwitchTo(callercxt);
+	if (edata != NULL)
 	{
-		ToolContext ctx = {0};
-		char	   *text = dispatch(chat, tools, round, tc, &ctx);
-
-		MemoryContextSwitchTo(callercxt);
-		set_content(r, pstrdup(text), ctx.truncated);
-		r->ok = true;
-		ReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(callercxt);
-		CurrentResourceOwner = owner;
+		run->result = palloc0(sizeof(QcToolResult));
+		run->result->ok = false;
+		run->result->error = qc_valid_text(pstrdup(edata->message));
+		set_content(run->result, error_content(edata), false);
+		run->request = NULL;
 	}
-	PG_CATCH();
+	else if (run->text != NULL)
 	{
-		ErrorData  *edata;
-
-		MemoryContextSwitchTo(callercxt);
-		edata = CopyErrorData();
-		FlushErrorState();
-		RollbackAndReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(callercxt);
-		CurrentResourceOwner = owner;
-
-		/* the user asked to stop: that is not the model's to handle */
-		if (edata->sqlerrcode == ERRCODE_QUERY_CANCELED || ProcDiePending)
-			ReThrowError(edata);
-		r->ok = false;
-		r->error = qc_valid_text(edata->message);
-		set_content(r, error_content(edata), false);
+		run->result = palloc0(sizeof(QcToolResult));
+		run->result->ok = true;
+		set_content(run->result, pstrdup(run->text), run->ctx.truncated);
+		run->request = NULL;
 	}
-	PG_END_TRY();
-	MemoryContextDelete(toolcxt);
-	return r;
+}
+
+QcToolRun *
+qc_tool_start(const QcChat *chat, List *tools, int round, const QcToolCall *tc,
+			  bool send_later)
+{
+	QcToolRun  *run = palloc0(sizeof(QcToolRun));
+
+	run->chat = chat;
+	run->tools = tools;
+	run->round = round;
+	run->tc = tc;
+	run->send_later = send_later;
+	run->cxt = AllocSetContextCreate(CurrentMemoryContext, "queryclaw tool call",
+									 ALLOCSET_DEFAULT_SIZES);
+	step(run, start);
+	return run;
+}
+
+QcCall *
+qc_tool_request(const QcToolRun *run)
+{
+	return run->request;
+}
+
+QcToolResult *
+qc_tool_finish(QcToolRun *run)
+{
+	if (run->result == NULL)
+		step(run, take);
+	return run->result;
+}
+
+void
+qc_tool_free(QcToolRun *run)
+{
+	MemoryContextDelete(run->cxt);
+	pfree(run);
 }
 
 QcToolResult *

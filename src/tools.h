@@ -35,12 +35,26 @@ extern List *qc_tools_parse(ArrayType *names);
 extern char *qc_tools_json(List *tools);
 
 /*
- * Run one tool call in a subtransaction: its failure (refusal, timeout,
+ * One tool call, run in subtransactions: its failure (refusal, timeout,
  * HTTP error, bad arguments, a tool not offered) becomes the result's
  * content; only a query cancel or termination is raised.
+ *
+ * qc_tool_start() runs the call; with send_later, a tool that makes an
+ * HTTP request (web_fetch, api_call) only makes it: qc_tool_request()
+ * gives it (NULL for any other tool, or when the call already failed),
+ * for the caller to send with others.  Once it was sent (or at once when
+ * there is none), qc_tool_finish() reads the response and returns the
+ * result, in the caller's memory.  qc_tool_free() frees the run, its
+ * request with it: only once the transport is done with the request (the
+ * batch that sent it is over).
  */
-extern QcToolResult *qc_tool_run(const QcChat *chat, List *tools, int round,
-								 const QcToolCall *tc);
+typedef struct QcToolRun QcToolRun;
+
+extern QcToolRun *qc_tool_start(const QcChat *chat, List *tools, int round,
+								const QcToolCall *tc, bool send_later);
+extern QcCall *qc_tool_request(const QcToolRun *run);
+extern QcToolResult *qc_tool_finish(QcToolRun *run);
+extern void qc_tool_free(QcToolRun *run);
 
 /*
  * The result of a tool call that is not run because its reply holds more

@@ -1,0 +1,168 @@
+/*-------------------------------------------------------------------------
+ *
+ * llmjob.h
+ *	  The LLM tool loop as a job that can be resumed (llmjob.c): a caller
+ *	  asks it for the requests to send now, sends them, hands them back,
+ *	  and asks again, until the job is done.  llm_chat_tools() drives one
+ *	  job at a time, waiting on its latch; a background worker drives many,
+ *	  all their requests in one batch.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef QC_LLMJOB_H
+#define QC_LLMJOB_H
+
+#include "datatype/timestamp.h"
+#include "nodes/pg_list.h"
+#include "utils/array.h"
+#include "utils/elog.h"
+#include "utils/jsonb.h"
+
+#include "chat.h"
+#include "tools.h"
+
+/* What a run is asked: the SQL function's arguments, NULL when not given. */
+typedef struct QcLlmSpec
+{
+	const char *via;			/* the SQL function, for the audit rows */
+	ArrayType  *tools;			/* tool names (text[]), or NULL for none */
+	const char *system;
+	const char *prompt;
+	Jsonb	   *messages;		/* the messages form: the conversation */
+	const char *model;
+	bool		has_max_rounds;
+	int			max_rounds;		/* at most queryclaw.llm_max_rounds */
+	Jsonb	   *output_schema;
+	bool		with_messages;	/* the result holds the whole conversation */
+
+	/*
+	 * Run by a background worker: a retry waits up to retry_max_delay (the
+	 * job says when it may go on, it never sleeps); in a SQL call a wait is
+	 * also bounded by llm_timeout, as for every synchronous caller.
+	 */
+	bool		in_background;
+	const char *audit_extra;	/* more members for every audit row, or NULL */
+	void	   *owner;			/* the caller's, untouched (the queued request) */
+} QcLlmSpec;
+
+/* One tool call and what became of it. */
+typedef struct QcLlmToolRecord
+{
+	int			round;
+	QcToolCall *call;
+	QcToolResult *result;		/* NULL: not run (max_rounds), or not yet */
+	QcToolRun  *run;			/* while the call is under way */
+} QcLlmToolRecord;
+
+/* How a run went, so far. */
+typedef struct QcLlmOutcome
+{
+	char	   *answer;			/* text, or NULL */
+	char	   *answer_json;	/* with an output schema: the JSON answer */
+	char	   *refusal;		/* the provider's refusal, or NULL */
+	const char *finish_reason;
+	int			rounds;
+	List	   *records;		/* of QcLlmToolRecord * */
+	QcUsage		usage;			/* -1 for what no reply reported */
+} QcLlmOutcome;
+
+typedef struct QcLlmJob QcLlmJob;
+
+/*
+ * A new job, in a memory context of its own below the current one; every
+ * argument checked before any request (tools and EXECUTE on them, the
+ * endpoint's configuration, output_schema, max_rounds, messages): raises
+ * as llm_chat_tools() does.
+ */
+extern QcLlmJob *qc_llm_job_new(const QcLlmSpec *spec);
+extern void qc_llm_job_free(QcLlmJob *job);
+
+/*
+ * The job of a queued llm_chat_tools_async request, run in the background:
+ * request is queryclaw.requests.request (or its secrets row), {"prompt",
+ * "tools", "system", "model", "max_rounds", "output_schema"}, an absent
+ * key being a NULL argument; audit_extra (or NULL) goes into the detail of
+ * every audit row of the run (the request id and attempt), owner is kept
+ * for the caller.  Checked again as the SQL function checks its arguments,
+ * as the current user: raises what it would raise.
+ */
+extern QcLlmJob *qc_llm_job_from_request(Jsonb *request, const char *audit_extra,
+										 void *owner);
+
+/*
+ * The calls (of QcCall *) to send now, in the job's memory: the next
+ * attempt at a model request, or the HTTP requests of the tool calls of
+ * a round (in the background; a SQL call runs them in absorb).  Call it once the job is not done and its
+ * not-before time has come.  Raises what keeps the request from going
+ * (the role's token budget is spent: 53400).
+ */
+extern List *qc_llm_job_next(QcLlmJob *job);
+
+/*
+ * Once every call next() gave has ended (sent, or failed: the transport
+ * records failures on the calls): move on.  A retryable failure of the
+ * model request only sets the job's not-before time; a reply is read and
+ * its tool calls started (or run), each in subtransactions; the responses
+ * to the tool calls' requests are read.  Raises the run's failure
+ * as llm_chat_tools() raises it.
+ */
+extern void qc_llm_job_absorb(QcLlmJob *job);
+
+extern bool qc_llm_job_done(const QcLlmJob *job);
+/* When the next attempt may go (0: now). */
+extern TimestampTz qc_llm_job_not_before(const QcLlmJob *job);
+extern const QcLlmOutcome *qc_llm_job_outcome(const QcLlmJob *job);
+/* The failure of a job run by qc_llm_jobs_step(), or NULL. */
+extern ErrorData *qc_llm_job_error(const QcLlmJob *job);
+extern void *qc_llm_job_owner(const QcLlmJob *job);
+
+/*
+ * The result of a job that ended well, in the current memory context:
+ * {answer, refusal, finish_reason, rounds, model, tool_calls, usage} and,
+ * when asked for, messages.
+ */
+extern Jsonb *qc_llm_job_result(QcLlmJob *job);
+
+/* Up to 200 characters of what the model said, for an error's detail. */
+extern char *qc_llm_quote(const char *text);
+
+/* The model would not answer `what`: 38000 with its words. */
+extern void qc_llm_fail_refusal(const char *what, const char *refusal) pg_attribute_noreturn();
+
+/* Run one job to its end here and now, waiting on the latch; raises its failure. */
+extern void qc_llm_job_run(QcLlmJob *job);
+
+/*
+ * Called around each step of a job run among many (entering true, then
+ * false), inside the step's subtransaction, so that the caller can take on
+ * the job's identity and settings.  When the step fails, the hook is not
+ * called again: the subtransaction's rollback restores the user id and the
+ * GUC nest level as they were before it.
+ */
+typedef void (*QcLlmJobHook) (QcLlmJob *job, bool entering, void *arg);
+
+/*
+ * One pass over many jobs (a List of QcLlmJob *), inside a transaction:
+ * the calls of every job that is not done and whose not-before time has
+ * come go out in one batch (at most concurrency at once), then each of
+ * those jobs takes in its calls.  A step that raises ends its job with
+ * that error (qc_llm_job_error), in a subtransaction rolled back; only a
+ * query cancel or a termination is raised.  The calls of a batch are
+ * admitted, rate-limited and audited as the current user: run jobs of one
+ * role together.  Returns how many jobs were not done at its start.
+ */
+extern int	qc_llm_jobs_step(List *jobs, int concurrency, QcLlmJobHook hook,
+							 void *arg);
+
+/* Milliseconds until a job that is not done may go on (0: one may now; -1: all done). */
+extern long qc_llm_jobs_wait_ms(List *jobs);
+
+/*
+ * Run many jobs to their ends, their requests in flight together: passes
+ * of qc_llm_jobs_step(), waiting on the latch while every job waits for
+ * its not-before time.
+ */
+extern void qc_llm_jobs_run(List *jobs, int concurrency, QcLlmJobHook hook,
+							void *arg);
+
+#endif							/* QC_LLMJOB_H */
