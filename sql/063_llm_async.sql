@@ -57,11 +57,13 @@ SELECT context->>'n' AS n, state, attempts, result->'answer' AS answer, result->
 SELECT context->>'n' AS n, answer, qc_test.scrub(error) AS error, by_role FROM qc_llm_seen ORDER BY id;
 
 -- every request to the model and every tool call is an audit row of the
--- role, with the request id (and the attempt) in its detail
+-- role, with the request id and its attempt in its detail (and, for a retried
+-- model request, the model's own attempt beside them)
 SELECT qc_test.audit_flush();
 SELECT r.context->>'n' AS n, a.func, a.outcome, a.status, a.detail->'round' AS round,
-       a.detail->'attempt' AS attempt, a.detail ? 'tool_call_id' AS tool_call
-  FROM queryclaw.audit_log a JOIN queryclaw.requests r ON (a.detail->>'request')::bigint = r.id
+       a.detail->'request'->'attempt' AS attempt,
+       a.detail->'attempt' AS model_attempt, a.detail ? 'tool_call_id' AS tool_call
+  FROM queryclaw.audit_log a JOIN queryclaw.requests r ON (a.detail->'request'->>'id')::bigint = r.id
  WHERE a.role = 'qc_llm_carol'
  ORDER BY (r.context->>'n')::int, a.detail->'round', a.func, a.id;
 
@@ -78,7 +80,7 @@ COMMIT;
 SELECT qc_test.llm_settled();
 SELECT qc_test.audit_flush();
 SELECT context->>'n' AS n, state, qc_test.scrub(error) AS error, sqlstate,
-       (SELECT count(*) FROM queryclaw.audit_log a WHERE (a.detail->>'request')::bigint = r.id) AS audit_rows
+       (SELECT count(*) FROM queryclaw.audit_log a WHERE (a.detail->'request'->>'id')::bigint = r.id) AS audit_rows
   FROM queryclaw.requests r WHERE context->>'n' = '8';
 GRANT EXECUTE ON FUNCTION queryclaw.web_fetch(text, text, integer, text) TO qc_llm_carol;
 

@@ -579,6 +579,18 @@ arg_text(QcAsyncRequest *r, const char *key)
 	return qc_jsonb_get_string(&r->args->root, key);
 }
 
+/*
+ * What an audit row of the request's attempt adds to its detail: the
+ * request and the attempt, as one object, so that an attempt of the LLM
+ * endpoint within it ("attempt", as in a direct call) keeps its own key.
+ */
+static char *
+audit_extra(const QcAsyncRequest *r)
+{
+	return psprintf("\"request\": {\"id\": " INT64_FORMAT ", \"attempt\": %d}",
+					r->id, r->attempts);
+}
+
 /* The call of a web or API request, built as its synchronous twin does. */
 static QcCall *
 build_call(RoleRun *run, int i)
@@ -609,8 +621,7 @@ build_call(RoleRun *run, int i)
 		call = qc_call_new(r->func, "GET", arg_text(r, "url"));
 		call->max_chars = qc_clamp_max_chars(given, (int) Min(max_chars, PG_INT32_MAX));
 	}
-	call->audit_extra = psprintf("\"request\": " INT64_FORMAT ", \"attempt\": %d",
-								 r->id, r->attempts);
+	call->audit_extra = audit_extra(r);
 	call->ord = i;
 	return call;
 }
@@ -734,10 +745,7 @@ start_llm(void *arg)
 {
 	LlmStart   *s = arg;
 
-	s->job = qc_llm_job_from_request(s->r->args,
-									 psprintf("\"request\": " INT64_FORMAT ", \"attempt\": %d",
-											  s->r->id, s->r->attempts),
-									 s->r);
+	s->job = qc_llm_job_from_request(s->r->args, audit_extra(s->r), s->r);
 }
 
 /* An LLM request that raised fails, or waits when a budget is spent. */
