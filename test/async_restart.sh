@@ -156,11 +156,11 @@ check "two workers: every callback called once" \
 check "two workers: one audit row per attempt" \
 	"$(sql -c "SELECT qc_test.audit_flush();
 	            SELECT (SELECT count(*) FROM queryclaw.audit_log a
-	                     WHERE a.func = 'api_call_async' AND (a.detail->>'request')::bigint IN (SELECT id FROM queryclaw.requests))
+	                     WHERE a.func = 'api_call_async' AND (a.detail->'request'->>'id')::bigint IN (SELECT id FROM queryclaw.requests))
 	                   || ' ' || (SELECT sum(attempts) FROM queryclaw.requests)" | tail -1)" "300 300"
 check "two workers: both ran requests" \
 	"$(sql -c "SELECT count(DISTINCT a.pid) FROM queryclaw.audit_log a
-	            WHERE a.func = 'api_call_async' AND (a.detail->>'request')::bigint IN (SELECT id FROM queryclaw.requests)")" 2
+	            WHERE a.func = 'api_call_async' AND (a.detail->'request'->>'id')::bigint IN (SELECT id FROM queryclaw.requests)")" 2
 sql -c "ALTER SYSTEM RESET queryclaw.async_workers" -c "ALTER SYSTEM RESET queryclaw.async_concurrency" >/dev/null
 qc_pg_ctl -m fast restart || echo "not ok - the server restarted with one async worker again"
 
