@@ -384,7 +384,7 @@ record_outcome(void *arg)
 	Record	   *rec = arg;
 	QcAsyncRequest *r = rec->r;
 	Datum		values[5] = {Int64GetDatum(r->id)};
-	char		nulls[5] = "     ";
+	char		nulls[5] = {' ', ' ', ' ', ' ', ' '};
 
 	values[2] = PointerGetDatum(r->result);
 	nulls[2] = r->result ? ' ' : 'n';
