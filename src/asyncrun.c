@@ -66,7 +66,6 @@
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
 #include "utils/hsearch.h"
-#include "utils/inval.h"
 #include "utils/guc.h"
 #include "utils/json.h"
 #include "utils/jsonb.h"
@@ -256,20 +255,18 @@ refusal(QcAsyncRequest *r, Oid *callback)
 	Oid			fn;
 
 	*callback = InvalidOid;
-	/* the privileges as they are now, not as this transaction first saw them */
-	AcceptInvalidationMessages();
 	for (int i = 0; i < lengthof(async_functions); i++)
 		if (strcmp(async_functions[i].func, r->func) == 0)
 			sig = async_functions[i].signature;
 	if (sig == NULL || !OidIsValid(fn = qc_proc_by_signature(sig)))
 		return psprintf("function %s does not exist", r->func);
-	if (qc_proc_aclcheck(fn, r->role, ACL_EXECUTE) != ACLCHECK_OK)
+	if (!qc_proc_executable(fn, r->role))
 		return psprintf("permission denied for function %s", r->func);
 	if (r->callback == NULL)
 		return NULL;
 	if (!OidIsValid(*callback = qc_proc_by_signature(r->callback)))
 		return psprintf("callback %s does not exist", r->callback);
-	if (qc_proc_aclcheck(*callback, r->role, ACL_EXECUTE) != ACLCHECK_OK)
+	if (!qc_proc_executable(*callback, r->role))
 		return psprintf("permission denied for callback %s", r->callback);
 	return NULL;
 }

@@ -41,7 +41,6 @@
 #include "miscadmin.h"
 #include "storage/latch.h"
 #include "utils/builtins.h"
-#include "utils/inval.h"
 #include "utils/json.h"
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
@@ -472,8 +471,6 @@ qc_llm_job_from_request(Jsonb *request, const char *audit_extra, void *owner)
 	spec.in_background = true;
 	spec.audit_extra = audit_extra;
 	spec.owner = owner;
-	/* the privileges as they are now, not as this transaction first saw them */
-	AcceptInvalidationMessages();
 	return qc_llm_job_new(&spec);
 }
 

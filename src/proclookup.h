@@ -1,7 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * proclookup.h
- *	  A function found by its signature (proclookup.c).
+ *	  A function found by its signature, and whether a role may run it
+ *	  (proclookup.c).
  *
  *-------------------------------------------------------------------------
  */
@@ -14,5 +15,14 @@
  * created, or dropped since), never an error.
  */
 extern Oid	qc_proc_by_signature(const char *signature);
+
+/*
+ * May the role execute the function, by its catalog row as the latest
+ * snapshot sees it?  Not by the cached row: a REVOKE that committed with a
+ * queued request becomes visible with it, but the cache invalidation it
+ * sends follows a moment later, and a background worker woken by that
+ * commit can get there first.  A function that is gone may not be run.
+ */
+extern bool qc_proc_executable(Oid fn, Oid role);
 
 #endif							/* QC_PROCLOOKUP_H */

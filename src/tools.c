@@ -276,7 +276,7 @@ qc_require_execute(const char *signature, const char *detail)
 				 errmsg("function %s does not exist", signature),
 				 errdetail("%s", detail),
 				 errhint("The extension's SQL objects are older than its library: run ALTER EXTENSION queryclaw_ext UPDATE.")));
-	if (qc_proc_aclcheck(fn, GetUserId(), ACL_EXECUTE) != ACLCHECK_OK)
+	if (!qc_proc_executable(fn, GetUserId()))
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 				 errmsg("permission denied for function %s", signature),
