@@ -227,6 +227,25 @@ REVOKE ALL ON FUNCTION
     queryclaw.llm_chat_tools_async(text, text[], text, text, integer, jsonb, regprocedure, jsonb),
     queryclaw.web_fetch(text, text, integer, text) FROM qc_async_alice;
 
+-- The worker in pg_stat_activity: while a request is in flight it waits on
+-- the network, and once the queue is empty on the queue (named wait events
+-- from PostgreSQL 17; "Extension" before).
+TRUNCATE queryclaw.requests CASCADE;
+SET ROLE qc_async_alice;
+SELECT queryclaw.api_call_async(qc_test.url('/slow?ms=3000')) IS NOT NULL AS queued;
+RESET ROLE;
+SELECT qc_test.wait_until($c$EXISTS (SELECT FROM pg_stat_activity
+                                  WHERE backend_type = 'queryclaw async worker'
+                                    AND wait_event = CASE WHEN current_setting('server_version_num')::int >= 170000
+                                                          THEN 'QueryclawHttp' ELSE 'Extension' END)$c$) AS waits_on_the_network;
+SELECT qc_test.async_settled();
+SELECT qc_test.wait_until($c$EXISTS (SELECT FROM pg_stat_activity
+                                  WHERE backend_type = 'queryclaw async worker'
+                                    AND wait_event = CASE WHEN current_setting('server_version_num')::int >= 170000
+                                                          THEN 'QueryclawAsyncWorker' ELSE 'Extension' END)$c$) AS waits_on_the_queue;
+SELECT backend_type, wait_event_type, datname = current_database() AS in_this_database
+  FROM pg_stat_activity WHERE backend_type = 'queryclaw async worker';
+
 TRUNCATE queryclaw.requests CASCADE;
 DROP TABLE qc_async_seen;
 DROP FUNCTION qc_async_note(bigint, jsonb, text, jsonb), qc_async_raise(bigint, jsonb, text, jsonb);
