@@ -27,15 +27,6 @@ sql() {
 	qc_as_pg "$QC_BINDIR/psql" -X -q -At -v ON_ERROR_STOP=1 -h "$QC_WORK" -p 5432 -d "$db" "$@"
 }
 
-# "ok - $1" when $2 (a value) equals $3, else "not ok" with both.
-check() {
-	if [ "$2" = "$3" ]; then
-		echo "ok - $1"
-	else
-		echo "not ok - $1 (got '$2', expected '$3')"
-	fi
-}
-
 # Wait (at most $2 seconds) until the SQL condition $1 holds.
 wait_for() {
 	for _ in $(seq $(($2 * 10))); do
@@ -93,17 +84,17 @@ check_settled() {
 	else
 		echo "not ok - $what: every request reached a final state ($(sql -c "SELECT string_agg(state || ' ' || n, ', ') FROM (SELECT state, count(*) n FROM queryclaw.requests GROUP BY 1) s"))"
 	fi
-	check "$what: no request lost" "$(sql -c "SELECT count(*) FROM queryclaw.requests")" 300
-	check "$what: the GETs and the keyed POSTs are done" \
+	qc_check "$what: no request lost" "$(sql -c "SELECT count(*) FROM queryclaw.requests")" 300
+	qc_check "$what: the GETs and the keyed POSTs are done" \
 		"$(sql -c "SELECT count(*) FROM queryclaw.requests WHERE context->>'kind' <> 'unkeyed' AND state = 'done'")" 225
-	check "$what: unkeyed POSTs are done, or failed as interrupted" \
+	qc_check "$what: unkeyed POSTs are done, or failed as interrupted" \
 		"$(sql -c "SELECT count(*) FROM queryclaw.requests WHERE context->>'kind' = 'unkeyed'
 		             AND (state = 'done' OR (state = 'failed' AND error = 'interrupted; not sent again'))")" 75
-	check "$what: some unkeyed POSTs held by the worker were not sent again" \
+	qc_check "$what: some unkeyed POSTs held by the worker were not sent again" \
 		"$(sql -c "SELECT count(*) > 0 FROM queryclaw.requests WHERE error = 'interrupted; not sent again'")" t
-	check "$what: every callback called once" \
+	qc_check "$what: every callback called once" \
 		"$(sql -c "SELECT count(DISTINCT s.id) || ' ' || count(*) FROM qc_restart_seen s")" "300 300"
-	check "$what: no secrets left" "$(sql -c "SELECT count(*) FROM queryclaw.request_secrets")" 0
+	qc_check "$what: no secrets left" "$(sql -c "SELECT count(*) FROM queryclaw.request_secrets")" 0
 }
 
 # 1. The server stops hard mid-queue, and starts again.
@@ -136,7 +127,7 @@ fi
 sql -c "ALTER SYSTEM SET queryclaw.async_workers = 2" -c "ALTER SYSTEM SET queryclaw.async_concurrency = 8" >/dev/null
 qc_pg_ctl -m fast restart || { echo "not ok - the server restarted with two async workers"; exit 1; }
 wait_for "(SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'queryclaw async worker') = 2" 30
-check "two workers: both show in pg_stat_activity" \
+qc_check "two workers: both show in pg_stat_activity" \
 	"$(sql -c "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'queryclaw async worker'")" 2
 sql >/dev/null <<SQL
 SET client_min_messages = warning;
@@ -149,16 +140,16 @@ SELECT count(queryclaw.api_call_async(qc_test.url('/slow?ms=100&n=' || i),
   FROM generate_series(1, 300) i;
 SQL
 wait_for "(SELECT count(*) FROM queryclaw.requests WHERE state NOT IN ('done', 'failed', 'cancelled')) = 0" 60
-check "two workers: every request done" "$(sql -c "SELECT count(*) FROM queryclaw.requests WHERE state = 'done'")" 300
-check "two workers: every request sent once" "$(sql -c "SELECT qc_test.requests_served()")" 300
-check "two workers: every callback called once" \
+qc_check "two workers: every request done" "$(sql -c "SELECT count(*) FROM queryclaw.requests WHERE state = 'done'")" 300
+qc_check "two workers: every request sent once" "$(sql -c "SELECT qc_test.requests_served()")" 300
+qc_check "two workers: every callback called once" \
 	"$(sql -c "SELECT count(DISTINCT s.id) || ' ' || count(*) FROM qc_restart_seen s")" "300 300"
-check "two workers: one audit row per attempt" \
+qc_check "two workers: one audit row per attempt" \
 	"$(sql -c "SELECT qc_test.audit_flush();
 	            SELECT (SELECT count(*) FROM queryclaw.audit_log a
 	                     WHERE a.func = 'api_call_async' AND (a.detail->'request'->>'id')::bigint IN (SELECT id FROM queryclaw.requests))
 	                   || ' ' || (SELECT sum(attempts) FROM queryclaw.requests)" | tail -1)" "300 300"
-check "two workers: both ran requests" \
+qc_check "two workers: both ran requests" \
 	"$(sql -c "SELECT count(DISTINCT a.pid) FROM queryclaw.audit_log a
 	            WHERE a.func = 'api_call_async' AND (a.detail->'request'->>'id')::bigint IN (SELECT id FROM queryclaw.requests)")" 2
 sql -c "ALTER SYSTEM RESET queryclaw.async_workers" -c "ALTER SYSTEM RESET queryclaw.async_concurrency" >/dev/null

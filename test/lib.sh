@@ -53,6 +53,16 @@ qc_as_pg() {
 	if [ "$(id -u)" -eq 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi
 }
 
+# A TAP-style line for the shell checks: "ok - $1" when $2 (a value)
+# equals $3, else "not ok" with both.
+qc_check() {
+	if [ "$2" = "$3" ]; then
+		echo "ok - $1"
+	else
+		echo "not ok - $1 (got '$2', expected '$3')"
+	fi
+}
+
 qc_install_deps() {
 	local missing=()
 	for pkg in $QC_PACKAGES; do

@@ -25,15 +25,6 @@ sql() {
 	qc_as_pg "$QC_BINDIR/psql" -X -q -At -v ON_ERROR_STOP=1 -h "$QC_WORK" -p 5432 -d "$db" "$@"
 }
 
-# "ok - $1" when $2 equals $3, else "not ok" with both.
-check() {
-	if [ "$2" = "$3" ]; then
-		echo "ok - $1"
-	else
-		echo "not ok - $1 (got '$2', expected '$3')"
-	fi
-}
-
 # Poll (every 50 ms, at most 10 s) until the SQL $1 prints t.
 until_true() {
 	for _ in $(seq 200); do
@@ -61,12 +52,12 @@ waiter=$!
 waiting="SELECT EXISTS (SELECT FROM pg_stat_activity WHERE query LIKE '%queryclaw.wait(%'
 	AND wait_event IN ('Extension', 'QueryclawRequestsWait') AND pid <> pg_backend_pid())"
 until_true "$waiting"
-check "the waiter shows its wait event in pg_stat_activity" "$?" 0
+qc_check "the waiter shows its wait event in pg_stat_activity" "$?" 0
 sleep 1
 sql -c "UPDATE queryclaw.requests SET state = 'done', finished_at = now(), result = '{\"ok\": true}'
 	WHERE id = $id"
 wait "$waiter"
-check "wait() returned the row once another session finished it, before its timeout" \
+qc_check "wait() returned the row once another session finished it, before its timeout" \
 	"$(cat "$QC_WORK/wait.out")" "done true"
 
 # A cancel stops a wait at once.
@@ -80,8 +71,8 @@ sql -c "SELECT pg_cancel_backend(pid) FROM pg_stat_activity
 	WHERE query LIKE '%queryclaw.wait(%' AND pid <> pg_backend_pid()" >/dev/null
 wait "$waiter"
 elapsed_ms=$((($(date +%s%N) - start) / 1000000))
-check "a cancelled wait() stops with 57014" \
+qc_check "a cancelled wait() stops with 57014" \
 	"$(grep -c 'canceling statement due to user request' "$QC_WORK/wait.out")" 1
-check "within half a second" "$([ "$elapsed_ms" -lt 500 ] && echo yes || echo "no: $elapsed_ms ms")" yes
+qc_check "within half a second" "$([ "$elapsed_ms" -lt 500 ] && echo yes || echo "no: $elapsed_ms ms")" yes
 
 sql -c "DELETE FROM queryclaw.requests WHERE id = $id" -c "DROP OWNED BY $role" -c "DROP ROLE $role"

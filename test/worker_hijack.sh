@@ -48,15 +48,6 @@ sql_as() {
 		-h "$QC_WORK" -p 5432 -d "$db" -U "$role" "$@"
 }
 
-# "ok - $1" when $2 (a value) equals $3, else "not ok" with both.
-check() {
-	if [ "$2" = "$3" ]; then
-		echo "ok - $1"
-	else
-		echo "not ok - $1 (got '$2', expected '$3')"
-	fi
-}
-
 # Restart, wait for the worker, and note where the log stands.
 restart() {
 	qc_restart_cluster || { echo "not ok - the server restarted"; exit 1; }
@@ -88,15 +79,15 @@ DO $$ BEGIN FOR i IN 1..750 LOOP
           AND (SELECT count(*) FROM queryclaw.audit_log WHERE url LIKE '%hijack=%') = 5;
     PERFORM pg_sleep(0.02); END LOOP; END $$;
 SQL
-	check "$what: the worker wrote the calls' audit rows" \
+	qc_check "$what: the worker wrote the calls' audit rows" \
 		"$(sql_as postgres -c "SELECT count(*) FROM queryclaw.audit_log WHERE url LIKE '%hijack=%'")" 5
-	check "$what: the worker applied the retention" \
+	qc_check "$what: the worker applied the retention" \
 		"$(sql_as postgres -c "SELECT count(*) FROM queryclaw.audit_log WHERE role = 'qc_expired'")" 0
-	check "$what: the database owner is no superuser" \
+	qc_check "$what: the database owner is no superuser" \
 		"$(sql_as postgres -c "SELECT rolsuper FROM pg_roles WHERE rolname = '$owner'")" f
-	check "$what: no function of the database owner ran in the worker" \
+	qc_check "$what: no function of the database owner ran in the worker" \
 		"$(sql_as postgres -c "SELECT coalesce(string_agg(DISTINCT what || ' as ' || by_role, ', '), 'none') FROM evil.marker")" none
-	check "$what: the server log shows no failure of the worker" \
+	qc_check "$what: the server log shows no failure of the worker" \
 		"$(tail -c +$((log_start + 1)) "$log" |
 			grep -E '(WARNING|ERROR|FATAL|PANIC): +queryclaw audit writer|"queryclaw audit writer".*exited' |
 			head -1)" ""
