@@ -49,7 +49,6 @@
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "postmaster/bgworker.h"
-#include "postmaster/interrupt.h"
 #include "storage/ipc.h"
 #include "storage/latch.h"
 #include "tcop/tcopprot.h"
@@ -550,10 +549,7 @@ qc_async_worker_main(Datum main_arg)
 	MemoryContext cxt;
 
 	my_slot = DatumGetInt32(main_arg);
-	pqsignal(SIGHUP, SignalHandlerForConfigReload);
-	pqsignal(SIGTERM, qc_bgsession_sigterm);
-	BackgroundWorkerUnblockSignals();
-	qc_bgsession_connect(qc_database);
+	qc_bgsession_start(qc_database);
 	qc_queue_attach_worker(my_slot);
 	cxt = AllocSetContextCreate(TopMemoryContext, "queryclaw async worker pass",
 								ALLOCSET_DEFAULT_SIZES);
@@ -562,14 +558,8 @@ qc_async_worker_main(Datum main_arg)
 
 	while (!qc_bgsession_stop)
 	{
-		ResetLatch(MyLatch);
-		CHECK_FOR_INTERRUPTS();
-		if (ConfigReloadPending)
-		{
-			ConfigReloadPending = false;
-			ProcessConfigFile(PGC_SIGHUP);
+		if (qc_bgsession_next_pass())
 			retention_at = 0;	/* a new retention applies at once */
-		}
 		if (!safe_pass(cxt))
 			wait_for_work();
 	}

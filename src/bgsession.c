@@ -50,6 +50,7 @@
 #include "storage/latch.h"
 #include "lib/stringinfo.h"
 #include "postmaster/bgworker.h"
+#include "postmaster/interrupt.h"
 #include "utils/guc.h"
 #include "utils/guc_tables.h"
 #include "utils/memutils.h"
@@ -213,8 +214,9 @@ qc_bgsession_register(const char *function, const char *name, const char *type,
 	RegisterBackgroundWorker(&worker);
 }
 
-void
-qc_bgsession_sigterm(SIGNAL_ARGS)
+/* SIGTERM: the worker's loop sees the flag and decides what to finish. */
+static void
+bgsession_sigterm(SIGNAL_ARGS)
 {
 	int			save_errno = errno;
 
@@ -274,4 +276,25 @@ qc_bgsession_repin(void)
 	for (int i = 0; i < lengthof(pinned); i++)
 		values[i] = pinned[i].value;
 	set_pinned(values);
+}
+
+void
+qc_bgsession_start(const char *dbname)
+{
+	pqsignal(SIGHUP, SignalHandlerForConfigReload);
+	pqsignal(SIGTERM, bgsession_sigterm);
+	BackgroundWorkerUnblockSignals();
+	qc_bgsession_connect(dbname);
+}
+
+bool
+qc_bgsession_next_pass(void)
+{
+	ResetLatch(MyLatch);
+	CHECK_FOR_INTERRUPTS();
+	if (!ConfigReloadPending)
+		return false;
+	ConfigReloadPending = false;
+	ProcessConfigFile(PGC_SIGHUP);
+	return true;
 }

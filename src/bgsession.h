@@ -22,11 +22,23 @@
 extern void qc_bgsession_register(const char *function, const char *name,
 								  const char *type, int restart_s, Datum arg);
 
-/* The SIGTERM handler of the workers: sets the flag and the latch. */
+/* Set by SIGTERM: the worker's loop ends, after what it must finish. */
 extern volatile sig_atomic_t qc_bgsession_stop;
-extern void qc_bgsession_sigterm(SIGNAL_ARGS);
 
 extern void qc_bgsession_connect(const char *dbname);
+
+/*
+ * The start of every worker of ours: SIGHUP reloads the configuration,
+ * SIGTERM sets qc_bgsession_stop; then qc_bgsession_connect(dbname).
+ */
+extern void qc_bgsession_start(const char *dbname);
+
+/*
+ * The top of each pass of a worker's loop: the latch reset, interrupts
+ * served, a pending reload taken.  True when the configuration was
+ * reloaded, so that the worker can apply new settings at once.
+ */
+extern bool qc_bgsession_next_pass(void);
 
 /*
  * Inside a GUC nest level of the caller's (NewGUCNestLevel, undone by

@@ -50,7 +50,6 @@
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "postmaster/bgworker.h"
-#include "postmaster/interrupt.h"
 #include "storage/ipc.h"
 #include "storage/latch.h"
 #include "tcop/tcopprot.h"
@@ -410,11 +409,8 @@ qc_audit_worker_main(Datum main_arg)
 {
 	MemoryContext cxt;
 
-	pqsignal(SIGHUP, SignalHandlerForConfigReload);
-	/* SIGTERM: finish what is queued first (see the file header) */
-	pqsignal(SIGTERM, qc_bgsession_sigterm);
-	BackgroundWorkerUnblockSignals();
-	qc_bgsession_connect(qc_database);
+	/* on SIGTERM, what is queued is written first (see the file header) */
+	qc_bgsession_start(qc_database);
 	qc_auditq_attach_worker();
 	cxt = AllocSetContextCreate(TopMemoryContext, "queryclaw audit writer",
 								ALLOCSET_DEFAULT_SIZES);
@@ -423,14 +419,8 @@ qc_audit_worker_main(Datum main_arg)
 
 	while (!qc_bgsession_stop)
 	{
-		ResetLatch(MyLatch);
-		CHECK_FOR_INTERRUPTS();
-		if (ConfigReloadPending)
-		{
-			ConfigReloadPending = false;
-			ProcessConfigFile(PGC_SIGHUP);
+		if (qc_bgsession_next_pass())
 			retention_at = 0;	/* a new retention applies at once */
-		}
 		if (!work(cxt, true))
 		{
 			wait_for_work(QC_WORKER_NAP_MS);
