@@ -227,6 +227,22 @@ REVOKE ALL ON FUNCTION
     queryclaw.llm_chat_tools_async(text, text[], text, text, integer, jsonb, regprocedure, jsonb),
     queryclaw.web_fetch(text, text, integer, text) FROM qc_async_alice;
 
+-- A secret stored for the role behind the checks' back (under 0.1, or by a
+-- session without the library) is not applied to its requests, as it is not
+-- to its sessions: here a proxy with credentials that, applied, would make
+-- the request fail (it points at a loopback port nothing listens on).
+SET allow_system_table_mods = on;
+UPDATE pg_db_role_setting SET setconfig = setconfig || '{queryclaw.proxy=http://user:pw@127.0.0.1:1}'
+ WHERE setdatabase = 0 AND setrole = 'qc_async_alice'::regrole;
+RESET allow_system_table_mods;
+TRUNCATE queryclaw.requests CASCADE;
+SET ROLE qc_async_alice;
+SELECT queryclaw.api_call_async(qc_test.url('/hello')) IS NOT NULL AS queued;
+RESET ROLE;
+SELECT qc_test.async_settled();
+SELECT state, result->'status' AS status, error FROM queryclaw.requests;
+ALTER ROLE qc_async_alice RESET queryclaw.proxy;
+
 -- The worker in pg_stat_activity: while a request is in flight it waits on
 -- the network, and once the queue is empty on the queue (named wait events
 -- from PostgreSQL 17; "Extension" before).

@@ -209,8 +209,18 @@ apply_stored_settings(Relation rel, Oid database, Oid role)
 			char	   *value;
 
 			ParseLongOption(TextDatumGetCString(items[i]), &name, &value);
-			/* a setting that is no longer valid is skipped, as at login */
-			if (value != NULL)
+
+			/*
+			 * A setting that is no longer valid is skipped, as at login; so
+			 * is one that may not be stored for a role or a database (a
+			 * secret, see guc.c), which only a check as a stored value
+			 * (PGC_S_TEST, as ALTER ROLE ... SET checks) sees: the source it
+			 * is applied with below must outrank the worker's pins.  (A check
+			 * alone answers -1 when the value is good, 0 when it is not.)
+			 */
+			if (value != NULL &&
+				set_config_option(name, value, PGC_SUSET, PGC_S_TEST,
+								  GUC_ACTION_SET, false, WARNING, false) != 0)
 				(void) set_config_option(name, value, PGC_SUSET, PGC_S_SESSION,
 										 GUC_ACTION_SAVE, true, WARNING, false);
 		}
