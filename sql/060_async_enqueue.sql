@@ -190,6 +190,30 @@ SELECT queryclaw.web_fetch_async(qc_test.url('/bob2')) > 0 AS bob_first;
 RESET ROLE;
 RESET queryclaw.max_queued_per_role;
 
+--
+-- The statements the queue functions run as the table's owner name every
+-- operator's schema: a caller's search_path that puts an operator of its
+-- own before pg_catalog is never called by them (else it would run as
+-- the owner).  Each call below would raise the NOTICE if it were.
+--
+CREATE SCHEMA qc_evil AUTHORIZATION qc_alice;
+SET queryclaw.max_queued_per_role = 100;	-- so that the enqueue counts
+SET ROLE qc_alice;
+CREATE FUNCTION qc_evil.text_eq(a text, b text) RETURNS boolean LANGUAGE plpgsql AS $$
+BEGIN
+    RAISE NOTICE 'operator of qc_evil called as %', current_user;
+    RETURN a OPERATOR(pg_catalog.=) b;
+END $$;
+CREATE OPERATOR qc_evil.= (LEFTARG = text, RIGHTARG = text, FUNCTION = qc_evil.text_eq);
+SET search_path = qc_evil, pg_catalog, public;
+SELECT queryclaw.web_fetch_async(qc_test.url('/4')) AS evil_id \gset
+SELECT count(*) AS rows FROM queryclaw.wait(ARRAY[:evil_id]::bigint[], '0 seconds');
+SELECT queryclaw.cancel_requests(ARRAY[:evil_id]::bigint[]) AS cancelled;
+RESET search_path;
+RESET ROLE;
+RESET queryclaw.max_queued_per_role;
+DROP SCHEMA qc_evil CASCADE;
+
 -- clean up
 SET ROLE qc_alice;
 SELECT queryclaw.cancel_requests(array_agg(id)) AS cancelled FROM queryclaw.requests;

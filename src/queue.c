@@ -201,7 +201,8 @@ count_open(Oid role, int limit)
 	qc_queue_plan(&plan,
 				  "SELECT pg_catalog.count(*) FROM (SELECT FROM queryclaw.requests r"
 				  " WHERE r.role OPERATOR(pg_catalog.=) $1"
-				  " AND r.state IN ('queued', 'running', 'retrying') LIMIT $2) s",
+				  " AND r.state OPERATOR(pg_catalog.=) ANY (ARRAY['queued', 'running', 'retrying'])"
+				  " LIMIT $2) s",
 				  2, types);
 	if (SPI_execute_plan(plan, args, NULL, true, 1) != SPI_OK_SELECT || SPI_processed != 1)
 		elog(ERROR, "could not count requests");

@@ -65,7 +65,7 @@ look(ArrayType *ids)
 
 	qc_queue_plan(&plan,
 				  "SELECT r.*, r.xmin AS qc_xmin,"
-				  " r.state IN ('done', 'failed', 'cancelled') AS qc_final"
+				  " r.state OPERATOR(pg_catalog.=) ANY (ARRAY['done', 'failed', 'cancelled']) AS qc_final"
 				  " FROM queryclaw.requests r"
 				  " WHERE r.id OPERATOR(pg_catalog.=) ANY ($1) ORDER BY r.id",
 				  1, types);
@@ -191,7 +191,7 @@ cancel_requests(PG_FUNCTION_ARGS)
 				  " next_attempt_at = pg_catalog.now()"
 				  " WHERE r.id OPERATOR(pg_catalog.=) ANY ($1)"
 				  " AND r.role OPERATOR(pg_catalog.=) $2"
-				  " AND r.state IN ('queued', 'running', 'retrying')"
+				  " AND r.state OPERATOR(pg_catalog.=) ANY (ARRAY['queued', 'running', 'retrying'])"
 				  " RETURNING r.id),"
 				  " s AS (DELETE FROM queryclaw.request_secrets x"
 				  " WHERE x.id OPERATOR(pg_catalog.=) ANY (SELECT c.id FROM c))"
