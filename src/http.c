@@ -478,6 +478,7 @@ typedef struct Slot
 	bool		must_resolve;	/* the hop waits for a lookup to start */
 	QcLookup   *lookup;			/* the hop's host being resolved, or NULL */
 	struct curl_slist *resolve_list;	/* its checked addresses, for libcurl */
+	bool		curl_resolves;	/* libcurl looks a name up itself (a thread) */
 } Slot;
 
 /*
@@ -505,6 +506,7 @@ release_hop(Slot *slot)
 	slot->header_list = NULL;
 	curl_slist_free_all(slot->resolve_list);
 	slot->resolve_list = NULL;
+	slot->curl_resolves = false;
 	free(slot->t.body);
 	free(slot->t.head);
 	memset(&slot->t, 0, sizeof(slot->t));
@@ -582,6 +584,9 @@ launch_hop(Slot *slot, long remaining)
 			  slot->body_len, slot->header_list, remaining);
 	if (slot->resolve_list != NULL)
 		curl_easy_setopt(slot->easy, CURLOPT_RESOLVE, slot->resolve_list);
+	/* a proxy's name, or a trusted endpoint's, or "localhost" */
+	slot->curl_resolves = qc_proxy[0] != '\0' ||
+		(!slot->hop.host_is_ip && slot->resolve_list == NULL);
 	curl_easy_setopt(slot->easy, CURLOPT_PRIVATE, slot);
 	mc = curl_multi_add_handle(qc_multi, slot->easy);
 	if (mc != CURLM_OK)
@@ -971,21 +976,35 @@ ensure_slots(int n)
 	return pool;
 }
 
+/* Might libcurl start a thread to look a name up in this perform? */
+static bool
+any_curl_resolving(Slot *slots, int nslots)
+{
+	for (int s = 0; s < nslots; s++)
+		if (slots[s].call != NULL && slots[s].curl_resolves)
+			return true;
+	return false;
+}
+
 /*
- * curl_multi_perform() with every signal blocked while it runs.  The
- * threads libcurl starts to resolve names inherit the mask, so the
- * backend's signal handlers never run in them: a statement timeout sends
+ * curl_multi_perform(), with every signal blocked while it runs when it may
+ * start a thread to look a name up.  Such a thread inherits the mask, so
+ * the backend's signal handlers never run in it: a statement timeout sends
  * SIGINT twice (to the process and to its group), and taken by two threads
  * the second would cancel the statement again once the first had been
- * handled.  Signals that arrive meanwhile are handled on return.
+ * handled.  Signals that arrive meanwhile are handled on return.  Hops on
+ * checked addresses (CURLOPT_RESOLVE, or a literal address) start none, and
+ * skip the two system calls.
  */
 static CURLMcode
-perform_with_signals_blocked(int *running)
+perform(Slot *slots, int nslots, int *running)
 {
 	sigset_t	all;
 	sigset_t	saved;
 	CURLMcode	mc;
 
+	if (!any_curl_resolving(slots, nslots))
+		return curl_multi_perform(qc_multi, running);
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, &saved);
 	mc = curl_multi_perform(qc_multi, running);
@@ -1098,7 +1117,7 @@ qc_http_execute_many(QcCall **calls, int ncalls, int concurrency,
 				break;
 
 			/* send what was just started, then hand back what had ended */
-			mc = perform_with_signals_blocked(&running);
+			mc = perform(slots, nslots, &running);
 			if (mc != CURLM_OK)
 				elog(ERROR, "transfer failed: %s", curl_multi_strerror(mc));
 			hand_back(ended, hooks);
