@@ -56,22 +56,25 @@ map_host(CURLU *handle, QcUrl *url, char **error)
 {
 	QcHostName	name;
 	char		why[256];
+	const char *written;
 
 	if (!qc_host_to_ascii(url->host, &name, why, sizeof(why)))
 	{
 		*error = pstrdup(why);
 		return false;
 	}
-	url->host = pstrdup(name.name);
-	url->host_is_ip = name.is_ip;
-	url->addr = name.addr;
-	if (curl_url_set(handle, CURLUPART_HOST,
-					 name.addr.family == AF_INET6 ? psprintf("[%s]", name.name) : name.name,
-					 0) != CURLUE_OK)
+	written = name.is_ip && name.addr.family == AF_INET6 ?
+		psprintf("[%s]", name.name) : name.name;
+	/* most hosts are written as they map: the URL is not parsed again */
+	if (strcmp(written, url->host) != 0 &&
+		curl_url_set(handle, CURLUPART_HOST, written, 0) != CURLUE_OK)
 	{
 		*error = psprintf("The host \"%s\" cannot be put back into the URL.", name.name);
 		return false;
 	}
+	url->host = pstrdup(name.name);
+	url->host_is_ip = name.is_ip;
+	url->addr = name.addr;
 	return true;
 }
 
