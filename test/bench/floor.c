@@ -29,8 +29,9 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
+
+#include "benchclock.h"
 
 #define BUF_SIZE (256 * 1024)
 
@@ -50,15 +51,6 @@ die(const char *what)
 {
 	perror(what);
 	exit(1);
-}
-
-static double
-now_seconds(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
 static int

@@ -5,7 +5,9 @@
 # page, and /delay answering after 20 ms through the echo module) and a
 # scratch cluster with a private install of the extension, then prints:
 #   1. sequential web_fetch of the small JSON, audit on: microseconds per call,
-#      and the CPU time per call of the calling backend and of the audit worker
+#      beside two floors measured in the same runs (raw sockets: floor.c;
+#      libcurl alone: curl_floor.c), and the CPU time per call of the calling
+#      backend and of the audit worker
 #   2. 1,000 URLs answering after 20 ms: web_fetch_many at concurrency 64,
 #      and the same through a sequential loop, for the ratio
 #   3. one UPDATE enriching 1,000 rows through a web_fetch_many join: rows/s
@@ -34,13 +36,18 @@ CONF
 qc_psql -q -d postgres -c "CREATE EXTENSION queryclaw_ext"
 base="http://127.0.0.1:$nginx_port"
 
+# The median of the numbers given.
+median_of() {
+	printf '%s\n' "$@" | sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'
+}
+
 # Run SQL that prints one number; repeated RUNS times, print the median.
 median() {
 	local sql=$1 values=()
 	for _ in $(seq "$RUNS"); do
 		values+=("$(qc_psql -At -d postgres -c "$sql")")
 	done
-	printf '%s\n' "${values[@]}" | sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'
+	median_of "${values[@]}"
 }
 
 # Seconds a statement takes, measured inside the server.
@@ -52,31 +59,46 @@ seconds() {
 	for _ in $(seq "$RUNS"); do
 		values+=("$(qc_psql -d postgres -c "$(timed "$1")" 2>&1 | sed -n 's/.*NOTICE:  //p')")
 	done
-	printf '%s\n' "${values[@]}" | sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'
+	median_of "${values[@]}"
 }
 
 echo "machine: $(nproc) cores; nginx $(nginx -v 2>&1 | sed 's/.*\///'); median of $RUNS runs"
 
-# The floor (floor.c): a plain C client on raw sockets, the same requests to
-# the same nginx, nothing else.  Our figures are also printed as its multiple.
+# The floors: floor.c, a plain C client on raw sockets, the same requests to
+# the same nginx, nothing else; and curl_floor.c, the same requests through
+# libcurl alone, as our transport drives it (DESIGN.md makes libcurl the
+# transport).  Our figures are also printed as their multiples.
 floor_bin="$QC_WORK/floor"
 cc -O2 -o "$floor_bin" "$(dirname "$0")/floor.c" || exit 1
+curl_floor_bin="$QC_WORK/curl_floor"
+cc -O2 -o "$curl_floor_bin" "$(dirname "$0")/curl_floor.c" $(pkg-config --cflags --libs libcurl) || exit 1
 floor_median() {
 	local values=()
 	for _ in $(seq "$RUNS"); do
 		values+=("$("$floor_bin" 127.0.0.1 "$nginx_port" "$@")")
 	done
-	printf '%s\n' "${values[@]}" | sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'
+	median_of "${values[@]}"
 }
 ratio() {
 	awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a / b}'
 }
 
-s=$(seconds "PERFORM queryclaw.web_fetch('$base/small.json') FROM generate_series(1, 3000)")
-us=$(awk -v s="$s" 'BEGIN {printf "%.0f", s * 1e6 / 3000}')
-echo "1. sequential web_fetch, small JSON, audit on: $us us/call (3000 calls in ${s}s)"
-f=$(floor_median /small.json 3000)
-echo "   floor, C client on one keep-alive connection: $f us/request; ratio $(ratio "$us" "$f")x (target <= 1.25x)"
+# Each run times our loop and then both floors at once, and the ratios are
+# taken run by run: this machine's speed drifts over seconds (two cores
+# shared with the cluster's other processes), and that drift should fall on
+# the three alike, not on whichever ran last.
+ours=() raw=() lib=() over_raw=() over_lib=() lib_over_raw=()
+for _ in $(seq "$RUNS"); do
+	s=$(RUNS=1 seconds "PERFORM queryclaw.web_fetch('$base/small.json') FROM generate_series(1, 3000)")
+	us=$(awk -v s="$s" 'BEGIN {printf "%.1f", s * 1e6 / 3000}')
+	f=$("$floor_bin" 127.0.0.1 "$nginx_port" /small.json 3000)
+	c=$("$curl_floor_bin" "$base/small.json" 3000)
+	ours+=("$us") raw+=("$f") lib+=("$c")
+	over_raw+=("$(ratio "$us" "$f")") over_lib+=("$(ratio "$us" "$c")") lib_over_raw+=("$(ratio "$c" "$f")")
+done
+echo "1. sequential web_fetch, small JSON, audit on: $(median_of "${ours[@]}") us/call (3000 calls a run)"
+echo "   floor, C client on one keep-alive connection: $(median_of "${raw[@]}") us/request; ratio $(median_of "${over_raw[@]}")x (target <= 1.25x; runs: ${over_raw[*]})"
+echo "   libcurl alone, one reused handle: $(median_of "${lib[@]}") us/request; ours over it $(median_of "${over_lib[@]}")x; libcurl alone over the floor $(median_of "${lib_over_raw[@]}")x"
 
 # What the durable audit costs the machine: CPU time of the calling
 # backend and of the audit worker over 20,000 calls (from /proc/PID/stat,
