@@ -58,7 +58,8 @@ SELECT context->>'n' AS n, answer, qc_test.scrub(error) AS error, by_role FROM q
 
 -- every request to the model and every tool call is an audit row of the
 -- role, with the request id and its attempt in its detail (and, for a retried
--- model request, the model's own attempt beside them)
+-- model request, the model's own attempt beside them); the model's rows are
+-- the async function's, the tool calls' their tools
 SELECT qc_test.audit_flush();
 SELECT r.context->>'n' AS n, a.func, a.outcome, a.status, a.detail->'round' AS round,
        a.detail->'request'->'attempt' AS attempt,
@@ -95,7 +96,7 @@ SELECT qc_test.audit_flush();
 WITH spans AS (
     SELECT a.at - make_interval(secs => a.elapsed_ms / 1000) AS started, a.at AS ended
       FROM queryclaw.audit_log a
-     WHERE a.role = 'qc_llm_carol' AND a.func = 'llm' AND a.detail->>'via' = 'llm_chat_tools_async'
+     WHERE a.role = 'qc_llm_carol' AND a.func = 'llm_chat_tools_async'
        AND a.status = 200 AND a.elapsed_ms >= 300)
 SELECT count(*) AS slow_requests,
        (SELECT max(n) FROM (SELECT (SELECT count(*) FROM spans o WHERE o.started < s.ended AND o.ended > s.started) AS n

@@ -75,6 +75,7 @@ qc_chat_init(QcChat *chat, const char *via, const char *model)
 	qc_chat_check_config(model);
 	memset(chat, 0, sizeof(*chat));
 	chat->via = via;
+	chat->func = "llm";
 	chat->model = (model != NULL && model[0] != '\0') ? model : pstrdup(qc_llm_model);
 	initStringInfo(&chat->messages);
 	if (!pg_strong_random(random, sizeof(random)))
@@ -549,7 +550,7 @@ repair_escapes(char *text)
 static QcCall *
 new_request(QcChat *chat, int round)
 {
-	QcCall	   *call = qc_endpoint_request("llm", qc_llm_url, "/chat/completions",
+	QcCall	   *call = qc_endpoint_request(chat->func, qc_llm_url, "/chat/completions",
 										   qc_llm_api_key, QC_LLM_REPLY_BYTES,
 										   request_body(chat));
 

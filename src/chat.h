@@ -49,6 +49,7 @@ typedef struct QcChatReply
 typedef struct QcChat
 {
 	const char *via;			/* the SQL function, for the audit rows */
+	const char *func;			/* the audit rows' func of the model requests */
 	const char *model;
 	const char *tools_json;		/* the request's "tools" array, or NULL */
 	const char *output_schema;	/* a JSON object, or NULL */

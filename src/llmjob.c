@@ -365,6 +365,14 @@ prepare(QcLlmJob *job, const QcLlmSpec *spec)
 	qc_chat_init(&job->chat, pstrdup(spec->via), spec->model ? pstrdup(spec->model) : NULL);
 	job->chat.tools_json = qc_tools_json(job->tools);
 	job->chat.audit_extra = spec->audit_extra ? pstrdup(spec->audit_extra) : NULL;
+
+	/*
+	 * Every attempt of a queued request is audited under its async
+	 * function's name, the model's requests too; tool calls keep their
+	 * tools' names, as in a loop run by a SQL call.
+	 */
+	if (spec->in_background)
+		job->chat.func = job->chat.via;
 	if (spec->output_schema != NULL)
 	{
 		Jsonb	   *schema = spec->output_schema;
