@@ -172,14 +172,30 @@ SELECT r.state, r.attempts, r.error, r.sqlstate FROM queryclaw.requests r;
 TRUNCATE queryclaw.requests CASCADE;
 
 -- Pauses make requests wait, never fail: with queryclaw.enabled off for
--- alice, her request stays queued, not attempted, next_attempt_at ahead;
--- once it is on again, the request goes.
+-- alice, her requests stay queued, never claimed (not even for a moment:
+-- read every 10 ms for 1.5 s, over the worker's re-checks, the states seen
+-- are only queued, with no attempt), next_attempt_at ahead; once it is on
+-- again, the requests go.
+CREATE FUNCTION pg_temp.states_seen(ids bigint[]) RETURNS text[]
+LANGUAGE plpgsql AS $$
+DECLARE
+    seen text[] := '{}';
+BEGIN
+    FOR i IN 1..150 LOOP
+        seen := seen || ARRAY(SELECT DISTINCT state || ', attempts ' || attempts
+                                FROM queryclaw.requests WHERE id = ANY (ids));
+        PERFORM pg_sleep(0.01);
+    END LOOP;
+    RETURN ARRAY(SELECT DISTINCT s FROM unnest(seen) AS s ORDER BY 1);
+END $$;
 ALTER ROLE qc_async_alice SET queryclaw.enabled = off;
 SET ROLE qc_async_alice;
 SELECT queryclaw.web_fetch_async(qc_test.url('/flaky?key=paused&fail=0')) AS paused_id \gset
+SELECT array_agg(queryclaw.web_fetch_async(qc_test.url('/flaky?key=paused&fail=0'))) AS more_paused
+  FROM generate_series(1, 5) \gset
 RESET ROLE;
-SELECT pg_sleep(1.2);
-SELECT state IN ('queued', 'running') AS waiting, error IS NULL AS no_error
+SELECT pg_temp.states_seen(:'more_paused'::bigint[] || :paused_id::bigint) AS states_seen;
+SELECT state = 'queued' AS waiting, error IS NULL AS no_error
   FROM queryclaw.requests WHERE id = :paused_id;
 SELECT qc_test.flaky_count('paused') AS paused_sent;
 ALTER ROLE qc_async_alice RESET queryclaw.enabled;

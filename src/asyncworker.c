@@ -15,6 +15,8 @@
  * 1. claims up to 4 x queryclaw.async_concurrency requests that are due,
  *    oldest first, in a transaction of its own: state 'running', one more
  *    attempt (FOR UPDATE SKIP LOCKED, so workers never claim the same);
+ *    the requests of roles for which queryclaw.enabled is off are not
+ *    claimed but held (hold_paused);
  * 2. runs them, one role after another (asyncrun.c), in one transaction,
  *    which also records each outcome: final, retrying, or queued again;
  * 3. calls the callbacks of requests cancelled while queued;
@@ -175,12 +177,21 @@ in_transaction(const char *activity, void (*work) (void *arg), void *arg)
 
 /* ---- claiming ---- */
 
+/* What a claim takes: up to its limit of the due requests of these roles. */
+typedef struct ClaimScope
+{
+	Claimed    *claimed;
+	ArrayType  *roles;			/* oid[]: the roles found not paused */
+} ClaimScope;
+
 static void
 claim_rows(void *arg)
 {
-	Claimed    *c = arg;
+	ClaimScope *scope = arg;
+	Claimed    *c = scope->claimed;
 	Datum		limit = Int32GetDatum(qc_async_concurrency * QC_ASYNC_CLAIM_FACTOR);
-	Oid			type = INT4OID;
+	Oid			types[2] = {INT4OID, OIDARRAYOID};
+	Datum		values[2] = {limit, PointerGetDatum(scope->roles)};
 	bool		isnull;
 	int			rc;
 
@@ -190,9 +201,10 @@ claim_rows(void *arg)
 							   "  SELECT q.id FROM queryclaw.requests q"
 							   "   WHERE q.state OPERATOR(pg_catalog.=) ANY ('{queued,retrying}'::pg_catalog.text[])"
 							   "     AND q.next_attempt_at OPERATOR(pg_catalog.<=) pg_catalog.now()"
+							   "     AND q.role::pg_catalog.oid OPERATOR(pg_catalog.=) ANY ($2)"
 							   "   ORDER BY q.next_attempt_at, q.id LIMIT $1 FOR UPDATE SKIP LOCKED))"
 							   " RETURNING " REQUEST_COLUMNS,
-							   1, &type, &limit, NULL, false, 0);
+							   2, types, values, NULL, false, 0);
 	if (rc != SPI_OK_UPDATE_RETURNING)
 		elog(ERROR, "could not claim requests: %s", SPI_result_code_string(rc));
 	keep_rows(c);
@@ -255,32 +267,46 @@ postpone_roles(void *arg)
 /*
  * Requests of roles for which queryclaw.enabled is off are not claimed:
  * they wait, queued, their next_attempt_at a moment ahead, and are looked
- * at again then.
+ * at again then.  Returns the other roles with due requests: only theirs
+ * are claimed, so that a request queued since the roles were read (its
+ * role perhaps paused) is not seen running before the next pass looks.
  */
-static void
+static ArrayType *
 hold_paused(void)
 {
 	List	   *roles = NIL;
 	Datum	   *paused;
-	int			n = 0;
+	Datum	   *going;
+	int			npaused = 0;
+	int			ngoing = 0;
 	ListCell   *lc;
 
 	qc_async_as_writer(due_roles, &roles);
 	paused = palloc(Max(list_length(roles), 1) * sizeof(Datum));
+	going = palloc(Max(list_length(roles), 1) * sizeof(Datum));
 	foreach(lc, roles)
-		if (SearchSysCacheExists1(AUTHOID, ObjectIdGetDatum(lfirst_oid(lc))) &&
-			qc_async_role_paused(lfirst_oid(lc)))
-			paused[n++] = ObjectIdGetDatum(lfirst_oid(lc));
-	if (n > 0)
+	{
+		Oid			role = lfirst_oid(lc);
+
+		/* a dropped role's requests go, to fail for that reason */
+		if (SearchSysCacheExists1(AUTHOID, ObjectIdGetDatum(role)) &&
+			qc_async_role_paused(role))
+			paused[npaused++] = ObjectIdGetDatum(role);
+		else
+			going[ngoing++] = ObjectIdGetDatum(role);
+	}
+	if (npaused > 0)
 		qc_async_as_writer(postpone_roles,
-						   construct_array(paused, n, OIDOID, sizeof(Oid), true, TYPALIGN_INT));
+						   construct_array(paused, npaused, OIDOID, sizeof(Oid), true, TYPALIGN_INT));
+	return construct_array(going, ngoing, OIDOID, sizeof(Oid), true, TYPALIGN_INT);
 }
 
 static void
 claim(void *arg)
 {
-	hold_paused();
-	qc_async_as_writer(claim_rows, arg);
+	ClaimScope	scope = {arg, hold_paused()};
+
+	qc_async_as_writer(claim_rows, &scope);
 }
 
 static void
