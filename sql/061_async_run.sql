@@ -174,8 +174,9 @@ TRUNCATE queryclaw.requests CASCADE;
 -- Pauses make requests wait, never fail: with queryclaw.enabled off for
 -- alice, her requests stay queued, never claimed (not even for a moment:
 -- read every 10 ms for 1.5 s, over the worker's re-checks, the states seen
--- are only queued, with no attempt), next_attempt_at ahead; once it is on
--- again, the requests go.
+-- are only queued, with no attempt) and never written (next_attempt_at is
+-- still the time they were queued: a paused queue of any size costs no
+-- writes); once it is on again, the requests go.
 CREATE FUNCTION pg_temp.states_seen(ids bigint[]) RETURNS text[]
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -195,7 +196,8 @@ SELECT array_agg(queryclaw.web_fetch_async(qc_test.url('/flaky?key=paused&fail=0
   FROM generate_series(1, 5) \gset
 RESET ROLE;
 SELECT pg_temp.states_seen(:'more_paused'::bigint[] || :paused_id::bigint) AS states_seen;
-SELECT state = 'queued' AS waiting, error IS NULL AS no_error
+SELECT state = 'queued' AS waiting, error IS NULL AS no_error,
+       next_attempt_at = created_at AS untouched
   FROM queryclaw.requests WHERE id = :paused_id;
 SELECT qc_test.flaky_count('paused') AS paused_sent;
 ALTER ROLE qc_async_alice RESET queryclaw.enabled;

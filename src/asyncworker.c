@@ -16,7 +16,7 @@
  *    oldest first, in a transaction of its own: state 'running', one more
  *    attempt (FOR UPDATE SKIP LOCKED, so workers never claim the same);
  *    the requests of roles for which queryclaw.enabled is off are not
- *    claimed but held (hold_paused);
+ *    claimed, nor written (split_paused);
  * 2. runs them, one role after another (asyncrun.c), in one transaction,
  *    which also records each outcome: final, retrying, or queued again;
  * 3. calls the callbacks of requests cancelled while queued;
@@ -74,7 +74,6 @@
 #define QC_ASYNC_RETRY_MS		1000	/* after a failed pass */
 #define QC_ASYNC_CLAIM_FACTOR	4	/* requests claimed per pass, per concurrency */
 #define QC_ASYNC_CANCELLED_BATCH 100
-#define QC_ASYNC_PAUSE_S		1	/* a paused role's requests are looked at again */
 #define QC_RETENTION_EVERY_MS	60000	/* or the retention, when shorter */
 #define QC_RETENTION_BATCH		10000
 
@@ -182,6 +181,7 @@ typedef struct ClaimScope
 {
 	Claimed    *claimed;
 	ArrayType  *roles;			/* oid[]: the roles found not paused */
+	ArrayType  *paused;			/* oid[]: the roles found paused */
 } ClaimScope;
 
 static void
@@ -192,6 +192,7 @@ claim_rows(void *arg)
 	Datum		limit = Int32GetDatum(qc_async_concurrency * QC_ASYNC_CLAIM_FACTOR);
 	Oid			types[2] = {INT4OID, OIDARRAYOID};
 	Datum		values[2] = {limit, PointerGetDatum(scope->roles)};
+	Datum		paused = PointerGetDatum(scope->paused);
 	bool		isnull;
 	int			rc;
 
@@ -213,9 +214,11 @@ claim_rows(void *arg)
 		next_due = 0;
 		return;
 	}
-	rc = SPI_execute("SELECT pg_catalog.min(next_attempt_at) FROM queryclaw.requests"
-					 " WHERE state OPERATOR(pg_catalog.=) ANY ('{queued,retrying}'::pg_catalog.text[])",
-					 true, 0);
+	/* a paused role's requests are not waited for: the next nap looks again */
+	rc = SPI_execute_with_args("SELECT pg_catalog.min(r.next_attempt_at) FROM queryclaw.requests r"
+							   " WHERE r.state OPERATOR(pg_catalog.=) ANY ('{queued,retrying}'::pg_catalog.text[])"
+							   "   AND NOT r.role::pg_catalog.oid OPERATOR(pg_catalog.=) ANY ($1)",
+							   1, &types[1], &paused, NULL, true, 0);
 	if (rc != SPI_OK_SELECT)
 		elog(ERROR, "could not read the queue: %s", SPI_result_code_string(rc));
 	next_due = DatumGetTimestampTz(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc,
@@ -246,33 +249,22 @@ due_roles(void *arg)
 	}
 }
 
-static void
-postpone_roles(void *arg)
+static ArrayType *
+oid_array(Datum *oids, int n)
 {
-	ArrayType  *roles = arg;
-	Oid			type = OIDARRAYOID;
-	Datum		value = PointerGetDatum(roles);
-	int			rc;
-
-	rc = SPI_execute_with_args("UPDATE queryclaw.requests r SET next_attempt_at = pg_catalog.now()"
-							   " OPERATOR(pg_catalog.+) interval '" CppAsString2(QC_ASYNC_PAUSE_S) " s'"
-							   " WHERE r.state OPERATOR(pg_catalog.=) ANY ('{queued,retrying}'::pg_catalog.text[])"
-							   "   AND r.next_attempt_at OPERATOR(pg_catalog.<=) pg_catalog.now()"
-							   "   AND r.role::pg_catalog.oid OPERATOR(pg_catalog.=) ANY ($1)",
-							   1, &type, &value, NULL, false, 0);
-	if (rc != SPI_OK_UPDATE)
-		elog(ERROR, "could not hold paused requests: %s", SPI_result_code_string(rc));
+	return construct_array(oids, n, OIDOID, sizeof(Oid), true, TYPALIGN_INT);
 }
 
 /*
- * Requests of roles for which queryclaw.enabled is off are not claimed:
- * they wait, queued, their next_attempt_at a moment ahead, and are looked
- * at again then.  Returns the other roles with due requests: only theirs
- * are claimed, so that a request queued since the roles were read (its
- * role perhaps paused) is not seen running before the next pass looks.
+ * Which roles' due requests a pass may claim: those of roles for which
+ * queryclaw.enabled is off are left as they are, queued and untouched (a
+ * paused queue of any size costs no write), and looked at again at the
+ * next pass, at most a nap later.  Only the roles read here are claimed
+ * from, so that a request queued since (its role perhaps paused) is not
+ * seen running before the next pass looks at its role.
  */
-static ArrayType *
-hold_paused(void)
+static void
+split_paused(ClaimScope *scope)
 {
 	List	   *roles = NIL;
 	Datum	   *paused;
@@ -295,17 +287,16 @@ hold_paused(void)
 		else
 			going[ngoing++] = ObjectIdGetDatum(role);
 	}
-	if (npaused > 0)
-		qc_async_as_writer(postpone_roles,
-						   construct_array(paused, npaused, OIDOID, sizeof(Oid), true, TYPALIGN_INT));
-	return construct_array(going, ngoing, OIDOID, sizeof(Oid), true, TYPALIGN_INT);
+	scope->roles = oid_array(going, ngoing);
+	scope->paused = oid_array(paused, npaused);
 }
 
 static void
 claim(void *arg)
 {
-	ClaimScope	scope = {arg, hold_paused()};
+	ClaimScope	scope = {arg, NULL, NULL};
 
+	split_paused(&scope);
 	qc_async_as_writer(claim_rows, &scope);
 }
 
