@@ -18,7 +18,10 @@
 #      the worst of 20 (target: a median under 50 ms);
 #   4. 1,000 requests to a host limited to 20/s (queryclaw.host_rate_limit):
 #      the seconds until all are final (expect about 50 s: they wait for
-#      their tokens) and how many failed (expect 0).
+#      their tokens) and how many failed (expect 0);
+#   5. 10,000 requests of a paused role (queryclaw.enabled off for it): the
+#      table's row updates per second and the worker's CPU while they wait
+#      (expect none, and little).
 # Only loopback is contacted.  It prints figures and asserts nothing.
 set -uo pipefail
 . "$(dirname "$0")/../lib.sh"
@@ -65,11 +68,15 @@ SELECT round(extract(epoch FROM clock_timestamp() - :'t0')::numeric, 2);
 SQL
 }
 
+worker_pid() {
+	qc_psql -At -d postgres -c "SELECT pid FROM pg_stat_activity WHERE backend_type = 'queryclaw async worker' LIMIT 1"
+}
+
 # The worker's private memory (RssAnon): its RSS also counts the pages of
 # shared buffers it touched, which grow with the table, not with a leak.
 worker_rss() {
 	local pid
-	pid=$(qc_psql -At -d postgres -c "SELECT pid FROM pg_stat_activity WHERE backend_type = 'queryclaw async worker' LIMIT 1")
+	pid=$(worker_pid)
 	awk '/VmRSS|RssAnon/ {printf "%s %s kB  ", $1, $2}' "/proc/$pid/status"
 }
 
@@ -128,6 +135,31 @@ SELECT '1000 api_call_async to a host limited to 20/s: '
   FROM queryclaw.requests;
 SQL
 qc_psql -q -d postgres -c "ALTER SYSTEM RESET queryclaw.host_rate_limit" -c "SELECT pg_reload_conf()" >/dev/null
+
+# 5. A paused queue: 10,000 requests of a role for which queryclaw.enabled
+# is off wait, untouched; over 10 s, the row updates of the table (from the
+# statistics) and the worker's CPU time.
+qc_psql -q -At -d postgres <<SQL
+TRUNCATE queryclaw.requests CASCADE;
+CREATE ROLE bench_paused;
+GRANT EXECUTE ON FUNCTION queryclaw.api_call_async(text, text, jsonb, text, integer, regprocedure, jsonb, text) TO bench_paused;
+ALTER ROLE bench_paused SET queryclaw.enabled = off;
+SET ROLE bench_paused;
+SELECT count(queryclaw.api_call_async('$base/small.json')) FROM generate_series(1, 10000) \\g /dev/null
+RESET ROLE;
+SELECT pg_sleep(2) \\g /dev/null
+SELECT n_tup_upd AS u0, $(qc_sql_cpu_ticks "$(worker_pid)") AS c0
+  FROM pg_stat_user_tables WHERE relid = 'queryclaw.requests'::regclass \\gset
+SELECT pg_sleep(10) \\g /dev/null
+SELECT pg_stat_force_next_flush() \\g /dev/null
+SELECT '10000 requests paused (queryclaw.enabled off for their role), over 10 s: '
+       || (n_tup_upd - :u0) / 10 || ' row updates/s, worker CPU '
+       || round(($(qc_sql_cpu_ticks "$(worker_pid)") - :c0) * 100.0 / $(getconf CLK_TCK) / 10) || '% of a core'
+  FROM pg_stat_user_tables WHERE relid = 'queryclaw.requests'::regclass;
+TRUNCATE queryclaw.requests CASCADE;
+DROP OWNED BY bench_paused;
+DROP ROLE bench_paused;
+SQL
 
 done_requests=11000
 while [ "$done_requests" -lt "$MEMORY_REQUESTS" ]; do
