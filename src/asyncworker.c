@@ -16,7 +16,7 @@
  *    oldest first, in a transaction of its own: state 'running', one more
  *    attempt (FOR UPDATE SKIP LOCKED, so workers never claim the same);
  *    the requests of roles for which queryclaw.enabled is off are not
- *    claimed, nor written (split_paused);
+ *    claimed, nor written (claimable_roles);
  * 2. runs them, one role after another (asyncrun.c), in one transaction,
  *    which also records each outcome: final, retrying, or queued again;
  * 3. calls the callbacks of requests cancelled while queued;
@@ -181,8 +181,10 @@ typedef struct ClaimScope
 {
 	Claimed    *claimed;
 	ArrayType  *roles;			/* oid[]: the roles found not paused */
-	ArrayType  *paused;			/* oid[]: the roles found paused */
+	int			nroles;
 } ClaimScope;
+
+static void next_due_time(void *arg);
 
 static void
 claim_rows(void *arg)
@@ -192,8 +194,6 @@ claim_rows(void *arg)
 	Datum		limit = Int32GetDatum(qc_async_concurrency * QC_ASYNC_CLAIM_FACTOR);
 	Oid			types[2] = {INT4OID, OIDARRAYOID};
 	Datum		values[2] = {limit, PointerGetDatum(scope->roles)};
-	Datum		paused = PointerGetDatum(scope->paused);
-	bool		isnull;
 	int			rc;
 
 	rc = SPI_execute_with_args("UPDATE queryclaw.requests r SET state = 'running',"
@@ -210,15 +210,26 @@ claim_rows(void *arg)
 		elog(ERROR, "could not claim requests: %s", SPI_result_code_string(rc));
 	keep_rows(c);
 	if (c->n == DatumGetInt32(limit))
-	{
 		next_due = 0;
-		return;
-	}
-	/* a paused role's requests are not waited for: the next nap looks again */
-	rc = SPI_execute_with_args("SELECT pg_catalog.min(r.next_attempt_at) FROM queryclaw.requests r"
-							   " WHERE r.state OPERATOR(pg_catalog.=) ANY ('{queued,retrying}'::pg_catalog.text[])"
-							   "   AND NOT r.role::pg_catalog.oid OPERATOR(pg_catalog.=) ANY ($1)",
-							   1, &types[1], &paused, NULL, true, 0);
+	else
+		next_due_time(NULL);
+}
+
+/*
+ * When the next request falls due, after a claim.  One due now is a paused
+ * role's (the next nap looks at it again), another worker's (locked), or
+ * queued since the roles were read (see claim): none is waited for here.
+ */
+static void
+next_due_time(void *arg)
+{
+	bool		isnull;
+	int			rc;
+
+	rc = SPI_execute("SELECT pg_catalog.min(r.next_attempt_at) FROM queryclaw.requests r"
+					 " WHERE r.state OPERATOR(pg_catalog.=) ANY ('{queued,retrying}'::pg_catalog.text[])"
+					 "   AND r.next_attempt_at OPERATOR(pg_catalog.>) pg_catalog.now()",
+					 true, 0);
 	if (rc != SPI_OK_SELECT)
 		elog(ERROR, "could not read the queue: %s", SPI_result_code_string(rc));
 	next_due = DatumGetTimestampTz(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc,
@@ -227,13 +238,28 @@ claim_rows(void *arg)
 		next_due = DT_NOEND;
 }
 
-/* The roles that have due requests, as a List of OIDs. */
+#define DUE_OF_ROLE \
+	"SELECT r.role::pg_catalog.oid FROM queryclaw.requests r" \
+	" WHERE r.state OPERATOR(pg_catalog.=) ANY ('{queued,retrying}'::pg_catalog.text[])" \
+	"   AND r.next_attempt_at OPERATOR(pg_catalog.<=) pg_catalog.now()"
+
+/*
+ * The roles that have due requests, as a List of OIDs.  Read role after
+ * role through the index on role (each step the next role with a due
+ * request), so that a pass costs the number of roles, not of the requests
+ * waiting: a paused role's stay due, however many.
+ */
 static void
 due_roles(void *arg)
 {
-	int			rc = SPI_execute("SELECT DISTINCT r.role FROM queryclaw.requests r"
-								 " WHERE r.state OPERATOR(pg_catalog.=) ANY ('{queued,retrying}'::pg_catalog.text[])"
-								 "   AND r.next_attempt_at OPERATOR(pg_catalog.<=) pg_catalog.now()",
+	int			rc = SPI_execute("WITH RECURSIVE due(role) AS ("
+								 " (" DUE_OF_ROLE " ORDER BY r.role LIMIT 1)"
+								 " UNION ALL"
+								 " SELECT (" DUE_OF_ROLE
+								 "   AND r.role::pg_catalog.oid OPERATOR(pg_catalog.>) due.role"
+								 "   ORDER BY r.role LIMIT 1)"
+								 " FROM due WHERE due.role IS NOT NULL)"
+								 " SELECT role FROM due WHERE role IS NOT NULL",
 								 true, 0);
 
 	if (rc != SPI_OK_SELECT)
@@ -249,55 +275,67 @@ due_roles(void *arg)
 	}
 }
 
-static ArrayType *
-oid_array(Datum *oids, int n)
-{
-	return construct_array(oids, n, OIDOID, sizeof(Oid), true, TYPALIGN_INT);
-}
-
 /*
- * Which roles' due requests a pass may claim: those of roles for which
- * queryclaw.enabled is off are left as they are, queued and untouched (a
- * paused queue of any size costs no write), and looked at again at the
- * next pass, at most a nap later.  Only the roles read here are claimed
- * from, so that a request queued since (its role perhaps paused) is not
- * seen running before the next pass looks at its role.
+ * The roles whose due requests a pass may claim, as an oid[]: not those for
+ * which queryclaw.enabled is off, whose requests are left as they are,
+ * queued and untouched (a paused queue of any size costs no write), and
+ * looked at again at the next pass, at most a nap later.  Only the roles
+ * read here are claimed from, so that a request queued since (its role
+ * perhaps paused) is not seen running before a pass looks at its role.
  */
-static void
-split_paused(ClaimScope *scope)
+static ArrayType *
+claimable_roles(List **due, int *n)
 {
 	List	   *roles = NIL;
-	Datum	   *paused;
 	Datum	   *going;
-	int			npaused = 0;
 	int			ngoing = 0;
 	ListCell   *lc;
 
 	qc_async_as_writer(due_roles, &roles);
-	paused = palloc(Max(list_length(roles), 1) * sizeof(Datum));
+	*due = roles;
 	going = palloc(Max(list_length(roles), 1) * sizeof(Datum));
 	foreach(lc, roles)
 	{
 		Oid			role = lfirst_oid(lc);
 
 		/* a dropped role's requests go, to fail for that reason */
-		if (SearchSysCacheExists1(AUTHOID, ObjectIdGetDatum(role)) &&
-			qc_async_role_paused(role))
-			paused[npaused++] = ObjectIdGetDatum(role);
-		else
+		if (!SearchSysCacheExists1(AUTHOID, ObjectIdGetDatum(role)) ||
+			!qc_async_role_paused(role))
 			going[ngoing++] = ObjectIdGetDatum(role);
 	}
-	scope->roles = oid_array(going, ngoing);
-	scope->paused = oid_array(paused, npaused);
+	*n = ngoing;
+	return construct_array(going, ngoing, OIDOID, sizeof(Oid), true, TYPALIGN_INT);
+}
+
+/* Has a role with due requests come since the roles in seen were read? */
+static bool
+new_due_role(List *seen)
+{
+	List	   *roles = NIL;
+	ListCell   *lc;
+
+	qc_async_as_writer(due_roles, &roles);
+	foreach(lc, roles)
+		if (!list_member_oid(seen, lfirst_oid(lc)))
+			return true;
+	return false;
 }
 
 static void
 claim(void *arg)
 {
-	ClaimScope	scope = {arg, NULL, NULL};
+	List	   *seen;
+	ClaimScope	scope = {arg, NULL, 0};
 
-	split_paused(&scope);
-	qc_async_as_writer(claim_rows, &scope);
+	scope.roles = claimable_roles(&seen, &scope.nroles);
+	/* with none, no index scan passes over a paused queue's requests */
+	if (scope.nroles > 0)
+		qc_async_as_writer(claim_rows, &scope);
+	else
+		qc_async_as_writer(next_due_time, NULL);
+	/* its requests were not claimed: the next pass looks at its role now */
+	if (next_due != 0 && new_due_role(seen))
+		next_due = 0;
 }
 
 static void

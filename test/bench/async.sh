@@ -19,7 +19,7 @@
 #   4. 1,000 requests to a host limited to 20/s (queryclaw.host_rate_limit):
 #      the seconds until all are final (expect about 50 s: they wait for
 #      their tokens) and how many failed (expect 0);
-#   5. 10,000 requests of a paused role (queryclaw.enabled off for it): the
+#   5. 100,000 requests of a paused role (queryclaw.enabled off for it): the
 #      table's row updates per second and the worker's CPU while they wait
 #      (expect none, and little).
 # Only loopback is contacted.  It prints figures and asserts nothing.
@@ -136,7 +136,7 @@ SELECT '1000 api_call_async to a host limited to 20/s: '
 SQL
 qc_psql -q -d postgres -c "ALTER SYSTEM RESET queryclaw.host_rate_limit" -c "SELECT pg_reload_conf()" >/dev/null
 
-# 5. A paused queue: 10,000 requests of a role for which queryclaw.enabled
+# 5. A paused queue: 100,000 requests of a role for which queryclaw.enabled
 # is off wait, untouched; over 10 s, the row updates of the table (from the
 # statistics) and the worker's CPU time.
 qc_psql -q -At -d postgres <<SQL
@@ -145,14 +145,14 @@ CREATE ROLE bench_paused;
 GRANT EXECUTE ON FUNCTION queryclaw.api_call_async(text, text, jsonb, text, integer, regprocedure, jsonb, text) TO bench_paused;
 ALTER ROLE bench_paused SET queryclaw.enabled = off;
 SET ROLE bench_paused;
-SELECT count(queryclaw.api_call_async('$base/small.json')) FROM generate_series(1, 10000) \\g /dev/null
+SELECT count(queryclaw.api_call_async('$base/small.json')) FROM generate_series(1, 100000) \\g /dev/null
 RESET ROLE;
 SELECT pg_sleep(2) \\g /dev/null
 SELECT n_tup_upd AS u0, $(qc_sql_cpu_ticks "$(worker_pid)") AS c0
   FROM pg_stat_user_tables WHERE relid = 'queryclaw.requests'::regclass \\gset
 SELECT pg_sleep(10) \\g /dev/null
 SELECT pg_stat_force_next_flush() \\g /dev/null
-SELECT '10000 requests paused (queryclaw.enabled off for their role), over 10 s: '
+SELECT '100000 requests paused (queryclaw.enabled off for their role), over 10 s: '
        || (n_tup_upd - :u0) / 10 || ' row updates/s, worker CPU '
        || round(($(qc_sql_cpu_ticks "$(worker_pid)") - :c0) * 100.0 / $(getconf CLK_TCK) / 10) || '% of a core'
   FROM pg_stat_user_tables WHERE relid = 'queryclaw.requests'::regclass;
