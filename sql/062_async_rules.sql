@@ -21,7 +21,8 @@ TRUNCATE queryclaw.requests CASCADE;
 
 -- 1. Budgets make requests wait, never fail: with max_calls_per_hour = 1
 -- for dave, of two GETs queued together one is done and the other waits,
--- queued, its next attempt well ahead, no error, not attempted.
+-- queued, no error, not attempted, its next attempt when the first call
+-- leaves the hour's window (not a minute on, to be read again then).
 ALTER ROLE qc_rules_dave SET queryclaw.max_calls_per_hour = 1;
 SET ROLE qc_rules_dave;
 SELECT count(queryclaw.web_fetch_async(qc_test.url('/hello'))) FROM generate_series(1, 2);
@@ -29,7 +30,8 @@ RESET ROLE;
 SELECT qc_test.wait_until($$(SELECT count(*) FROM queryclaw.requests
                               WHERE state = 'done' OR next_attempt_at > now() + interval '30 s') = 2$$);
 SELECT state, attempts, error, sqlstate,
-       CASE WHEN state = 'queued' THEN next_attempt_at > now() + interval '30 s' END AS waits_ahead
+       CASE WHEN state = 'queued' THEN next_attempt_at > now() + interval '30 s' END AS waits_ahead,
+       CASE WHEN state = 'queued' THEN next_attempt_at > now() + interval '55 minutes' END AS for_the_hour
   FROM queryclaw.requests ORDER BY state;
 TRUNCATE queryclaw.requests CASCADE;
 ALTER ROLE qc_rules_dave RESET queryclaw.max_calls_per_hour;

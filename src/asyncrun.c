@@ -176,6 +176,21 @@ set_wait(QcAsyncRequest *r, int64 after_ms)
 	r->next_at = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), after_ms);
 }
 
+/*
+ * max_calls_per_hour spent: wait until the window lets a call go (reopens),
+ * and at least a minute.  A role that spent its hour in a burst waits for
+ * the hour, its requests written once, not looked at every minute; one
+ * that calls steadily frees a call every few seconds, for one request of
+ * all those waiting: the minute keeps them from all being read again each
+ * time.
+ */
+static void
+set_calls_wait(QcAsyncRequest *r, TimestampTz reopens)
+{
+	set_wait(r, QC_BUDGET_WAIT_MS);
+	r->next_at = Max(r->next_at, reopens);
+}
+
 /* ---- the role's identity and settings ---- */
 
 /* Apply one pg_db_role_setting entry's settings, if there is one. */
@@ -513,12 +528,7 @@ decide(QcAsyncRequest *r, QcCall *call)
 	int64		after_ms = -1;
 
 	if (call->error_code == ERRCODE_CONFIGURATION_LIMIT_EXCEEDED)
-	{
-		/* max_calls_per_hour spent meanwhile: until the refusal lifts */
-		set_wait(r, QC_BUDGET_WAIT_MS);
-		if (call->retry_at > GetCurrentTimestamp())
-			r->next_at = call->retry_at;
-	}
+		set_calls_wait(r, call->retry_at);	/* spent meanwhile */
 	else if (call->error_code == ERRCODE_INSUFFICIENT_RESOURCES && call->status == 0)
 		set_wait(r, QC_PAUSE_MS);	/* no room in the audit queue */
 	else if (call->status == 0 && call->error_code != 0)
@@ -822,6 +832,7 @@ admit(RoleRun *run, Oid *callbacks)
 {
 	bool		role_exists = SearchSysCacheExists1(AUTHOID, ObjectIdGetDatum(run->reqs[0]->role));
 	int64		calls_left = PG_INT64_MAX;
+	TimestampTz reopens = 0;
 
 	if (role_exists && qc_max_calls_per_hour > 0)
 	{
@@ -856,7 +867,11 @@ admit(RoleRun *run, Oid *callbacks)
 		else if (!qc_enabled)
 			set_wait(r, QC_PAUSE_MS);	/* paused: queryclaw.enabled is off */
 		else if (calls_left <= 0)
-			set_wait(r, QC_BUDGET_WAIT_MS);
+		{
+			if (reopens == 0)
+				reopens = qc_ratelimit_reopens(r->role);
+			set_calls_wait(r, reopens);
+		}
 		else
 			calls_left--;
 	}

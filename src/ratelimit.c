@@ -44,6 +44,12 @@ qc_ratelimit_used(Oid role)
 	return qc_rolecounts_get(&calls, role);
 }
 
+TimestampTz
+qc_ratelimit_reopens(Oid role)
+{
+	return qc_rolecounts_reopens(&calls, role);
+}
+
 bool
 qc_ratelimit_admit(QcVerdict *v)
 {

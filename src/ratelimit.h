@@ -25,4 +25,7 @@ extern bool qc_ratelimit_admit(QcVerdict *verdict);
 /* The role's calls in the last hour; -1 without the counters (queryclaw.my_budget). */
 extern int64 qc_ratelimit_used(Oid role);
 
+/* When the role's oldest call counted leaves the hour; needs the counters. */
+extern TimestampTz qc_ratelimit_reopens(Oid role);
+
 #endif							/* QC_RATELIMIT_H */

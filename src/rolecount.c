@@ -175,9 +175,8 @@ qc_rolecounts_get(QcRoleCounts *c, Oid role)
 	return sum;
 }
 
-/* When the role's oldest count in the window leaves it. */
-static TimestampTz
-reopens(QcRoleCounts *c, Oid role)
+TimestampTz
+qc_rolecounts_reopens(QcRoleCounts *c, Oid role)
 {
 	int32		now = current_step(c);
 	int32		oldest = now;
@@ -229,5 +228,5 @@ qc_rolecounts_admit(QcRoleCounts *c, int64 n, int limit, QcVerdict *v)
 									  (long long) used, w->counted, w->setting, limit),
 							 psprintf("Wait until %s, or have a superuser raise the %s with ALTER ROLE %s SET %s.",
 									  w->wait, w->noun, quote_identifier(name), w->setting),
-							 reopens(c, role));
+							 qc_rolecounts_reopens(c, role));
 }

@@ -77,4 +77,10 @@ extern bool qc_rolecounts_admit(QcRoleCounts *counts, int64 n, int limit,
 /* The role's count in the window; -1 without the counters. */
 extern int64 qc_rolecounts_get(QcRoleCounts *counts, Oid role);
 
+/*
+ * When the role's oldest count leaves the window (a window from now when
+ * it has none).  Needs the counters.
+ */
+extern TimestampTz qc_rolecounts_reopens(QcRoleCounts *counts, Oid role);
+
 #endif							/* QC_ROLECOUNT_H */

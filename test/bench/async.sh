@@ -19,9 +19,10 @@
 #   4. 1,000 requests to a host limited to 20/s (queryclaw.host_rate_limit):
 #      the seconds until all are final (expect about 50 s: they wait for
 #      their tokens) and how many failed (expect 0);
-#   5. 100,000 requests of a paused role (queryclaw.enabled off for it): the
-#      table's row updates per second and the worker's CPU while they wait
-#      (expect none, and little).
+#   5. 100,000 requests of a paused role (queryclaw.enabled off for it), and
+#      10,000 of a role that spent its max_calls_per_hour: the table's row
+#      updates per second and the worker's CPU while they wait (expect none,
+#      and little).
 # Only loopback is contacted.  It prints figures and asserts nothing.
 set -uo pipefail
 . "$(dirname "$0")/../lib.sh"
@@ -136,30 +137,36 @@ SELECT '1000 api_call_async to a host limited to 20/s: '
 SQL
 qc_psql -q -d postgres -c "ALTER SYSTEM RESET queryclaw.host_rate_limit" -c "SELECT pg_reload_conf()" >/dev/null
 
-# 5. A paused queue: 100,000 requests of a role for which queryclaw.enabled
-# is off wait, untouched; over 10 s, the row updates of the table (from the
-# statistics) and the worker's CPU time.
-qc_psql -q -At -d postgres <<SQL
+# 5. Requests that wait: N requests of a role with SETTING; after SETTLE
+# seconds, over SECONDS, the row updates of the table (from the statistics)
+# and the worker's CPU time.
+waiting_cost() {
+	local label=$1 setting=$2 n=$3 settle=$4 seconds=$5
+	qc_psql -q -At -d postgres <<SQL
 TRUNCATE queryclaw.requests CASCADE;
-CREATE ROLE bench_paused;
-GRANT EXECUTE ON FUNCTION queryclaw.api_call_async(text, text, jsonb, text, integer, regprocedure, jsonb, text) TO bench_paused;
-ALTER ROLE bench_paused SET queryclaw.enabled = off;
-SET ROLE bench_paused;
-SELECT count(queryclaw.api_call_async('$base/small.json')) FROM generate_series(1, 100000) \\g /dev/null
+CREATE ROLE bench_waiting;
+GRANT EXECUTE ON FUNCTION queryclaw.api_call_async(text, text, jsonb, text, integer, regprocedure, jsonb, text) TO bench_waiting;
+ALTER ROLE bench_waiting SET $setting;
+SET ROLE bench_waiting;
+SELECT count(queryclaw.api_call_async('$base/small.json')) FROM generate_series(1, $n) \\g /dev/null
 RESET ROLE;
-SELECT pg_sleep(2) \\g /dev/null
+SELECT pg_sleep($settle) \\g /dev/null
 SELECT n_tup_upd AS u0, $(qc_sql_cpu_ticks "$(worker_pid)") AS c0
   FROM pg_stat_user_tables WHERE relid = 'queryclaw.requests'::regclass \\gset
-SELECT pg_sleep(10) \\g /dev/null
+SELECT pg_sleep($seconds) \\g /dev/null
 SELECT pg_stat_force_next_flush() \\g /dev/null
-SELECT '100000 requests paused (queryclaw.enabled off for their role), over 10 s: '
-       || (n_tup_upd - :u0) / 10 || ' row updates/s, worker CPU '
-       || round(($(qc_sql_cpu_ticks "$(worker_pid)") - :c0) * 100.0 / $(getconf CLK_TCK) / 10) || '% of a core'
+SELECT '$n requests $label, over $seconds s: '
+       || (n_tup_upd - :u0) / $seconds || ' row updates/s, worker CPU '
+       || round(($(qc_sql_cpu_ticks "$(worker_pid)") - :c0) * 100.0 / $(getconf CLK_TCK) / $seconds) || '% of a core'
   FROM pg_stat_user_tables WHERE relid = 'queryclaw.requests'::regclass;
 TRUNCATE queryclaw.requests CASCADE;
-DROP OWNED BY bench_paused;
-DROP ROLE bench_paused;
+DROP OWNED BY bench_waiting;
+DROP ROLE bench_waiting;
 SQL
+}
+waiting_cost "paused (queryclaw.enabled off for their role)" "queryclaw.enabled = off" 100000 2 10
+# over a minute: a request that waits for a spent budget waits at least that
+waiting_cost "of a role that spent its max_calls_per_hour (5)" "queryclaw.max_calls_per_hour = 5" 10000 5 70
 
 done_requests=11000
 while [ "$done_requests" -lt "$MEMORY_REQUESTS" ]; do
