@@ -97,6 +97,7 @@
 /* how long a request waits while the role may not call */
 #define QC_PAUSE_MS				1000
 #define QC_BUDGET_WAIT_MS		60000
+#define QC_CALLS_WAIT_MAX_MS	300000	/* see set_calls_wait */
 
 /* The functions a role needs EXECUTE on, by the name a request carries. */
 static const struct
@@ -178,17 +179,21 @@ set_wait(QcAsyncRequest *r, int64 after_ms)
 
 /*
  * max_calls_per_hour spent: wait until the window lets a call go (reopens),
- * and at least a minute.  A role that spent its hour in a burst waits for
- * the hour, its requests written once, not looked at every minute; one
- * that calls steadily frees a call every few seconds, for one request of
- * all those waiting: the minute keeps them from all being read again each
- * time.
+ * at least a minute and at most QC_CALLS_WAIT_MAX_MS.  A role that calls
+ * steadily frees a call every few seconds, for one request of all those
+ * waiting: the minute keeps them from all being read again each time.  One
+ * that spent its hour in a burst has its waiting requests read again every
+ * few minutes, not every minute, and still soon after a superuser raised
+ * its limit.
  */
 static void
 set_calls_wait(QcAsyncRequest *r, TimestampTz reopens)
 {
+	TimestampTz now = GetCurrentTimestamp();
+
 	set_wait(r, QC_BUDGET_WAIT_MS);
-	r->next_at = Max(r->next_at, reopens);
+	r->next_at = Max(r->next_at,
+					 Min(reopens, TimestampTzPlusMilliseconds(now, QC_CALLS_WAIT_MAX_MS)));
 }
 
 /* ---- the role's identity and settings ---- */
