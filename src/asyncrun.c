@@ -811,7 +811,7 @@ run_llms(RoleRun *run)
 		return;
 	/* the database tools read as a statement does */
 	PushActiveSnapshot(GetTransactionSnapshot());
-	qc_llm_jobs_run(jobs, qc_async_concurrency, NULL, NULL);
+	qc_llm_jobs_run(jobs, qc_async_concurrency);
 	PopActiveSnapshot();
 	foreach(lc, jobs)
 	{

@@ -6,7 +6,7 @@
  *	  chooses how to send and how to wait.  llm_chat_tools() (llm.c) runs
  *	  one job here and now (qc_llm_job_run); a background worker runs many
  *	  at once, the requests of all of them in one batch of the transport
- *	  (qc_llm_jobs_step), so that a model answering in 200 ms serves as
+ *	  (qc_llm_jobs_run), so that a model answering in 200 ms serves as
  *	  many jobs in that time as the batch holds.
  *
  * One round is one request to the model (chat.c), sent attempt by attempt
@@ -79,7 +79,7 @@ struct QcLlmJob
 
 	bool		done;
 	ErrorData  *error;			/* how a step run among many failed */
-	List	   *calls;			/* qc_llm_jobs_step: the calls of this pass */
+	List	   *calls;			/* jobs_step: the calls of this pass */
 	int			in_flight;		/* how many of them have not ended */
 	QcChatReply *reply;			/* read, not yet acted upon */
 	List	   *round_records;	/* tool calls under way (QcLlmToolRecord *) */
@@ -146,7 +146,7 @@ add_usage(QcUsage *sum, const QcUsage *u)
  * queryclaw.llm_max_tool_calls are run, so that one reply cannot fan out
  * without limit; each of the others is answered with an error.  In the
  * background, a call that makes an HTTP request waits for the next pass
- * (qc_llm_job_next gives its request); in a SQL call, every call is run
+ * (job_next gives its request); in a SQL call, every call is run
  * here, one after the other.
  */
 static void
@@ -551,8 +551,15 @@ take_reply(QcLlmJob *job, QcChatReply *reply)
 	ask_again(chat, reply, why);
 }
 
-List *
-qc_llm_job_next(QcLlmJob *job)
+/*
+ * The calls (of QcCall *) to send now, in the job's memory: the next
+ * attempt at a model request, or the HTTP requests of the tool calls of
+ * a round.  Call it once the job is not done and its not-before time has
+ * come.  Raises what keeps the request from going
+ * (the role's token budget is spent: 53400).
+ */
+static List *
+job_next(QcLlmJob *job)
 {
 	MemoryContext old = MemoryContextSwitchTo(job->cxt);
 
@@ -626,28 +633,6 @@ advance(QcLlmJob *job)
 		take_reply(job, reply);
 }
 
-void
-qc_llm_job_absorb(QcLlmJob *job)
-{
-	MemoryContext old = MemoryContextSwitchTo(job->cxt);
-
-	take(job);
-	advance(job);
-	MemoryContextSwitchTo(old);
-}
-
-bool
-qc_llm_job_done(const QcLlmJob *job)
-{
-	return job->done;
-}
-
-TimestampTz
-qc_llm_job_not_before(const QcLlmJob *job)
-{
-	return job->not_before;
-}
-
 const QcLlmOutcome *
 qc_llm_job_outcome(const QcLlmJob *job)
 {
@@ -694,8 +679,6 @@ typedef struct JobStep
 {
 	QcLlmJob   *job;
 	JobStepKind kind;
-	QcLlmJobHook hook;
-	void	   *arg;
 } JobStep;
 
 static void
@@ -704,16 +687,12 @@ job_step_run(void *arg)
 	JobStep    *step = arg;
 	QcLlmJob   *job = step->job;
 
-	if (step->hook)
-		step->hook(job, true, step->arg);
 	if (step->kind == STEP_NEXT)
-		job->calls = qc_llm_job_next(job);
+		job->calls = job_next(job);
 	else if (step->kind == STEP_TAKE)
 		take(job);
 	else
 		advance(job);
-	if (step->hook)
-		step->hook(job, false, step->arg);
 }
 
 /*
@@ -721,9 +700,9 @@ job_step_run(void *arg)
  * the job with that error and leaves the others going.
  */
 static void
-job_step(QcLlmJob *job, JobStepKind kind, QcLlmJobHook hook, void *arg)
+job_step(QcLlmJob *job, JobStepKind kind)
 {
-	JobStep		step = {job, kind, hook, arg};
+	JobStep		step = {job, kind};
 	MemoryContext callercxt = MemoryContextSwitchTo(job->cxt);
 	ErrorData  *edata = qc_subxact_run(job_step_run, &step);
 
@@ -742,8 +721,6 @@ job_step(QcLlmJob *job, JobStepKind kind, QcLlmJobHook hook, void *arg)
 typedef struct Pass
 {
 	QcLlmJob  **job_of;
-	QcLlmJobHook hook;
-	void	   *arg;
 } Pass;
 
 /*
@@ -760,11 +737,19 @@ call_ended(QcCall *call, void *arg)
 	QcLlmJob   *job = pass->job_of[call->ord];
 
 	if (--job->in_flight == 0)
-		job_step(job, STEP_TAKE, pass->hook, pass->arg);
+		job_step(job, STEP_TAKE);
 }
 
-int
-qc_llm_jobs_step(List *jobs, int concurrency, QcLlmJobHook hook, void *arg)
+/*
+ * One pass over many jobs, inside a transaction: the calls of every job
+ * that is not done and whose not-before time has come go out in one batch
+ * (at most concurrency at once), then each of those jobs takes in its
+ * calls.  A step that raises ends its job with that error
+ * (qc_llm_job_error), in a subtransaction rolled back; only a query cancel
+ * or a termination is raised.
+ */
+static void
+jobs_step(List *jobs, int concurrency)
 {
 	MemoryContext passcxt = AllocSetContextCreate(CurrentMemoryContext, "queryclaw llm pass",
 												  ALLOCSET_DEFAULT_SIZES);
@@ -772,9 +757,8 @@ qc_llm_jobs_step(List *jobs, int concurrency, QcLlmJobHook hook, void *arg)
 	TimestampTz now = GetCurrentTimestamp();
 	int			room = Max(list_length(jobs), 1);
 	QcCall	  **batch = palloc(room * sizeof(QcCall *));
-	Pass		pass = {palloc(room * sizeof(QcLlmJob *)), hook, arg};
+	Pass		pass = {palloc(room * sizeof(QcLlmJob *))};
 	int			nbatch = 0;
-	int			going = 0;
 	ListCell   *lc;
 
 	foreach(lc, jobs)
@@ -782,12 +766,9 @@ qc_llm_jobs_step(List *jobs, int concurrency, QcLlmJobHook hook, void *arg)
 		QcLlmJob   *job = lfirst(lc);
 		ListCell   *c;
 
-		if (job->done)
+		if (job->done || job->not_before > now)
 			continue;
-		going++;
-		if (job->not_before > now)
-			continue;
-		job_step(job, STEP_NEXT, hook, arg);
+		job_step(job, STEP_NEXT);
 		job->in_flight = list_length(job->calls);
 		foreach(c, job->calls)
 		{
@@ -812,15 +793,15 @@ qc_llm_jobs_step(List *jobs, int concurrency, QcLlmJobHook hook, void *arg)
 		QcLlmJob   *job = pass.job_of[i];
 
 		if (job->reply != NULL || job->spent_runs != NIL)
-			job_step(job, STEP_ADVANCE, hook, arg);
+			job_step(job, STEP_ADVANCE);
 	}
 	MemoryContextSwitchTo(old);
 	MemoryContextDelete(passcxt);
-	return going;
 }
 
-long
-qc_llm_jobs_wait_ms(List *jobs)
+/* Milliseconds until a job that is not done may go on (0: one may now; -1: all done). */
+static long
+jobs_wait_ms(List *jobs)
 {
 	long		wait = -1;
 	ListCell   *lc;
@@ -840,15 +821,15 @@ qc_llm_jobs_wait_ms(List *jobs)
 }
 
 void
-qc_llm_jobs_run(List *jobs, int concurrency, QcLlmJobHook hook, void *arg)
+qc_llm_jobs_run(List *jobs, int concurrency)
 {
 	long		wait;
 
-	while ((wait = qc_llm_jobs_wait_ms(jobs)) >= 0)
+	while ((wait = jobs_wait_ms(jobs)) >= 0)
 	{
 		if (wait > 0)
 			qc_endpoint_sleep(wait);
-		(void) qc_llm_jobs_step(jobs, concurrency, hook, arg);
+		jobs_step(jobs, concurrency);
 	}
 }
 
@@ -860,7 +841,7 @@ qc_llm_jobs_run(List *jobs, int concurrency, QcLlmJobHook hook, void *arg)
 void
 qc_llm_job_run(QcLlmJob *job)
 {
-	qc_llm_jobs_run(list_make1(job), 1, NULL, NULL);
+	qc_llm_jobs_run(list_make1(job), 1);
 	if (job->error != NULL)
 		ReThrowError(job->error);
 }

@@ -89,30 +89,8 @@ extern void qc_llm_job_free(QcLlmJob *job);
 extern QcLlmJob *qc_llm_job_from_request(Jsonb *request, const char *audit_extra,
 										 void *owner);
 
-/*
- * The calls (of QcCall *) to send now, in the job's memory: the next
- * attempt at a model request, or the HTTP requests of the tool calls of
- * a round (in the background; a SQL call runs them in absorb).  Call it once the job is not done and its
- * not-before time has come.  Raises what keeps the request from going
- * (the role's token budget is spent: 53400).
- */
-extern List *qc_llm_job_next(QcLlmJob *job);
-
-/*
- * Once every call next() gave has ended (sent, or failed: the transport
- * records failures on the calls): move on.  A retryable failure of the
- * model request only sets the job's not-before time; a reply is read and
- * its tool calls started (or run), each in subtransactions; the responses
- * to the tool calls' requests are read.  Raises the run's failure
- * as llm_chat_tools() raises it.
- */
-extern void qc_llm_job_absorb(QcLlmJob *job);
-
-extern bool qc_llm_job_done(const QcLlmJob *job);
-/* When the next attempt may go (0: now). */
-extern TimestampTz qc_llm_job_not_before(const QcLlmJob *job);
 extern const QcLlmOutcome *qc_llm_job_outcome(const QcLlmJob *job);
-/* The failure of a job run by qc_llm_jobs_step(), or NULL. */
+/* The failure of a job run by qc_llm_jobs_run(), or NULL. */
 extern ErrorData *qc_llm_job_error(const QcLlmJob *job);
 extern void *qc_llm_job_owner(const QcLlmJob *job);
 
@@ -133,36 +111,16 @@ extern void qc_llm_fail_refusal(const char *what, const char *refusal) pg_attrib
 extern void qc_llm_job_run(QcLlmJob *job);
 
 /*
- * Called around each step of a job run among many (entering true, then
- * false), inside the step's subtransaction, so that the caller can take on
- * the job's identity and settings.  When the step fails, the hook is not
- * called again: the subtransaction's rollback restores the user id and the
- * GUC nest level as they were before it.
+ * Run many jobs (a List of QcLlmJob *) to their ends, inside a transaction,
+ * their requests in flight together: in passes, each sending in one batch
+ * (at most concurrency at once) the calls of every job that is not done and
+ * whose not-before time has come, then letting each of those jobs take in
+ * its calls; between passes, waiting on the latch while every job waits
+ * for its not-before time.  A step that raises ends its job with that error
+ * (qc_llm_job_error), in a subtransaction rolled back; only a query cancel
+ * or a termination is raised.  The calls are admitted, rate-limited and
+ * audited as the current user: run jobs of one role together.
  */
-typedef void (*QcLlmJobHook) (QcLlmJob *job, bool entering, void *arg);
-
-/*
- * One pass over many jobs (a List of QcLlmJob *), inside a transaction:
- * the calls of every job that is not done and whose not-before time has
- * come go out in one batch (at most concurrency at once), then each of
- * those jobs takes in its calls.  A step that raises ends its job with
- * that error (qc_llm_job_error), in a subtransaction rolled back; only a
- * query cancel or a termination is raised.  The calls of a batch are
- * admitted, rate-limited and audited as the current user: run jobs of one
- * role together.  Returns how many jobs were not done at its start.
- */
-extern int	qc_llm_jobs_step(List *jobs, int concurrency, QcLlmJobHook hook,
-							 void *arg);
-
-/* Milliseconds until a job that is not done may go on (0: one may now; -1: all done). */
-extern long qc_llm_jobs_wait_ms(List *jobs);
-
-/*
- * Run many jobs to their ends, their requests in flight together: passes
- * of qc_llm_jobs_step(), waiting on the latch while every job waits for
- * its not-before time.
- */
-extern void qc_llm_jobs_run(List *jobs, int concurrency, QcLlmJobHook hook,
-							void *arg);
+extern void qc_llm_jobs_run(List *jobs, int concurrency);
 
 #endif							/* QC_LLMJOB_H */
