@@ -48,9 +48,8 @@
 static QcQueueShared *shared = NULL;
 static int	my_slot = -1;
 
-/* What this transaction did that the workers must hear of at commit. */
-static bool xact_enqueued = false;
-static bool xact_cancelled = false;
+/* This transaction enqueued or cancelled: the workers have work at commit. */
+static bool xact_wakes_workers = false;
 static bool xact_callback_registered = false;
 
 /* The unfinished requests of one role, read once in this transaction. */
@@ -81,8 +80,6 @@ queue_shmem_startup(void)
 	{
 		memset(shared, 0, sizeof(QcQueueShared));
 		SpinLockInit(&shared->mutex);
-		pg_atomic_init_u64(&shared->enqueued, 0);
-		pg_atomic_init_u64(&shared->cancels, 0);
 		ConditionVariableInit(&shared->finished);
 	}
 	LWLockRelease(AddinShmemInitLock);
@@ -148,18 +145,12 @@ wake_workers(void)
 static void
 queue_xact_callback(XactEvent event, void *arg)
 {
-	if (event == XACT_EVENT_COMMIT && (xact_enqueued || xact_cancelled))
-	{
-		if (xact_enqueued)
-			pg_atomic_fetch_add_u64(&shared->enqueued, 1);
-		if (xact_cancelled)
-			pg_atomic_fetch_add_u64(&shared->cancels, 1);
+	if (event == XACT_EVENT_COMMIT && xact_wakes_workers)
 		wake_workers();
-	}
 	if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_ABORT ||
 		event == XACT_EVENT_PREPARE)
 	{
-		xact_enqueued = xact_cancelled = false;
+		xact_wakes_workers = false;
 		counted_role = InvalidOid;
 	}
 }
@@ -177,15 +168,9 @@ note(bool *flag)
 }
 
 void
-qc_queue_note_enqueued(void)
+qc_queue_wake_at_commit(void)
 {
-	note(&xact_enqueued);
-}
-
-void
-qc_queue_note_cancelled(void)
-{
-	note(&xact_cancelled);
+	note(&xact_wakes_workers);
 }
 
 /* Unfinished requests of role's, counting at most limit of them. */
@@ -237,7 +222,6 @@ detach_worker(int code, Datum arg)
 {
 	SpinLockAcquire(&shared->mutex);
 	shared->worker_latch[my_slot] = NULL;
-	shared->worker_pid[my_slot] = 0;
 	SpinLockRelease(&shared->mutex);
 	my_slot = -1;
 }
@@ -250,7 +234,6 @@ qc_queue_attach_worker(int slot)
 	my_slot = slot;
 	SpinLockAcquire(&shared->mutex);
 	shared->worker_latch[slot] = MyLatch;
-	shared->worker_pid[slot] = MyProcPid;
 	SpinLockRelease(&shared->mutex);
 	before_shmem_exit(detach_worker, (Datum) 0);
 }

@@ -24,13 +24,11 @@
  *   any final state) and then set finished_at (index
  *   requests_cancelled_idx finds these rows).  A request a worker was
  *   running when it was cancelled is noticed by the worker's final UPDATE
- *   (... WHERE state = 'running' finds no row), or sooner through
- *   QcQueueShared.cancels (below).
+ *   (... WHERE state = 'running' finds no row).
  * - Retention (qc_queue_purge) deletes only rows with finished_at set.
  *
- * Locking rules of QcQueueShared: the mutex protects worker_latch,
- * worker_pid and recovered; the counters are atomics; finished is a condition variable
- * (no lock).  Nothing is done under the mutex but reading or writing
+ * Locking rules of QcQueueShared: the mutex protects worker_latch and
+ * recovered; finished is a condition variable (no lock).  Nothing is done under the mutex but reading or writing
  * those fields.  Fields are appended at the end of the struct.
  *
  *-------------------------------------------------------------------------
@@ -39,7 +37,6 @@
 #define QC_QUEUE_H
 
 #include "executor/spi.h"
-#include "port/atomics.h"
 #include "storage/condition_variable.h"
 #include "storage/latch.h"
 #include "storage/spin.h"
@@ -56,16 +53,8 @@
 typedef struct QcQueueShared
 {
 	slock_t		mutex;
-	/* the async workers, by slot (0 .. async_workers - 1); NULL, 0 when none */
+	/* the async workers' latches, by slot (0 .. async_workers - 1); NULL when none */
 	Latch	   *worker_latch[QC_ASYNC_MAX_WORKERS];
-	pid_t		worker_pid[QC_ASYNC_MAX_WORKERS];
-	/* transactions that committed new requests, since server start */
-	pg_atomic_uint64 enqueued;
-	/*
-	 * transactions that committed cancellations, since server start: a
-	 * worker that sees it change checks the state of the rows it runs
-	 */
-	pg_atomic_uint64 cancels;
 	/* broadcast by the workers after committing final states (wait()) */
 	ConditionVariable finished;
 	/*
@@ -89,11 +78,11 @@ extern QcQueueShared *qc_queue_shared(void);
 extern void qc_queue_require(const char *what);
 
 /*
- * Note that this transaction enqueued (or cancelled) requests: at commit,
- * the counters are bumped and the workers' latches set.
+ * Note that this transaction enqueued or cancelled requests (a cancelled
+ * one's callback is the workers' to call): at commit, the workers' latches
+ * are set.
  */
-extern void qc_queue_note_enqueued(void);
-extern void qc_queue_note_cancelled(void);
+extern void qc_queue_wake_at_commit(void);
 
 /*
  * Admit one more request of role's (queryclaw.max_queued_per_role): 53400

@@ -202,6 +202,6 @@ cancel_requests(PG_FUNCTION_ARGS)
 	n = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 	qc_queue_end_as_owner(&save);
 	if (n > 0)
-		qc_queue_note_cancelled();
+		qc_queue_wake_at_commit();
 	PG_RETURN_INT32(n);
 }
