@@ -14,7 +14,7 @@
  * lock_timeout make every statement of the worker fail.
  *
  * No flag of BackgroundWorkerInitializeConnection skips those settings.
- * So qc_bgsession_connect takes the server's values of every setting a
+ * So bgsession_connect takes the server's values of every setting a
  * database or role can hold (postgresql.conf, ALTER SYSTEM, the command
  * line: what a background worker has before it connects), connects, and
  * sets back each setting that pg_db_role_setting changed, logging their
@@ -225,8 +225,8 @@ bgsession_sigterm(SIGNAL_ARGS)
 	errno = save_errno;
 }
 
-void
-qc_bgsession_connect(const char *dbname)
+static void
+bgsession_connect(const char *dbname)
 {
 	MemoryContext cxt = AllocSetContextCreate(TopMemoryContext,
 											  "queryclaw server settings",
@@ -284,7 +284,7 @@ qc_bgsession_start(const char *dbname)
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
 	pqsignal(SIGTERM, bgsession_sigterm);
 	BackgroundWorkerUnblockSignals();
-	qc_bgsession_connect(dbname);
+	bgsession_connect(dbname);
 }
 
 bool

@@ -25,11 +25,10 @@ extern void qc_bgsession_register(const char *function, const char *name,
 /* Set by SIGTERM: the worker's loop ends, after what it must finish. */
 extern volatile sig_atomic_t qc_bgsession_stop;
 
-extern void qc_bgsession_connect(const char *dbname);
-
 /*
  * The start of every worker of ours: SIGHUP reloads the configuration,
- * SIGTERM sets qc_bgsession_stop; then qc_bgsession_connect(dbname).
+ * SIGTERM sets qc_bgsession_stop; then the connection to dbname (see
+ * bgsession.c for what it takes from the database's and role's settings).
  */
 extern void qc_bgsession_start(const char *dbname);
 
