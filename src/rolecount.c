@@ -203,12 +203,11 @@ qc_rolecounts_admit(QcRoleCounts *c, int64 n, int limit, QcVerdict *v)
 
 	if (limit == 0)
 		return qc_verdict_allow(v);
-	name = GetUserNameFromId(role, false);
 	if (c->table == NULL)
 		return qc_verdict_refuse(v, ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
 								 psprintf("%ss need queryclaw_ext in shared_preload_libraries", w->limit),
 								 psprintf("%s is %d for role %s, and the per-role counters live in shared memory.",
-										  w->setting, limit, name),
+										  w->setting, limit, GetUserNameFromId(role, false)),
 								 psprintf("Add queryclaw_ext to shared_preload_libraries and restart the server, or set %s to 0.",
 										  w->setting),
 								 0);
@@ -222,6 +221,8 @@ qc_rolecounts_admit(QcRoleCounts *c, int64 n, int limit, QcVerdict *v)
 								 GetCurrentTimestamp() + c->step_us);
 	if (used < limit)
 		return qc_verdict_allow(v);
+	/* the name only for a refusal: an allowed call looks nothing up */
+	name = GetUserNameFromId(role, false);
 	return qc_verdict_refuse(v, ERRCODE_CONFIGURATION_LIMIT_EXCEEDED,
 							 psprintf("%s exceeded for role \"%s\"", w->limit, name),
 							 psprintf("Role %s %s %lld %s; %s is %d.", name, w->verb,
