@@ -734,23 +734,23 @@ qc_audit_call(QcCall *call)
 {
 	PendingCall *p = call->audit_pending;
 	const char *outcome = call->outcome;
-	const char *reason = call->reason ? qc_redact_text(call->reason) : NULL;
+	const char *reason;
 	QcAuditRecord rec;
 	StringInfoData buf;
 
+	call->audit_pending = NULL;
+	if (p != NULL && (!qc_audit || !qc_auditq_durable()))
+		finish_pending(p, NULL, 0); /* audit switched off mid-call */
+	if (!qc_audit)
+		return;
+	reason = call->reason ? qc_redact_text(call->reason) : NULL;
 	if (strcmp(outcome, QC_OUTCOME_CHECKED) == 0)
 		outcome = checked_outcome();
-	call->audit_pending = NULL;
-	if (!qc_audit || !qc_auditq_durable())
+	if (!qc_auditq_durable())
 	{
-		if (p != NULL)
-			finish_pending(p, NULL, 0); /* audit switched off mid-call */
-		if (qc_audit)
-		{
-			audit_record(call, GetUserNameFromId(GetUserId(), false),
-						 outcome, reason, &rec);
-			insert_in_caller_transaction(&rec);
-		}
+		audit_record(call, GetUserNameFromId(GetUserId(), false),
+					 outcome, reason, &rec);
+		insert_in_caller_transaction(&rec);
 		return;
 	}
 	if (p != NULL)
