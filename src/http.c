@@ -478,7 +478,6 @@ typedef struct Slot
 	bool		must_resolve;	/* the hop waits for a lookup to start */
 	QcLookup   *lookup;			/* the hop's host being resolved, or NULL */
 	struct curl_slist *resolve_list;	/* its checked addresses, for libcurl */
-	bool		curl_resolves;	/* libcurl looks a name up itself (a thread) */
 } Slot;
 
 /*
@@ -506,7 +505,6 @@ release_hop(Slot *slot)
 	slot->header_list = NULL;
 	curl_slist_free_all(slot->resolve_list);
 	slot->resolve_list = NULL;
-	slot->curl_resolves = false;
 	free(slot->t.body);
 	free(slot->t.head);
 	memset(&slot->t, 0, sizeof(slot->t));
@@ -584,9 +582,6 @@ launch_hop(Slot *slot, long remaining)
 			  slot->body_len, slot->header_list, remaining);
 	if (slot->resolve_list != NULL)
 		curl_easy_setopt(slot->easy, CURLOPT_RESOLVE, slot->resolve_list);
-	/* a proxy's name, or a trusted endpoint's, or "localhost" */
-	slot->curl_resolves = qc_proxy[0] != '\0' ||
-		(!slot->hop.host_is_ip && slot->resolve_list == NULL);
 	curl_easy_setopt(slot->easy, CURLOPT_PRIVATE, slot);
 	mc = curl_multi_add_handle(qc_multi, slot->easy);
 	if (mc != CURLM_OK)
@@ -976,12 +971,19 @@ ensure_slots(int n)
 	return pool;
 }
 
-/* Might libcurl start a thread to look a name up in this perform? */
+/*
+ * Might libcurl start a thread to look a name up in this perform?  Only
+ * for a hop it was handed (not one waiting for our own lookup) that it was
+ * not given the addresses of: a proxy's name, a trusted endpoint's name,
+ * or "localhost".
+ */
 static bool
 any_curl_resolving(Slot *slots, int nslots)
 {
 	for (int s = 0; s < nslots; s++)
-		if (slots[s].call != NULL && slots[s].curl_resolves)
+		if (slots[s].call != NULL && !slots[s].must_resolve &&
+			(qc_proxy[0] != '\0' ||
+			 (!slots[s].hop.host_is_ip && slots[s].resolve_list == NULL)))
 			return true;
 	return false;
 }
