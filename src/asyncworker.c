@@ -181,7 +181,6 @@ typedef struct ClaimScope
 {
 	Claimed    *claimed;
 	ArrayType  *roles;			/* oid[]: the roles found not paused */
-	int			nroles;
 } ClaimScope;
 
 static void next_due_time(void *arg);
@@ -276,7 +275,8 @@ due_roles(void *arg)
 }
 
 /*
- * The roles whose due requests a pass may claim, as an oid[]: not those for
+ * The roles whose due requests a pass may claim, as an oid[] (NULL when
+ * there are none): not those for
  * which queryclaw.enabled is off, whose requests are left as they are,
  * queued and untouched (a paused queue of any size costs no write), and
  * looked at again at the next pass, at most a nap later.  Only the roles
@@ -284,7 +284,7 @@ due_roles(void *arg)
  * perhaps paused) is not seen running before a pass looks at its role.
  */
 static ArrayType *
-claimable_roles(List **due, int *n)
+claimable_roles(List **due)
 {
 	List	   *roles = NIL;
 	Datum	   *going;
@@ -303,7 +303,8 @@ claimable_roles(List **due, int *n)
 			!qc_async_role_paused(role))
 			going[ngoing++] = ObjectIdGetDatum(role);
 	}
-	*n = ngoing;
+	if (ngoing == 0)
+		return NULL;
 	return construct_array(going, ngoing, OIDOID, sizeof(Oid), true, TYPALIGN_INT);
 }
 
@@ -325,11 +326,10 @@ static void
 claim(void *arg)
 {
 	List	   *seen;
-	ClaimScope	scope = {arg, NULL, 0};
+	ClaimScope	scope = {arg, claimable_roles(&seen)};
 
-	scope.roles = claimable_roles(&seen, &scope.nroles);
 	/* with none, no index scan passes over a paused queue's requests */
-	if (scope.nroles > 0)
+	if (scope.roles != NULL)
 		qc_async_as_writer(claim_rows, &scope);
 	else
 		qc_async_as_writer(next_due_time, NULL);
