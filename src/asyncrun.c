@@ -374,18 +374,8 @@ execute(int stmt, Datum *values, const char *nulls)
 	static SPIPlanPtr plans[STMT_COUNT];
 	int			rc;
 
-	if (plans[stmt] == NULL)
-	{
-		SPIPlanPtr	plan = SPI_prepare(statements[stmt], nargs[stmt],
-									   (Oid *) (stmt == STMT_RETRY || stmt == STMT_WAIT ?
-												retry_types : argtypes));
-
-		if (plan == NULL)
-			elog(ERROR, "could not prepare a statement on queryclaw.requests: %s",
-				 SPI_result_code_string(SPI_result));
-		SPI_keepplan(plan);
-		plans[stmt] = plan;
-	}
+	qc_queue_plan(&plans[stmt], statements[stmt], nargs[stmt],
+				  (Oid *) (stmt == STMT_RETRY || stmt == STMT_WAIT ? retry_types : argtypes));
 	rc = SPI_execute_plan(plans[stmt], values, nulls, false, 0);
 	if (rc != SPI_OK_UPDATE && rc != SPI_OK_DELETE)
 		elog(ERROR, "could not update queryclaw.requests: %s", SPI_result_code_string(rc));
