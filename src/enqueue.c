@@ -41,6 +41,7 @@
 #include "compat.h"
 #include "guc.h"
 #include "http.h"
+#include "llmjob.h"
 #include "policy.h"
 #include "queue.h"
 #include "redact.h"
@@ -364,20 +365,14 @@ llm_chat_tools_async(PG_FUNCTION_ARGS)
 	}
 	if (!PG_ARGISNULL(4))
 	{
-		if (PG_GETARG_INT32(4) < 1)
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("max_rounds must be at least 1")));
+		qc_llm_check_max_rounds(PG_GETARG_INT32(4));
 		request_int(&r, "max_rounds", PG_GETARG_INT32(4));
 	}
 	if (!PG_ARGISNULL(5))
 	{
 		Jsonb	   *schema = PG_GETARG_JSONB_P(5);
 
-		if (!JB_ROOT_IS_OBJECT(schema))
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("output_schema must be a JSON object")));
+		qc_llm_check_output_schema(schema);
 		request_json(&r, "output_schema", JsonbToCString(NULL, &schema->root, VARSIZE(schema)),
 					 NULL);
 	}

@@ -357,6 +357,25 @@ add_messages(QcChat *chat, Jsonb *messages)
  * The tools, the model, the output schema and max_rounds (which can only
  * lower queryclaw.llm_max_rounds), all checked before any request.
  */
+void
+qc_llm_check_output_schema(Jsonb *schema)
+{
+	if (!JB_ROOT_IS_OBJECT(schema))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("output_schema must be a JSON object"),
+				 errdetail("It is a JSON Schema, such as '{\"type\": \"object\", \"properties\": {\"city\": {\"type\": \"string\"}}}'.")));
+}
+
+void
+qc_llm_check_max_rounds(int max_rounds)
+{
+	if (max_rounds < 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("max_rounds must be at least 1")));
+}
+
 static void
 prepare(QcLlmJob *job, const QcLlmSpec *spec)
 {
@@ -377,11 +396,7 @@ prepare(QcLlmJob *job, const QcLlmSpec *spec)
 	{
 		Jsonb	   *schema = spec->output_schema;
 
-		if (!JB_ROOT_IS_OBJECT(schema))
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("output_schema must be a JSON object"),
-					 errdetail("It is a JSON Schema, such as '{\"type\": \"object\", \"properties\": {\"city\": {\"type\": \"string\"}}}'.")));
+		qc_llm_check_output_schema(schema);
 		job->chat.output_schema = JsonbToCString(NULL, &schema->root, VARSIZE(schema));
 		job->chat.schema_strict = qc_schema_strict_ok(schema);
 		job->schema = qc_jsonb_parse(job->chat.output_schema);
@@ -389,10 +404,7 @@ prepare(QcLlmJob *job, const QcLlmSpec *spec)
 	job->max_rounds = qc_llm_max_rounds;
 	if (spec->has_max_rounds)
 	{
-		if (spec->max_rounds < 1)
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("max_rounds must be at least 1")));
+		qc_llm_check_max_rounds(spec->max_rounds);
 		job->max_rounds = Min(spec->max_rounds, qc_llm_max_rounds);
 	}
 }

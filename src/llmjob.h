@@ -101,6 +101,14 @@ extern void *qc_llm_job_owner(const QcLlmJob *job);
  */
 extern Jsonb *qc_llm_job_result(QcLlmJob *job);
 
+/*
+ * The checks of llm_chat_tools' output_schema (a JSON object) and
+ * max_rounds (at least 1), which its async form makes when it queues the
+ * request: 22023.
+ */
+extern void qc_llm_check_output_schema(Jsonb *schema);
+extern void qc_llm_check_max_rounds(int max_rounds);
+
 /* Up to 200 characters of what the model said, for an error's detail. */
 extern char *qc_llm_quote(const char *text);
 
