@@ -449,7 +449,8 @@ record_and_call(void *arg)
 	qc_async_as_writer(record_outcome, &f->rec);
 	if (OidIsValid(f->callback) &&
 		(f->rec.cancelled || r->outcome == QC_ASYNC_DONE || r->outcome == QC_ASYNC_FAILED))
-		qc_queue_call_callback(r->callback, r->id, f->rec.cancelled ? NULL : r->result,
+		qc_queue_call_callback(f->callback, r->callback, r->id,
+							   f->rec.cancelled ? NULL : r->result,
 							   f->rec.cancelled ? "cancelled" : r->error, r->context);
 }
 

@@ -42,7 +42,6 @@
 
 #include "compat.h"
 #include "guc.h"
-#include "proclookup.h"
 #include "queue.h"
 
 static QcQueueShared *shared = NULL;
@@ -325,8 +324,9 @@ qc_queue_plan(SPIPlanPtr *plan, const char *sql, int nargs, Oid *types)
 	return *plan;
 }
 
-char *
-qc_queue_check_callback(Oid fn)
+/* 42883 when fn is gone, 22023 unless it has a callback's shape. */
+static void
+check_callback_shape(Oid fn)
 {
 	static const Oid args[4] = {INT8OID, JSONBOID, TEXTOID, JSONBOID};
 	HeapTuple	tuple = SearchSysCache1(PROCOID, ObjectIdGetDatum(fn));
@@ -348,6 +348,12 @@ qc_queue_check_callback(Oid fn)
 				 errmsg("%s cannot be a callback", format_procedure(fn)),
 				 errdetail("A callback is a procedure, or a function not returning a set, taking (id bigint, result jsonb, error text, context jsonb)."),
 				 errhint("For example: CREATE PROCEDURE my_callback(id bigint, result jsonb, error text, context jsonb) ...")));
+}
+
+char *
+qc_queue_check_callback(Oid fn)
+{
+	check_callback_shape(fn);
 	if (qc_proc_aclcheck(fn, GetUserId(), ACL_EXECUTE) != ACLCHECK_OK)
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
@@ -358,20 +364,19 @@ qc_queue_check_callback(Oid fn)
 }
 
 void
-qc_queue_call_callback(const char *callback, int64 id, Jsonb *result,
+qc_queue_call_callback(Oid fn, const char *callback, int64 id, Jsonb *result,
 					   const char *error, Jsonb *context)
 {
-	Oid			fn = qc_proc_by_signature(callback);
 	FmgrInfo	flinfo;
 
 	LOCAL_FCINFO(fcinfo, 4);
 
-	if (!OidIsValid(fn))
+	if (!SearchSysCacheExists1(PROCOID, ObjectIdGetDatum(fn)))
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_FUNCTION),
 				 errmsg("callback %s does not exist", callback),
 				 errdetail("It was dropped after the request was queued.")));
-	(void) qc_queue_check_callback(fn);
+	check_callback_shape(fn);
 	fmgr_info(fn, &flinfo);
 	InitFunctionCallInfoData(*fcinfo, &flinfo, 4, InvalidOid, NULL, NULL);
 	fcinfo->args[0].value = Int64GetDatum(id);

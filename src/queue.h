@@ -106,17 +106,17 @@ extern void qc_queue_attach_worker(int slot);
 extern void qc_queue_notify_finished(void);
 
 /*
- * Call a request's callback (requests.callback: its signature) with
- * (id, result, error, context), as the current role: the worker has taken
- * the request's role, in a security-restricted operation, in the
- * transaction that records the final state.  result and context may be
- * NULL (SQL NULL), as error.  Looked up and checked again first: a
- * callback dropped since (42883), changed, or no longer executable by the
- * role (qc_queue_check_callback's errors) raises, and the request fails
- * with that.  A STRICT function given a NULL is not called, as SQL would
- * not.  Its result, if any, is ignored.
+ * Call a request's callback fn (callback: its signature, requests.callback,
+ * for messages) with (id, result, error, context), as the current role:
+ * the worker has taken the request's role, found fn by that signature and
+ * checked the role's EXECUTE on it under the latest snapshot, and is in a
+ * security-restricted operation, in the transaction that records the final
+ * state.  result and context may be NULL (SQL NULL), as error.  A callback
+ * dropped since (42883), or that no longer has a callback's shape (22023),
+ * raises, and the request fails with that.  A STRICT function given a NULL
+ * is not called, as SQL would not.  Its result, if any, is ignored.
  */
-extern void qc_queue_call_callback(const char *callback, int64 id, Jsonb *result,
+extern void qc_queue_call_callback(Oid fn, const char *callback, int64 id, Jsonb *result,
 								   const char *error, Jsonb *context);
 
 /*
