@@ -246,6 +246,17 @@ qc_start_cluster() {
 	export PGHOST="$QC_WORK" PGPORT=5432
 }
 
+# A benchmark's set-up against Debian's nginx: its packages, a private
+# install, nginx on a free loopback port (base: its URL), and a cluster
+# that may reach it (queryclaw.enabled, local_allowlist).  More
+# postgresql.conf lines come on stdin, as for qc_start_cluster.
+qc_start_bench_with_nginx() {
+	QC_PACKAGES="$QC_PACKAGES $QC_NGINX_PACKAGES"
+	qc_setup_private && qc_start_nginx || return 1
+	base="http://127.0.0.1:$QC_NGINX_PORT"
+	qc_start_cluster < <(printf "queryclaw.enabled = on\nqueryclaw.local_allowlist = '127.0.0.1:%s'\n" "$QC_NGINX_PORT"; cat)
+}
+
 # Run pg_ctl on the cluster ($@: its options and action).  Proxy variables
 # name a dead loopback port: the extension must ignore them (only
 # queryclaw.proxy counts), or every request would fail.

@@ -27,16 +27,9 @@
 set -uo pipefail
 . "$(dirname "$0")/../lib.sh"
 
-QC_PACKAGES="$QC_PACKAGES $QC_NGINX_PACKAGES"
 MEMORY_REQUESTS=${QC_ASYNC_MEMORY_REQUESTS:-100000}
 
-qc_setup_private || exit 1
-qc_start_nginx || exit 1
-base="http://127.0.0.1:$QC_NGINX_PORT"
-
-qc_start_cluster <<CONF || exit 1
-queryclaw.enabled = on
-queryclaw.local_allowlist = '127.0.0.1:$QC_NGINX_PORT'
+qc_start_bench_with_nginx <<CONF || exit 1
 queryclaw.max_host_concurrency = 64
 queryclaw.async_concurrency = 64
 queryclaw.database = 'postgres'

@@ -19,16 +19,10 @@
 set -uo pipefail
 . "$(dirname "$0")/../lib.sh"
 
-QC_PACKAGES="$QC_PACKAGES $QC_NGINX_PACKAGES"
 CLIENTS=${CLIENTS:-16}
 CALLS=${CALLS:-500}
 
-qc_setup_private || exit 1
-qc_start_nginx || exit 1
-base="http://127.0.0.1:$QC_NGINX_PORT"
-qc_start_cluster <<CONF || exit 1
-queryclaw.enabled = on
-queryclaw.local_allowlist = '127.0.0.1:$QC_NGINX_PORT'
+qc_start_bench_with_nginx <<CONF || exit 1
 queryclaw.database = 'postgres'
 max_connections = 50
 CONF

@@ -25,7 +25,6 @@
 set -uo pipefail
 . "$(dirname "$0")/../lib.sh"
 
-QC_PACKAGES="$QC_PACKAGES $QC_NGINX_PACKAGES"
 CLIENTS=${QC_LOAD_CLIENTS:-16}
 SECONDS_=${QC_LOAD_SECONDS:-60}
 DATABASE=${QC_LOAD_DATABASE:-postgres}
@@ -40,12 +39,7 @@ MIX=(
 	"refused 1 1 0"
 )
 
-qc_setup_private || exit 1
-qc_start_nginx || exit 1
-base="http://127.0.0.1:$QC_NGINX_PORT"
-qc_start_cluster <<CONF || exit 1
-queryclaw.enabled = on
-queryclaw.local_allowlist = '127.0.0.1:$QC_NGINX_PORT'
+qc_start_bench_with_nginx <<CONF || exit 1
 max_connections = $((CLIENTS + 10))
 CONF
 [ "$DATABASE" = postgres ] || qc_psql -q -d postgres -c "CREATE DATABASE $DATABASE" || exit 1

@@ -18,23 +18,15 @@
 set -uo pipefail
 . "$(dirname "$0")/../lib.sh"
 
-QC_PACKAGES="$QC_PACKAGES $QC_NGINX_PACKAGES"
 RUNS=${QC_RUNS:-5}
 
-qc_setup_private || exit 1
-
-qc_start_nginx || exit 1
-nginx_port=$QC_NGINX_PORT
-
-qc_start_cluster <<CONF || exit 1
-queryclaw.enabled = on
-queryclaw.local_allowlist = '127.0.0.1:$nginx_port'
+qc_start_bench_with_nginx <<CONF || exit 1
 queryclaw.max_concurrency = 64
 queryclaw.max_host_concurrency = 64
 queryclaw.max_chars = 100000
 CONF
 qc_psql -q -d postgres -c "CREATE EXTENSION queryclaw_ext"
-base="http://127.0.0.1:$nginx_port"
+nginx_port=$QC_NGINX_PORT
 
 # The median of the numbers given.
 median_of() {
