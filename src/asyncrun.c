@@ -277,27 +277,63 @@ qc_async_role_paused(Oid role)
 	return paused;
 }
 
+/* A function a role's requests name, found and checked once per run. */
+typedef struct ProcCheck
+{
+	const char *signature;
+	Oid			fn;				/* InvalidOid: there is none */
+	bool		executable;		/* by the role, under the latest snapshot */
+} ProcCheck;
+
+/*
+ * The check of signature for role, from checks (a List of ProcCheck *, in
+ * the current memory context), made and added when it is not there yet:
+ * a role's requests name the same few functions, and each check reads
+ * pg_proc under a new snapshot.
+ */
+static const ProcCheck *
+check_proc(List **checks, const char *signature, Oid role)
+{
+	ProcCheck  *check;
+	ListCell   *lc;
+
+	foreach(lc, *checks)
+	{
+		check = lfirst(lc);
+		if (strcmp(check->signature, signature) == 0)
+			return check;
+	}
+	check = palloc(sizeof(ProcCheck));
+	check->signature = signature;
+	check->fn = qc_proc_by_signature(signature);
+	check->executable = OidIsValid(check->fn) && qc_proc_executable(check->fn, role);
+	*checks = lappend(*checks, check);
+	return check;
+}
+
 /* Why the role may not run the request, or NULL; sets *callback. */
 static char *
-refusal(QcAsyncRequest *r, Oid *callback)
+refusal(QcAsyncRequest *r, List **checks, Oid *callback)
 {
 	const char *sig = NULL;
-	Oid			fn;
+	const ProcCheck *check;
 
 	*callback = InvalidOid;
 	for (int i = 0; i < lengthof(async_functions); i++)
 		if (strcmp(async_functions[i].func, r->func) == 0)
 			sig = async_functions[i].signature;
-	if (sig == NULL || !OidIsValid(fn = qc_proc_by_signature(sig)))
+	if (sig == NULL || !OidIsValid((check = check_proc(checks, sig, r->role))->fn))
 		return psprintf("function %s does not exist", r->func);
-	if (!qc_proc_executable(fn, r->role))
+	if (!check->executable)
 		return psprintf("permission denied for function %s", r->func);
 	if (r->callback == NULL)
 		return NULL;
-	if (!OidIsValid(*callback = qc_proc_by_signature(r->callback)))
+	check = check_proc(checks, r->callback, r->role);
+	if (!OidIsValid(check->fn))
 		return psprintf("callback %s does not exist", r->callback);
-	if (!qc_proc_executable(*callback, r->role))
+	if (!check->executable)
 		return psprintf("permission denied for callback %s", r->callback);
+	*callback = check->fn;
 	return NULL;
 }
 
@@ -829,6 +865,7 @@ admit(RoleRun *run, Oid *callbacks)
 	bool		role_exists = SearchSysCacheExists1(AUTHOID, ObjectIdGetDatum(run->reqs[0]->role));
 	int64		calls_left = PG_INT64_MAX;
 	TimestampTz reopens = 0;
+	List	   *checks = NIL;
 
 	if (role_exists && qc_max_calls_per_hour > 0)
 	{
@@ -845,7 +882,7 @@ admit(RoleRun *run, Oid *callbacks)
 		if (r->outcome != QC_ASYNC_PENDING)
 		{
 			/* recovered or cancelled: only its callback is due */
-			if (role_exists && refusal(r, &callbacks[i]) != NULL)
+			if (role_exists && refusal(r, &checks, &callbacks[i]) != NULL)
 				callbacks[i] = InvalidOid;
 			continue;
 		}
@@ -855,7 +892,7 @@ admit(RoleRun *run, Oid *callbacks)
 					   psprintf("role with OID %u does not exist", r->role));
 			continue;
 		}
-		if ((why = refusal(r, &callbacks[i])) != NULL)
+		if ((why = refusal(r, &checks, &callbacks[i])) != NULL)
 		{
 			set_failed(r, ERRCODE_INSUFFICIENT_PRIVILEGE, why);
 			callbacks[i] = InvalidOid;
@@ -871,6 +908,7 @@ admit(RoleRun *run, Oid *callbacks)
 		else
 			calls_left--;
 	}
+	list_free_deep(checks);
 }
 
 void
