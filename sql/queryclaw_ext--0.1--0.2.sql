@@ -39,6 +39,55 @@ CREATE POLICY audit_log_writer_delete ON queryclaw.audit_log
 	FOR DELETE TO queryclaw_writer USING (true);
 
 --
+-- Audit rows are matched to roles by OID, not by name: a role renamed
+-- keeps its rows, and a role created later under a dropped or renamed
+-- role's name does not get them.  role keeps the name the role had when it
+-- called; role_id is the role (regrole, so that a dump restored into
+-- another cluster maps it by name).  Rows of 0.1 get the OID of the role
+-- that has their name now; rows whose role is gone have none, and only
+-- queryclaw_admin sees them.  The current role's OID is found by its exact
+-- name (name equality), never by reading the name as an identifier.
+--
+ALTER TABLE queryclaw.audit_log ADD COLUMN role_id regrole;
+UPDATE queryclaw.audit_log a SET role_id = r.oid
+  FROM pg_catalog.pg_roles r
+ WHERE r.rolname OPERATOR(pg_catalog.=) a.role;
+DROP INDEX queryclaw.audit_log_role_at_idx;
+CREATE INDEX audit_log_role_id_at_idx ON queryclaw.audit_log (role_id, at);
+ALTER POLICY audit_log_own_rows ON queryclaw.audit_log
+	USING (role_id OPERATOR(pg_catalog.=)
+		   (SELECT r.oid FROM pg_catalog.pg_roles r
+			 WHERE r.rolname OPERATOR(pg_catalog.=) CURRENT_USER));
+CREATE OR REPLACE VIEW queryclaw.my_audit WITH (security_barrier) AS
+	SELECT id, at, role, pid, func, method, url, final_url, status, outcome,
+		   reason, bytes, chars, truncated, elapsed_ms, query, detail
+	  FROM queryclaw.audit_log
+	 WHERE role_id OPERATOR(pg_catalog.=)
+		   (SELECT r.oid FROM pg_catalog.pg_roles r
+			 WHERE r.rolname OPERATOR(pg_catalog.=) CURRENT_USER);
+CREATE OR REPLACE VIEW queryclaw.stats WITH (security_barrier) AS
+	SELECT role,
+		   lower(substring(url FROM '^[A-Za-z][A-Za-z0-9+.-]*://([^/?#]*)')) AS host,
+		   count(*) AS calls,
+		   count(*) FILTER (WHERE outcome = 'ok') AS ok,
+		   count(*) FILTER (WHERE outcome = 'http_error') AS http_error,
+		   count(*) FILTER (WHERE outcome = 'refused') AS refused,
+		   count(*) FILTER (WHERE outcome = 'timeout') AS timeout,
+		   count(*) FILTER (WHERE outcome = 'error') AS error,
+		   count(*) FILTER (WHERE outcome = 'cancelled') AS cancelled,
+		   sum(bytes) AS bytes,
+		   round(percentile_cont(0.5) WITHIN GROUP (ORDER BY elapsed_ms)::numeric, 1) AS p50_ms,
+		   round(percentile_cont(0.95) WITHIN GROUP (ORDER BY elapsed_ms)::numeric, 1) AS p95_ms,
+		   max(at) AS last_call
+	  FROM queryclaw.audit_log
+	 WHERE at > pg_catalog.now() - interval '24 hours'
+	   AND (role_id OPERATOR(pg_catalog.=)
+			(SELECT r.oid FROM pg_catalog.pg_roles r
+			  WHERE r.rolname OPERATOR(pg_catalog.=) CURRENT_USER)
+			OR pg_catalog.pg_has_role('queryclaw_admin', 'USAGE'))
+	 GROUP BY 1, 2;
+
+--
 -- The database as a read-only tool of the LLM loop (sql_query, list_tables,
 -- describe_table): offered only to roles with EXECUTE on sql_query(text),
 -- which runs the same code from SQL.  VOLATILE, so that a statement it runs
@@ -157,7 +206,9 @@ GRANT SELECT ON queryclaw.requests TO PUBLIC;
 ALTER TABLE queryclaw.requests ENABLE ROW LEVEL SECURITY;
 ALTER TABLE queryclaw.request_secrets ENABLE ROW LEVEL SECURITY;
 CREATE POLICY requests_own_rows ON queryclaw.requests
-	FOR SELECT USING (role OPERATOR(pg_catalog.=) pg_catalog.to_regrole(current_user::text));
+	FOR SELECT USING (role OPERATOR(pg_catalog.=)
+					  (SELECT r.oid FROM pg_catalog.pg_roles r
+						WHERE r.rolname OPERATOR(pg_catalog.=) CURRENT_USER));
 CREATE POLICY requests_admin ON queryclaw.requests
 	FOR SELECT TO queryclaw_admin USING (true);
 GRANT SELECT, UPDATE, DELETE ON queryclaw.requests TO queryclaw_writer;

@@ -99,6 +99,7 @@ static const int text_limit[QC_AUDIT_NTEXT] = {
 typedef struct EncodedRecord
 {
 	Oid			dboid;
+	Oid			roleid;
 	int32		pid;
 	int32		status;
 	int32		chars;
@@ -121,6 +122,7 @@ typedef struct QcAuditPending
 {
 	dlist_node	node;
 	QcCall	   *call;
+	Oid			roleid;
 	char		role[NAMEDATALEN];	/* looked up while catalogs are safe */
 	int			nest_level;		/* of the (sub)transaction it began in */
 	StringInfoData fallback;	/* record for an unexpected end, once the
@@ -134,21 +136,30 @@ typedef struct QcAuditPending
  */
 static dlist_head pending_calls = DLIST_STATIC_INIT(pending_calls);
 
-#define AUDIT_NARGS 16
-#define AUDIT_COLUMNS \
+#define AUDIT_NARGS 17
+#define AUDIT_COLUMNS_0_1 \
 	"at, role, pid, func, method, url, final_url, status, outcome, reason, " \
 	"bytes, chars, truncated, elapsed_ms, query, detail"
-#define AUDIT_PARAMS \
+#define AUDIT_COLUMNS AUDIT_COLUMNS_0_1 ", role_id"
+#define AUDIT_PARAMS_0_1 \
 	"$1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16"
+#define AUDIT_PARAMS AUDIT_PARAMS_0_1 ", $17"
 
 #define AUDIT_UNNEST(n) "pg_catalog.unnest($" #n ")"
-#define AUDIT_UNNESTS \
+#define AUDIT_UNNESTS_0_1 \
 	AUDIT_UNNEST(1) ", " AUDIT_UNNEST(2) ", " AUDIT_UNNEST(3) ", " \
 	AUDIT_UNNEST(4) ", " AUDIT_UNNEST(5) ", " AUDIT_UNNEST(6) ", " \
 	AUDIT_UNNEST(7) ", " AUDIT_UNNEST(8) ", " AUDIT_UNNEST(9) ", " \
 	AUDIT_UNNEST(10) ", " AUDIT_UNNEST(11) ", " AUDIT_UNNEST(12) ", " \
 	AUDIT_UNNEST(13) ", " AUDIT_UNNEST(14) ", " AUDIT_UNNEST(15) ", " \
 	AUDIT_UNNEST(16)
+#define AUDIT_UNNESTS AUDIT_UNNESTS_0_1 ", " AUDIT_UNNEST(17)
+
+#define INSERT_ONE(columns, params) \
+	"INSERT INTO queryclaw.audit_log (" columns ") VALUES (" params ")"
+#define INSERT_MANY(columns, unnests) \
+	"INSERT INTO queryclaw.audit_log (" columns ")" \
+	" SELECT " columns " FROM ROWS FROM (" unnests ") AS r(" columns ")"
 
 /*
  * Two statements: one row from one value per column, for a call audited in
@@ -161,21 +172,35 @@ static dlist_head pending_calls = DLIST_STATIC_INIT(pending_calls);
  * in them is schema-qualified and no value needs a cast.  The arrays are
  * unnested with ROWS FROM and a qualified unnest each, which is what an
  * unnest of many arrays stands for.
+ *
+ * Each comes in two shapes: release 0.1's table, which has no role_id,
+ * until ALTER EXTENSION ... UPDATE adds it (the last parameter is then left
+ * out), and the current one (see audit_table_shape).
  */
-static const char *const insert_one_sql =
-"INSERT INTO queryclaw.audit_log (" AUDIT_COLUMNS ")"
-" VALUES (" AUDIT_PARAMS ")";
-static const char *const insert_many_sql =
-"INSERT INTO queryclaw.audit_log (" AUDIT_COLUMNS ")"
-" SELECT " AUDIT_COLUMNS " FROM ROWS FROM (" AUDIT_UNNESTS ") AS r(" AUDIT_COLUMNS ")";
-static SPIPlanPtr insert_one_plan = NULL;
-static SPIPlanPtr insert_many_plan = NULL;
+typedef enum AuditShape
+{
+	AUDIT_SHAPE_0_1,
+	AUDIT_SHAPE_CURRENT,
+	AUDIT_NSHAPES
+} AuditShape;
+
+static const char *const insert_one_sql[AUDIT_NSHAPES] = {
+	INSERT_ONE(AUDIT_COLUMNS_0_1, AUDIT_PARAMS_0_1),
+	INSERT_ONE(AUDIT_COLUMNS, AUDIT_PARAMS),
+};
+static const char *const insert_many_sql[AUDIT_NSHAPES] = {
+	INSERT_MANY(AUDIT_COLUMNS_0_1, AUDIT_UNNESTS_0_1),
+	INSERT_MANY(AUDIT_COLUMNS, AUDIT_UNNESTS),
+};
+static const int insert_nargs[AUDIT_NSHAPES] = {AUDIT_NARGS - 1, AUDIT_NARGS};
+static SPIPlanPtr insert_one_plan[AUDIT_NSHAPES];
+static SPIPlanPtr insert_many_plan[AUDIT_NSHAPES];
 
 /* The type of each column's elements, in the order of the statement */
 static const Oid insert_types[AUDIT_NARGS] = {
 	TIMESTAMPTZOID, TEXTOID, INT4OID, TEXTOID, TEXTOID, TEXTOID, TEXTOID,
 	INT4OID, TEXTOID, TEXTOID, INT8OID, INT4OID, BOOLOID, FLOAT8OID,
-	TEXTOID, JSONBOID
+	TEXTOID, JSONBOID, OIDOID
 };
 
 /*
@@ -286,16 +311,17 @@ audit_record_end(const QcCall *call, const char *outcome, const char *reason,
 
 /*
  * The record of a call; reason is already redacted.  Uses no catalog: the
- * role name is passed in, so this also serves on the error and exit paths.
+ * role and its name are passed in, so this also serves on the error and exit paths.
  */
 static void
-audit_record(const QcCall *call, const char *role, const char *outcome,
+audit_record(const QcCall *call, Oid roleid, const char *role, const char *outcome,
 			 const char *reason, QcAuditRecord *rec)
 {
 	const char *query = qc_audit_query ? debug_query_string : NULL;
 
 	memset(rec, 0, sizeof(*rec));
 	rec->dboid = MyDatabaseId;
+	rec->roleid = roleid;
 	rec->pid = MyProcPid;
 	rec->text[QC_AT_ROLE] = role;
 	rec->text[QC_AT_FUNC] = call->func;
@@ -348,6 +374,7 @@ qc_audit_record_encode(const QcAuditRecord *rec, StringInfo buf)
 
 	memset(&head, 0, sizeof(head));
 	head.dboid = rec->dboid;
+	head.roleid = rec->roleid;
 	head.pid = rec->pid;
 	head.status = rec->status;
 	head.chars = rec->chars;
@@ -373,6 +400,7 @@ qc_audit_record_decode(const char *data, QcAuditRecord *rec)
 
 	memcpy(&head, data, sizeof(head));
 	rec->dboid = head.dboid;
+	rec->roleid = head.roleid;
 	rec->pid = head.pid;
 	rec->status = head.status;
 	rec->chars = head.chars;
@@ -388,11 +416,25 @@ qc_audit_record_decode(const char *data, QcAuditRecord *rec)
 	}
 }
 
+/*
+ * The shape of this database's audit_log: whether it has role_id yet.  Read
+ * at each insert, not once: ALTER EXTENSION ... UPDATE may add it while a
+ * session or the audit worker keeps its plans.
+ */
+static AuditShape
+audit_table_shape(void)
+{
+	Oid			relid = get_relname_relid("audit_log", get_namespace_oid("queryclaw", false));
+
+	return get_attnum(relid, "role_id") == InvalidAttrNumber ?
+		AUDIT_SHAPE_0_1 : AUDIT_SHAPE_CURRENT;
+}
+
 /* Prepare and keep a statement whose parameters are of the given types. */
 static SPIPlanPtr
-prepare_kept(const char *sql, Oid *types)
+prepare_kept(const char *sql, int nargs, Oid *types)
 {
-	SPIPlanPtr	plan = SPI_prepare(sql, AUDIT_NARGS, types);
+	SPIPlanPtr	plan = SPI_prepare(sql, nargs, types);
 
 	if (plan == NULL)
 		elog(ERROR, "could not prepare audit insert: %s",
@@ -403,21 +445,21 @@ prepare_kept(const char *sql, Oid *types)
 
 /* Insert one row from the values of set_row() with n = 1. */
 static int
-insert_one(Datum *values, bool *isnull)
+insert_one(AuditShape shape, Datum *values, bool *isnull)
 {
 	char		nulls[AUDIT_NARGS];
 
-	if (insert_one_plan == NULL)
-		insert_one_plan = prepare_kept(insert_one_sql,
-									   unconstify(Oid *, &insert_types[0]));
+	if (insert_one_plan[shape] == NULL)
+		insert_one_plan[shape] = prepare_kept(insert_one_sql[shape], insert_nargs[shape],
+											  unconstify(Oid *, &insert_types[0]));
 	for (int col = 0; col < AUDIT_NARGS; col++)
 		nulls[col] = isnull[col] ? 'n' : ' ';
-	return SPI_execute_plan(insert_one_plan, values, nulls, false, 0);
+	return SPI_execute_plan(insert_one_plan[shape], values, nulls, false, 0);
 }
 
 /* Insert n rows from the values of set_row(), one array per column. */
 static int
-insert_many(Datum *values, bool *isnull, int n)
+insert_many(AuditShape shape, Datum *values, bool *isnull, int n)
 {
 	/* the storage of each column's elements, looked up with the plan */
 	static int16 typlen[AUDIT_NARGS];
@@ -427,7 +469,7 @@ insert_many(Datum *values, bool *isnull, int n)
 	int			dims[1] = {n};
 	int			lbs[1] = {1};
 
-	if (insert_many_plan == NULL)
+	if (insert_many_plan[shape] == NULL)
 	{
 		Oid			types[AUDIT_NARGS];
 
@@ -437,9 +479,10 @@ insert_many(Datum *values, bool *isnull, int n)
 			get_typlenbyvalalign(insert_types[col], &typlen[col],
 								 &typbyval[col], &typalign[col]);
 		}
-		insert_many_plan = prepare_kept(insert_many_sql, types);
+		insert_many_plan[shape] = prepare_kept(insert_many_sql[shape],
+											   insert_nargs[shape], types);
 	}
-	for (int col = 0; col < AUDIT_NARGS; col++)
+	for (int col = 0; col < insert_nargs[shape]; col++)
 		arrays[col] = PointerGetDatum(construct_md_array(&values[col * n],
 														 &isnull[col * n],
 														 1, dims, lbs,
@@ -447,7 +490,7 @@ insert_many(Datum *values, bool *isnull, int n)
 														 typlen[col],
 														 typbyval[col],
 														 typalign[col]));
-	return SPI_execute_plan(insert_many_plan, arrays, NULL, false, 0);
+	return SPI_execute_plan(insert_many_plan[shape], arrays, NULL, false, 0);
 }
 
 /* Record rec's values as row i of the n rows in values and nulls. */
@@ -482,6 +525,8 @@ set_row(const QcAuditRecord *rec, int i, int n, Datum *values, bool *nulls)
 	nulls[CELL(11)] = rec->chars < 0;
 	values[CELL(12)] = BoolGetDatum(rec->truncated);
 	values[CELL(13)] = Float8GetDatum(rec->elapsed_ms);
+	values[CELL(16)] = ObjectIdGetDatum(rec->roleid);
+	nulls[CELL(16)] = !OidIsValid(rec->roleid);
 #undef CELL
 }
 
@@ -495,6 +540,7 @@ qc_audit_insert(const QcAuditRecord *recs, int n)
 {
 	Datum	   *values;
 	bool	   *isnull;
+	AuditShape	shape;
 	int			rc;
 
 	if (n <= 0)
@@ -503,7 +549,8 @@ qc_audit_insert(const QcAuditRecord *recs, int n)
 	isnull = palloc0(sizeof(bool) * AUDIT_NARGS * n);
 	for (int i = 0; i < n; i++)
 		set_row(&recs[i], i, n, values, isnull);
-	rc = n == 1 ? insert_one(values, isnull) : insert_many(values, isnull, n);
+	shape = audit_table_shape();
+	rc = n == 1 ? insert_one(shape, values, isnull) : insert_many(shape, values, isnull, n);
 	if (rc != SPI_OK_INSERT)
 		elog(ERROR, "could not write audit rows: %s", SPI_result_code_string(rc));
 }
@@ -642,7 +689,7 @@ audit_exit_callback(int code, Datum arg)
 		QcCall	   *call = p->call;
 
 		call->elapsed_ms = qc_call_elapsed_ms(call);
-		audit_record(call, p->role, QC_OUTCOME_CANCELLED,
+		audit_record(call, p->roleid, p->role, QC_OUTCOME_CANCELLED,
 					 "the session was terminated during the call", &rec);
 		finish_pending_with(p, &rec);
 		call->audit_pending = NULL;
@@ -678,6 +725,7 @@ qc_audit_begin(QcCall *call, bool may_defer)
 		ereport(ERROR, (errcode(ERRCODE_OUT_OF_MEMORY), errmsg("out of memory")));
 	}
 	p->call = call;
+	p->roleid = GetUserId();
 	strlcpy(p->role, role, NAMEDATALEN);
 	p->nest_level = GetCurrentTransactionNestLevel();
 	dlist_push_tail(&pending_calls, &p->node);
@@ -694,7 +742,7 @@ qc_audit_response(QcCall *call)
 
 	if (p == NULL)
 		return;
-	audit_record(call, p->role, QC_OUTCOME_ERROR,
+	audit_record(call, p->roleid, p->role, QC_OUTCOME_ERROR,
 				 "the statement ended before the call's result was recorded", &rec);
 	old = MemoryContextSwitchTo(TopMemoryContext);
 	initStringInfo(&p->fallback);
@@ -718,7 +766,7 @@ qc_audit_interrupted(QcCall *call)
 	call->elapsed_ms = qc_call_elapsed_ms(call);
 	/* on the transport's error path: a second cancel must not cut it short */
 	HOLD_INTERRUPTS();
-	audit_record(call, p->role,
+	audit_record(call, p->roleid, p->role,
 				 edata->sqlerrcode == ERRCODE_QUERY_CANCELED ?
 				 QC_OUTCOME_CANCELLED : QC_OUTCOME_ERROR,
 				 edata->message ? qc_redact_text(edata->message) : NULL, &rec);
@@ -748,7 +796,7 @@ qc_audit_call(QcCall *call)
 		outcome = checked_outcome();
 	if (!qc_auditq_durable())
 	{
-		audit_record(call, GetUserNameFromId(GetUserId(), false),
+		audit_record(call, GetUserId(), GetUserNameFromId(GetUserId(), false),
 					 outcome, reason, &rec);
 		insert_in_caller_transaction(&rec);
 		return;
@@ -758,11 +806,11 @@ qc_audit_call(QcCall *call)
 		if (p->fallback.data != NULL)
 			audit_record_from_fallback(call, p, outcome, reason, &rec);
 		else
-			audit_record(call, p->role, outcome, reason, &rec);
+			audit_record(call, p->roleid, p->role, outcome, reason, &rec);
 		finish_pending_with(p, &rec);
 		return;
 	}
-	audit_record(call, GetUserNameFromId(GetUserId(), false), outcome, reason, &rec);
+	audit_record(call, GetUserId(), GetUserNameFromId(GetUserId(), false), outcome, reason, &rec);
 	/* a call that did not go through the transport */
 	initStringInfo(&buf);
 	qc_audit_record_encode(&rec, &buf);

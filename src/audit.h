@@ -36,6 +36,7 @@ typedef enum QcAuditText
 typedef struct QcAuditRecord
 {
 	Oid			dboid;			/* the database whose audit_log gets it */
+	Oid			roleid;			/* the calling role (role_id); the name is text */
 	TimestampTz at;				/* when the call ended */
 	int32		pid;
 	int32		status;			/* 0 when no response arrived */

@@ -138,6 +138,12 @@ SELECT queryclaw.web_fetch('http://10.0.0.1/');
 SELECT * FROM upgrade_test.audit();
 SELECT durable, database, lost FROM queryclaw.audit_status();
 SELECT * FROM upgrade_test.stats();
+-- 0.1's rows got the OID of the role of their name; the rows the same
+-- worker wrote since have theirs too (it saw the new column without a restart)
+SELECT count(*) FILTER (WHERE role_id IS NULL) AS without_role_id,
+       count(*) FILTER (WHERE role_id::oid <> (SELECT oid FROM pg_roles WHERE rolname = role)) AS other_role_id
+  FROM queryclaw.audit_log;
+SELECT count(*) = (SELECT count(*) FROM queryclaw.audit_log) AS all_own_rows FROM queryclaw.my_audit;
 
 -- 0.2's queue of asynchronous requests: each function queues, and in the
 -- same transaction (before any worker can see them) the requests are
