@@ -53,6 +53,7 @@ OBJS = \
 	src/llm.o \
 	src/llmjob.o \
 	src/subxact.o \
+	src/rolesession.o \
 	src/proclookup.o \
 	src/queue.o \
 	src/enqueue.o \

@@ -16,17 +16,47 @@ COMMENT ON TABLE queryclaw.audit_log IS
 -- row-level security applies to every role but the table's owner.  Rows
 -- get their id from the identity column without any privilege on its
 -- sequence.  Like queryclaw_admin it belongs to the cluster: created only
--- if missing, left by DROP EXTENSION.  A role of that name that can log
--- in was not made for this, and is refused.
+-- if missing, left by DROP EXTENSION.  A role of that name that was not
+-- made for this is refused: one that can log in or has an attribute,
+-- members (they would read what the workers read: request_secrets),
+-- roles of its own, objects, or privileges on anything of this database
+-- or of the cluster.  (Its privileges on this extension's tables in other
+-- databases are the grants below, made there.)
 DO $$
+DECLARE
+	writer oid := (SELECT oid FROM pg_catalog.pg_roles WHERE rolname = 'queryclaw_writer');
+	why text;
 BEGIN
-	IF NOT EXISTS (SELECT FROM pg_catalog.pg_roles WHERE rolname = 'queryclaw_writer') THEN
+	IF writer IS NULL THEN
 		CREATE ROLE queryclaw_writer NOLOGIN;
-	ELSIF (SELECT rolcanlogin FROM pg_catalog.pg_roles WHERE rolname = 'queryclaw_writer') THEN
-		RAISE EXCEPTION 'role "queryclaw_writer" can log in'
+		RETURN;
+	END IF;
+	SELECT CASE
+		WHEN r.rolcanlogin THEN 'it can log in'
+		WHEN r.rolsuper OR r.rolcreaterole OR r.rolcreatedb OR r.rolreplication OR r.rolbypassrls
+			THEN 'it has SUPERUSER, CREATEROLE, CREATEDB, REPLICATION or BYPASSRLS'
+		WHEN EXISTS (SELECT FROM pg_catalog.pg_auth_members m
+					  WHERE m.roleid OPERATOR(pg_catalog.=) writer)
+			THEN 'it has members'
+		WHEN EXISTS (SELECT FROM pg_catalog.pg_auth_members m
+					  WHERE m.member OPERATOR(pg_catalog.=) writer)
+			THEN 'it is a member of other roles'
+		WHEN EXISTS (SELECT FROM pg_catalog.pg_shdepend d
+					  WHERE d.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_authid'::pg_catalog.regclass
+						AND d.refobjid OPERATOR(pg_catalog.=) writer
+						AND (d.deptype OPERATOR(pg_catalog.=) 'o'
+							 OR d.dbid OPERATOR(pg_catalog.=) 0
+							 OR d.dbid OPERATOR(pg_catalog.=)
+								(SELECT oid FROM pg_catalog.pg_database
+								  WHERE datname OPERATOR(pg_catalog.=) pg_catalog.current_database())))
+			THEN 'it owns objects or holds privileges'
+		END INTO why
+	  FROM pg_catalog.pg_roles r WHERE r.oid OPERATOR(pg_catalog.=) writer;
+	IF why IS NOT NULL THEN
+		RAISE EXCEPTION 'role "queryclaw_writer" exists and was not made for queryclaw_ext'
 			USING ERRCODE = 'insufficient_privilege',
-				  DETAIL = 'The audit worker writes audit rows as this role, which must be NOLOGIN.',
-				  HINT = 'ALTER ROLE queryclaw_writer NOLOGIN, or drop it, and update again.';
+				  DETAIL = format('The audit and async workers run their statements as this role, which then gets read access to the queue''s secrets, but %s.', why),
+				  HINT = 'Drop the role (or take from it what the detail names), and update again.';
 	END IF;
 END
 $$;

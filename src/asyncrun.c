@@ -90,6 +90,7 @@
 #include "ratelimit.h"
 #include "response.h"
 #include "retry.h"
+#include "rolesession.h"
 #include "subxact.h"
 
 #define QC_WRITER_ROLE			"queryclaw_writer"
@@ -116,6 +117,7 @@ typedef struct RoleRun
 {
 	QcAsyncRequest **reqs;
 	int			n;
+	QcRoleSettings *settings;	/* the role's stored settings */
 	QcCall	  **calls;			/* by request, NULL when not sent */
 	QcFormat   *formats;		/* web_fetch_async's */
 	MemoryContext scratch;		/* reset after each response */
@@ -196,86 +198,7 @@ set_calls_wait(QcAsyncRequest *r, TimestampTz reopens)
 					 Min(reopens, TimestampTzPlusMilliseconds(now, QC_CALLS_WAIT_MAX_MS)));
 }
 
-/* ---- the role's identity and settings ---- */
-
-/* Apply one pg_db_role_setting entry's settings, if there is one. */
-static void
-apply_stored_settings(Relation rel, Oid database, Oid role)
-{
-	ScanKeyData keys[2];
-	SysScanDesc scan;
-	HeapTuple	tuple;
-
-	ScanKeyInit(&keys[0], Anum_pg_db_role_setting_setdatabase, BTEqualStrategyNumber,
-				F_OIDEQ, ObjectIdGetDatum(database));
-	ScanKeyInit(&keys[1], Anum_pg_db_role_setting_setrole, BTEqualStrategyNumber,
-				F_OIDEQ, ObjectIdGetDatum(role));
-	scan = systable_beginscan(rel, DbRoleSettingDatidRolidIndexId, true, NULL, 2, keys);
-	while (HeapTupleIsValid(tuple = systable_getnext(scan)))
-	{
-		bool		isnull;
-		Datum		d = heap_getattr(tuple, Anum_pg_db_role_setting_setconfig,
-									 RelationGetDescr(rel), &isnull);
-		Datum	   *items;
-		int			nitems;
-
-		if (isnull)
-			continue;
-		deconstruct_array(DatumGetArrayTypeP(d), TEXTOID, -1, false, TYPALIGN_INT,
-						  &items, NULL, &nitems);
-		for (int i = 0; i < nitems; i++)
-		{
-			char	   *name;
-			char	   *value;
-
-			ParseLongOption(TextDatumGetCString(items[i]), &name, &value);
-
-			/*
-			 * A setting that is no longer valid is skipped, as at login; so
-			 * is one that may not be stored for a role or a database (a
-			 * secret, see guc.c), which only a check as a stored value
-			 * (PGC_S_TEST, as ALTER ROLE ... SET checks) sees: the source it
-			 * is applied with below must outrank the worker's pins.  (A check
-			 * alone answers -1 when the value is good, 0 when it is not.)
-			 */
-			if (value != NULL &&
-				set_config_option(name, value, PGC_SUSET, PGC_S_TEST,
-								  GUC_ACTION_SET, false, WARNING, false) != 0)
-				(void) set_config_option(name, value, PGC_SUSET, PGC_S_SESSION,
-										 GUC_ACTION_SAVE, true, WARNING, false);
-		}
-	}
-	systable_endscan(scan);
-}
-
-/*
- * At a new nest level (the caller leaves it): the server's values of the
- * pinned settings, then the role's stored settings, the most specific last.
- */
-static int
-enter_role_settings(Oid role)
-{
-	int			nest = NewGUCNestLevel();
-	Relation	rel = table_open(DbRoleSettingRelationId, AccessShareLock);
-
-	qc_bgsession_unpin();
-	apply_stored_settings(rel, InvalidOid, InvalidOid);
-	apply_stored_settings(rel, MyDatabaseId, InvalidOid);
-	apply_stored_settings(rel, InvalidOid, role);
-	apply_stored_settings(rel, MyDatabaseId, role);
-	table_close(rel, AccessShareLock);
-	return nest;
-}
-
-bool
-qc_async_role_paused(Oid role)
-{
-	int			nest = enter_role_settings(role);
-	bool		paused = !qc_enabled;
-
-	AtEOXact_GUC(true, nest);
-	return paused;
-}
+/* ---- the role's functions ---- */
 
 /* A function a role's requests name, found and checked once per run. */
 typedef struct ProcCheck
@@ -473,9 +396,24 @@ typedef struct Finish
 {
 	Record		rec;
 	Oid			callback;
+	const QcRoleSettings *settings;
 } Finish;
 
-/* Record a request's outcome and, when final, call its callback. */
+static void
+call_callback(void *arg)
+{
+	Finish	   *f = arg;
+	QcAsyncRequest *r = f->rec.r;
+
+	qc_queue_call_callback(f->callback, r->callback, r->id,
+						   f->rec.cancelled ? NULL : r->result,
+						   f->rec.cancelled ? "cancelled" : r->error, r->context);
+}
+
+/*
+ * Record a request's outcome (as the worker, with its own settings) and,
+ * when final, call its callback (as the role, in a session of its own).
+ */
 static void
 record_and_call(void *arg)
 {
@@ -485,22 +423,23 @@ record_and_call(void *arg)
 	qc_async_as_writer(record_outcome, &f->rec);
 	if (OidIsValid(f->callback) &&
 		(f->rec.cancelled || r->outcome == QC_ASYNC_DONE || r->outcome == QC_ASYNC_FAILED))
-		qc_queue_call_callback(f->callback, r->callback, r->id,
-							   f->rec.cancelled ? NULL : r->result,
-							   f->rec.cancelled ? "cancelled" : r->error, r->context);
+		qc_role_run_callback(f->settings, call_callback, f);
 }
 
 /* Record one request; a callback that keeps failing makes it failed. */
 static void
-finish(QcAsyncRequest *r, Oid callback)
+finish(QcAsyncRequest *r, Oid callback, const QcRoleSettings *settings)
 {
 	for (int tries = 1;; tries++)
 	{
 		ErrorData  *edata = NULL;
-		Finish		f = {{r, false}, callback};
+		Finish		f = {{r, false}, callback, settings};
 		bool		retry;
 
-		if ((edata = qc_subxact_try(record_and_call, &f)) == NULL)
+		edata = qc_subxact_try(record_and_call, &f);
+		if (OidIsValid(callback))
+			qc_role_forget_callback();
+		if (edata == NULL)
 			return;
 		retry = (edata->sqlerrcode == ERRCODE_T_R_SERIALIZATION_FAILURE ||
 				 edata->sqlerrcode == ERRCODE_T_R_DEADLOCK_DETECTED) && tries < QC_CALLBACK_TRIES;
@@ -916,30 +855,24 @@ qc_async_run_role(QcAsyncRequest **reqs, int n)
 {
 	RoleRun		run = {0};
 	Oid		   *callbacks = palloc(n * sizeof(Oid));
-	Oid			save_userid;
-	int			save_sec_context;
-	int			nest;
+	QcRoleScope scope;
 
 	run.reqs = reqs;
 	run.n = n;
+	run.settings = qc_role_settings_load(reqs[0]->role);
 	run.keep = CurrentMemoryContext;
 	run.scratch = AllocSetContextCreate(CurrentMemoryContext, "queryclaw async response",
 										ALLOCSET_DEFAULT_SIZES);
 	run.formats = palloc0(n * sizeof(QcFormat));
-	nest = enter_role_settings(reqs[0]->role);
-	GetUserIdAndSecContext(&save_userid, &save_sec_context);
-	if (SearchSysCacheExists1(AUTHOID, ObjectIdGetDatum(reqs[0]->role)))
-		SetUserIdAndSecContext(reqs[0]->role, save_sec_context | SECURITY_LOCAL_USERID_CHANGE |
-							   SECURITY_RESTRICTED_OPERATION);
+	qc_role_enter(run.settings, &scope);
 	admit(&run, callbacks);
 	run_calls(&run);
 	run_llms(&run);
+	qc_role_leave(&scope);
 	for (int i = 0; i < n; i++)
 	{
 		CHECK_FOR_INTERRUPTS();
-		finish(reqs[i], callbacks[i]);
+		finish(reqs[i], callbacks[i], run.settings);
 	}
-	SetUserIdAndSecContext(save_userid, save_sec_context);
-	AtEOXact_GUC(true, nest);
 	MemoryContextDelete(run.scratch);
 }

@@ -61,13 +61,6 @@ extern QcAsyncRequest *qc_async_request_from_tuple(HeapTuple tuple, TupleDesc de
 extern void qc_async_run_role(QcAsyncRequest **reqs, int n);
 
 /*
- * Is queryclaw.enabled off for the role (its stored settings applied over
- * the server's)?  Its requests then wait in the queue, unclaimed.  In a
- * transaction.
- */
-extern bool qc_async_role_paused(Oid role);
-
-/*
  * The role that runs the worker's own statements on the queue, inside a
  * security-restricted operation with the pinned settings; InvalidOid
  * while queryclaw.requests does not exist (the extension not created, or

@@ -63,6 +63,7 @@
 #include "utils/wait_event.h"
 
 #include "asyncrun.h"
+#include "rolesession.h"
 #include "asyncworker.h"
 #include "bgsession.h"
 #include "compat.h"
@@ -300,7 +301,7 @@ claimable_roles(List **due)
 
 		/* a dropped role's requests go, to fail for that reason */
 		if (!SearchSysCacheExists1(AUTHOID, ObjectIdGetDatum(role)) ||
-			!qc_async_role_paused(role))
+			!qc_role_paused(role))
 			going[ngoing++] = ObjectIdGetDatum(role);
 	}
 	if (ngoing == 0)

@@ -88,6 +88,7 @@ int64		qc_audit_retention_us = 0;
 int			qc_async_workers = 0;
 int			qc_async_concurrency = 64;
 char	   *qc_async_retention = NULL;
+int			qc_callback_timeout = 10000;
 int64		qc_async_retention_us = 0;
 int			qc_max_queued_per_role = 0;
 /* ---- end of the asynchronous queue settings ---- */
@@ -619,6 +620,11 @@ define_async_settings(void)
 							"Sets the maximum number of asynchronous requests each async worker runs at once.",
 							NULL,
 							&qc_async_concurrency, 64, 1, QC_MAX_CONCURRENCY_LIMIT, PGC_SIGHUP, 0,
+							NULL, NULL, NULL);
+	DefineCustomIntVariable("queryclaw.callback_timeout",
+							"Sets the time limit for one callback of an asynchronous request.",
+							"Past it (or past the role's statement_timeout, if shorter) the callback is cancelled and the request fails with SQLSTATE 57014.",
+							&qc_callback_timeout, 10000, 1, INT_MAX, PGC_SUSET, GUC_UNIT_MS,
 							NULL, NULL, NULL);
 	DefineCustomStringVariable("queryclaw.async_retention",
 							   "Sets how long finished asynchronous requests are kept; 0 keeps them forever.",

@@ -78,6 +78,7 @@ extern int	qc_async_workers;	/* 0 without shared_preload_libraries */
 extern int	qc_async_concurrency;
 extern char *qc_async_retention;
 extern int64 qc_async_retention_us;	/* parsed; 0 keeps rows forever */
+extern int	qc_callback_timeout;	/* milliseconds */
 extern int	qc_max_queued_per_role;
 extern char *qc_host_rate_limit;
 

@@ -32,17 +32,22 @@
 #include "miscadmin.h"
 #include "nodes/makefuncs.h"
 #include "storage/ipc.h"
+#include "storage/lock.h"
 #include "storage/shmem.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/regproc.h"
+#include "utils/snapmgr.h"
 #include "utils/syscache.h"
 #include "utils/timestamp.h"
 
 #include "compat.h"
 #include "guc.h"
 #include "queue.h"
+
+/* The lock tag class of the enqueue lock; pg_advisory_lock uses 1 and 2. */
+#define QC_ENQUEUE_LOCK_CLASS 0x5143
 
 static QcQueueShared *shared = NULL;
 static int	my_slot = -1;
@@ -51,7 +56,10 @@ static int	my_slot = -1;
 static bool xact_wakes_workers = false;
 static bool xact_callback_registered = false;
 
-/* The unfinished requests of one role, read once in this transaction. */
+/*
+ * The unfinished requests of one role, read once in this transaction under
+ * its enqueue lock (lock_role_enqueue).
+ */
 static Oid	counted_role = InvalidOid;
 static int64 counted_open = 0;
 
@@ -154,12 +162,25 @@ queue_xact_callback(XactEvent event, void *arg)
 	}
 }
 
+/*
+ * A subtransaction that aborts takes the enqueue lock it took with it, and
+ * the requests it counted: count again, under the lock again.
+ */
+static void
+queue_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
+					   SubTransactionId parentSubid, void *arg)
+{
+	if (event == SUBXACT_EVENT_ABORT_SUB)
+		counted_role = InvalidOid;
+}
+
 static void
 note(bool *flag)
 {
 	if (!xact_callback_registered)
 	{
 		RegisterXactCallback(queue_xact_callback, NULL);
+		RegisterSubXactCallback(queue_subxact_callback, NULL);
 		xact_callback_registered = true;
 	}
 	if (flag != NULL)
@@ -172,7 +193,11 @@ qc_queue_wake_at_commit(void)
 	note(&xact_wakes_workers);
 }
 
-/* Unfinished requests of role's, counting at most limit of them. */
+/*
+ * Unfinished requests of role's, counting at most limit of them, as the
+ * latest snapshot sees them: under REPEATABLE READ too, what other
+ * transactions committed counts.
+ */
 static int64
 count_open(Oid role, int limit)
 {
@@ -188,9 +213,25 @@ count_open(Oid role, int limit)
 				  " AND r.state OPERATOR(pg_catalog.=) ANY (ARRAY['queued', 'running', 'retrying'])"
 				  " LIMIT $2) s",
 				  2, types);
-	if (SPI_execute_plan(plan, args, NULL, true, 1) != SPI_OK_SELECT || SPI_processed != 1)
+	if (SPI_execute_snapshot(plan, args, NULL, GetLatestSnapshot(), InvalidSnapshot,
+							 true, false, 1) != SPI_OK_SELECT || SPI_processed != 1)
 		elog(ERROR, "could not count requests");
 	return DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+}
+
+/*
+ * The role's enqueue lock in this database, held to the end of the
+ * transaction: two transactions of one role that each counted before the
+ * other committed would together pass max_queued_per_role.  An advisory
+ * lock's tag with a class of its own, which pg_advisory_lock() cannot take.
+ */
+static void
+lock_role_enqueue(Oid role)
+{
+	LOCKTAG		tag;
+
+	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, (uint32) role, 0, QC_ENQUEUE_LOCK_CLASS);
+	(void) LockAcquire(&tag, ExclusiveLock, false, false);
 }
 
 void
@@ -200,9 +241,10 @@ qc_queue_admit(Oid role)
 		return;
 	if (counted_role != role)
 	{
+		lock_role_enqueue(role);
 		counted_open = count_open(role, qc_max_queued_per_role);
 		counted_role = role;
-		/* the count is forgotten at the end of the transaction */
+		/* the count is forgotten at the end of the (sub)transaction */
 		note(NULL);
 	}
 	if (counted_open >= qc_max_queued_per_role)

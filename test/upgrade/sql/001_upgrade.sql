@@ -113,6 +113,50 @@ SELECT queryclaw.check_url('http://10.0.0.1/')->>'allowed' AS allowed;
 SELECT (queryclaw.api_call(current_setting('qc_test.base') || '/status/500'))->'status' AS status;
 SELECT count(*) FROM queryclaw.web_search('tx', 1);
 SELECT func, outcome, count(*) FROM queryclaw.audit_log GROUP BY 1, 2 ORDER BY 1, 2;
+-- A queryclaw_writer that someone made before the update is refused while
+-- it has anything the update would not give it: with a member, say, that
+-- member would read what the workers read (the queue's secrets).  Each
+-- refusal leaves 0.1 as it was; the role, cleared, is then taken.
+CREATE ROLE queryclaw_writer NOLOGIN;
+CREATE ROLE upgrade_mallory;
+CREATE TABLE upgrade_owned ();
+-- the refusal's SQLSTATE and the reason its detail gives, and the version after it
+CREATE FUNCTION upgrade_test_refusal() RETURNS text LANGUAGE plpgsql AS $$
+DECLARE
+    detail text;
+BEGIN
+    ALTER EXTENSION queryclaw_ext UPDATE;
+    RETURN 'updated';
+EXCEPTION WHEN OTHERS THEN
+    GET STACKED DIAGNOSTICS detail = PG_EXCEPTION_DETAIL;
+    RETURN format('%s: %s; still %s', SQLSTATE, substring(detail FROM ', but (.*)\.$'),
+                  (SELECT extversion FROM pg_extension WHERE extname = 'queryclaw_ext'));
+END
+$$;
+GRANT queryclaw_writer TO upgrade_mallory;
+ALTER EXTENSION queryclaw_ext UPDATE;
+SELECT upgrade_test_refusal() AS with_a_member;
+REVOKE queryclaw_writer FROM upgrade_mallory;
+GRANT upgrade_mallory TO queryclaw_writer;
+SELECT upgrade_test_refusal() AS member_of_another;
+REVOKE upgrade_mallory FROM queryclaw_writer;
+ALTER ROLE queryclaw_writer LOGIN;
+SELECT upgrade_test_refusal() AS can_log_in;
+ALTER ROLE queryclaw_writer NOLOGIN BYPASSRLS;
+SELECT upgrade_test_refusal() AS bypassrls;
+ALTER ROLE queryclaw_writer NOBYPASSRLS;
+ALTER TABLE upgrade_owned OWNER TO queryclaw_writer;
+SELECT upgrade_test_refusal() AS owns_a_table;
+ALTER TABLE upgrade_owned OWNER TO CURRENT_USER;
+GRANT SELECT ON upgrade_owned TO queryclaw_writer;
+SELECT upgrade_test_refusal() AS privilege_here;
+REVOKE SELECT ON upgrade_owned FROM queryclaw_writer;
+GRANT CONNECT ON DATABASE queryclaw_upgrade_tx TO queryclaw_writer;
+SELECT upgrade_test_refusal() AS privilege_on_a_database;
+REVOKE CONNECT ON DATABASE queryclaw_upgrade_tx FROM queryclaw_writer;
+DROP TABLE upgrade_owned;
+DROP FUNCTION upgrade_test_refusal();
+DROP ROLE upgrade_mallory;
 ALTER EXTENSION queryclaw_ext UPDATE;
 SELECT extversion FROM pg_extension WHERE extname = 'queryclaw_ext';
 SELECT func, outcome, count(*) FROM queryclaw.audit_log GROUP BY 1, 2 ORDER BY 1, 2;
