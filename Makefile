@@ -48,6 +48,7 @@ OBJS = \
 	src/asyncworker.o \
 	src/endpoint.o \
 	src/schema.o \
+	src/sqlcheck.o \
 	src/sqltool.o \
 	src/embed.o \
 	src/llm.o \

@@ -91,6 +91,117 @@ SET ROLE qc_reader;
 SELECT qc_test.try($$SELECT queryclaw.sql_query('SELECT * FROM crm.secrets')$$);
 RESET ROLE;
 
+-- Not only the functions a statement names: what the executor runs for it
+-- is checked too (aggregates' support functions, domains' CHECK
+-- constraints, row security policies, the functions of the types and
+-- operators it uses).  Each payload below takes a session advisory lock,
+-- which the rolled-back subtransaction does not release: crm.attempt()
+-- shows a statement's outcome, then the advisory locks this session holds
+-- (and releases them), so a payload that ran shows as 1.
+CREATE FUNCTION crm.attempt(stmt text, OUT result text, OUT advisory_locks bigint)
+LANGUAGE plpgsql AS $$
+BEGIN
+    result := qc_test.try(format('SELECT queryclaw.sql_query(%L)', stmt));
+    SELECT count(*) INTO advisory_locks FROM pg_locks
+     WHERE locktype = 'advisory' AND pid = pg_backend_pid();
+    PERFORM pg_advisory_unlock_all();
+END $$;
+CREATE FUNCTION crm.lock_step(state int, v int) RETURNS int LANGUAGE plpgsql STRICT
+AS $$ BEGIN PERFORM pg_advisory_lock(4242); RETURN state + v; END $$;
+CREATE FUNCTION crm.lock_final(state int) RETURNS int LANGUAGE plpgsql
+AS $$ BEGIN PERFORM pg_advisory_lock(4242); RETURN state; END $$;
+CREATE FUNCTION crm.lock_check(v int) RETURNS boolean LANGUAGE plpgsql
+AS $$ BEGIN PERFORM pg_advisory_lock(4242); RETURN true; END $$;
+CREATE FUNCTION crm.pick_final(state int, fraction float8) RETURNS int LANGUAGE sql IMMUTABLE
+AS $$ SELECT state $$;
+-- aggregates (CREATE AGGREGATE marks them immutable, whatever they run)
+CREATE AGGREGATE crm.lock_sum(int) (SFUNC = crm.lock_step, STYPE = int);
+CREATE AGGREGATE crm.final_sum(int) (SFUNC = int4pl, STYPE = int, FINALFUNC = crm.lock_final);
+CREATE AGGREGATE crm.moving_sum(int) (SFUNC = int4pl, STYPE = int,
+    MSFUNC = crm.lock_step, MINVFUNC = int4mi, MSTYPE = int);
+CREATE AGGREGATE crm.lock_pick(float8 ORDER BY int) (SFUNC = crm.lock_step, STYPE = int,
+    INITCOND = '0', FINALFUNC = crm.pick_final);
+CREATE VIEW crm.sums AS SELECT crm.lock_sum(id) AS total FROM crm.companies;
+-- domains, a domain over a domain, and containers of a domain (whose
+-- literals are read, and so checked, while the statement is parsed)
+CREATE DOMAIN crm.checked AS int CHECK (crm.lock_check(VALUE));
+CREATE DOMAIN crm.checked_twice AS crm.checked CHECK (VALUE > 0);
+CREATE TYPE crm.wrapped AS (id crm.checked);
+CREATE VIEW crm.checked_ids AS SELECT id::crm.checked AS id FROM crm.companies;
+CREATE TABLE crm.checked_table (id crm.checked, ids crm.checked[]);
+-- a row security policy (the reader does not own the table, so it applies)
+CREATE TABLE crm.notes (id int, note text);
+INSERT INTO crm.notes VALUES (1, 'a note');
+ALTER TABLE crm.notes ENABLE ROW LEVEL SECURITY;
+CREATE POLICY notes_lock ON crm.notes USING (crm.lock_check(id));
+GRANT SELECT ON crm.sums, crm.checked_ids, crm.checked_table, crm.notes TO qc_reader;
+-- an operator whose btree operator class compares with a volatile function
+CREATE FUNCTION crm.lock_cmp(a int, b int) RETURNS int LANGUAGE plpgsql
+AS $$ BEGIN PERFORM pg_advisory_lock(4242); RETURN btint4cmp(a, b); END $$;
+CREATE OPERATOR crm.<<< (LEFTARG = int, RIGHTARG = int, FUNCTION = int4lt);
+CREATE OPERATOR crm.=== (LEFTARG = int, RIGHTARG = int, FUNCTION = int4eq);
+CREATE OPERATOR CLASS crm.locking_ops FOR TYPE int USING btree AS
+    OPERATOR 1 crm.<<<, OPERATOR 3 crm.===, FUNCTION 1 crm.lock_cmp(int, int);
+-- a type whose default btree operator class does (GREATEST and ORDER BY use it)
+CREATE TYPE crm.level AS ENUM ('low', 'high');
+CREATE FUNCTION crm.level_cmp(a crm.level, b crm.level) RETURNS int LANGUAGE plpgsql
+AS $$ BEGIN PERFORM pg_advisory_lock(4242); RETURN enum_cmp(a, b); END $$;
+CREATE FUNCTION crm.level_lt(a crm.level, b crm.level) RETURNS boolean LANGUAGE sql IMMUTABLE
+AS $$ SELECT enum_lt(a, b) $$;
+CREATE FUNCTION crm.level_eq(a crm.level, b crm.level) RETURNS boolean LANGUAGE sql IMMUTABLE
+AS $$ SELECT enum_eq(a, b) $$;
+CREATE OPERATOR crm.< (LEFTARG = crm.level, RIGHTARG = crm.level, FUNCTION = crm.level_lt);
+CREATE OPERATOR crm.= (LEFTARG = crm.level, RIGHTARG = crm.level, FUNCTION = crm.level_eq);
+CREATE OPERATOR CLASS crm.level_ops DEFAULT FOR TYPE crm.level USING btree AS
+    OPERATOR 1 crm.<, OPERATOR 3 crm.=, FUNCTION 1 crm.level_cmp(crm.level, crm.level);
+-- a type whose cast to json, which row_to_json uses for the result, does
+CREATE TYPE crm.mood AS ENUM ('calm');
+CREATE FUNCTION crm.mood_json(m crm.mood) RETURNS json LANGUAGE plpgsql
+AS $$ BEGIN PERFORM pg_advisory_lock(4242); RETURN to_json(m::text); END $$;
+CREATE CAST (crm.mood AS json) WITH FUNCTION crm.mood_json(crm.mood);
+SET ROLE qc_reader;
+SELECT stmt, a.result, a.advisory_locks
+  FROM unnest(ARRAY[
+    'SELECT crm.lock_sum(id) FROM crm.companies',
+    'SELECT crm.lock_sum(id) OVER () FROM crm.companies',
+    'SELECT crm.moving_sum(id) OVER (ORDER BY id ROWS BETWEEN 1 PRECEDING AND CURRENT ROW) FROM crm.companies',
+    'SELECT crm.lock_pick(0.5) WITHIN GROUP (ORDER BY id) FROM crm.companies',
+    'SELECT crm.final_sum(id) FROM crm.companies',
+    'SELECT * FROM crm.sums',
+    'WITH s AS (SELECT crm.lock_sum(id) FROM crm.companies) SELECT * FROM s',
+    'SELECT 1::crm.checked',
+    'SELECT id FROM crm.companies WHERE id::crm.checked > 0',
+    'SELECT 1::crm.checked_twice',
+    'SELECT * FROM crm.checked_ids',
+    'SELECT * FROM jsonb_to_record(''{"a": 1}'') AS x(a crm.checked)',
+    'SELECT ROW(1)::crm.wrapped',
+    'SELECT ''(1)''::crm.wrapped',
+    'SELECT ''{1}''::crm.checked[]',
+    'SELECT count(*) FROM crm.checked_table WHERE ids = ''{1}''',
+    'SELECT * FROM crm.notes',
+    'SELECT id FROM crm.companies ORDER BY id USING OPERATOR(crm.<<<)',
+    'SELECT ROW(1, 2) OPERATOR(crm.<<<) ROW(3, 4)',
+    'SELECT greatest(''low''::crm.level, ''high'')',
+    'SELECT x FROM (VALUES (''high''::crm.level), (''low'')) v(x) ORDER BY x',
+    'SELECT ''calm''::crm.mood'
+  ]) AS stmt, crm.attempt(stmt) AS a;
+-- reading a column of such a domain runs no check, but it is refused all
+-- the same: a domain is refused wherever the statement uses it, since
+-- casts and functions such as jsonb_populate_record check its values
+SELECT * FROM crm.attempt('SELECT id FROM crm.checked_table');
+RESET ROLE;
+-- the finding itself: a CHECK constraint that sends a request, reached
+-- through a cast and through an array literal; the fixture served nothing
+CREATE FUNCTION crm.send_out(v int) RETURNS boolean LANGUAGE plpgsql
+AS $$ BEGIN PERFORM queryclaw.web_fetch(qc_test.url('/hello')); RETURN true; END $$;
+CREATE DOMAIN crm.leaky AS int CHECK (crm.send_out(VALUE));
+SELECT qc_test.reset_requests();
+SET ROLE qc_reader;
+SELECT qc_test.try($$SELECT queryclaw.sql_query('SELECT 1::crm.leaky')$$);
+SELECT qc_test.try($$SELECT queryclaw.sql_query('SELECT ''{1}''::crm.leaky[]')$$);
+RESET ROLE;
+SELECT qc_test.requests_served() AS requests_sent;
+
 -- nothing changed: no row, no sequence step, no lock, settings as they were
 SELECT count(*) AS companies, (SELECT last_value FROM crm.companies_id_seq) = :seq_before AS seq_unchanged,
        (SELECT count(*) FROM pg_locks WHERE locktype = 'advisory') AS advisory_locks,

@@ -34,6 +34,7 @@
  *	search.c	web_search(), a SearXNG-compatible search API
  *	llm.c		llm_chat_tools(): the tool loop; web_fetch's extract
  *	sqltool.c	the database as a read-only tool: sql_query and its kin
+ *	sqlcheck.c	what a statement given to sql_query may run
  *	embed.c		llm_embed(): an OpenAI-compatible embeddings endpoint
  *	bucket.c	the token bucket arithmetic (pure C)
  *	hostrate.c	queryclaw.host_rate_limit: the buckets in shared memory

@@ -12,13 +12,18 @@
  *   no other command, no SELECT INTO, no data-modifying WITH, no FOR
  *   UPDATE/SHARE (row locks), checked on the rewritten query tree, where
  *   views are already expanded;
- * - every function it can reach (operators, casts, views' and row security
- *   policies' expressions included) must be immutable or stable, checked on
- *   the same tree before the statement is planned: nextval, set_config,
- *   advisory locks, pg_cancel_backend, dblink, query_to_xml and our own
- *   network functions are all volatile.  A few volatile functions that
- *   change nothing (random(), clock_timestamp()...) are allowed; a few
- *   stable ones that assign a transaction id are not;
+ * - every function its planning and execution can run must be immutable
+ *   or stable, checked on the same tree before the statement is planned:
+ *   the functions and operators it names, views' and row security
+ *   policies' expressions, and what runs unnamed: aggregates' support
+ *   functions, domains' CHECK constraints, the I/O, comparison and hashing
+ *   functions of its types and operators (sqlcheck.c lists them all).
+ *   nextval, set_config, advisory locks, pg_cancel_backend, dblink,
+ *   query_to_xml and our own network functions are all volatile.  A few
+ *   volatile functions that change nothing (random(), clock_timestamp()...)
+ *   are allowed; a few stable ones that assign a transaction id are not.
+ *   While the statement is parsed, which reads its literals (and can check
+ *   a domain's constraints), such functions are refused as they are called;
  * - it runs in a subtransaction marked read-only, which is always rolled
  *   back, so even a mislabelled stable function cannot leave a write;
  * - it has a time limit of its own, queryclaw.sql_timeout (the caller's
@@ -34,21 +39,15 @@
 #include "postgres.h"
 
 #include "access/xact.h"
-#include "catalog/pg_namespace.h"
-#include "catalog/pg_proc.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "funcapi.h"
 #include "mb/pg_wchar.h"
 #include "miscadmin.h"
-#include "nodes/nodeFuncs.h"
 #include "storage/latch.h"
-#include "tcop/cmdtag.h"
 #include "utils/builtins.h"
 #include "utils/json.h"
-#include "utils/lsyscache.h"
 #include "utils/memutils.h"
-#include "utils/plancache.h"
 #include "utils/resowner.h"
 #include "utils/timeout.h"
 
@@ -57,6 +56,7 @@
 #include "guc.h"
 #include "http.h"
 #include "redact.h"
+#include "sqlcheck.h"
 #include "sqltool.h"
 
 PG_FUNCTION_INFO_V1(sql_query);
@@ -65,16 +65,6 @@ PG_FUNCTION_INFO_V1(sql_query);
 #define QC_LIST_TABLES_MAX	1000
 /* statement text kept in an audit row's detail */
 #define QC_SQL_AUDIT_CHARS	1000
-
-/* Volatile functions that change nothing and may be called all the same. */
-static const char *const harmless_volatile[] = {
-	"random", "random_normal", "clock_timestamp", "timeofday", "gen_random_uuid",
-};
-
-/* Stable functions that do change something: they assign a transaction id. */
-static const char *const unsafe_stable[] = {
-	"txid_current", "pg_current_xact_id",
-};
 
 /* One run of a read-only statement. */
 typedef struct SqlRun
@@ -107,116 +97,6 @@ sql_timeout_handler(void)
 	InterruptPending = true;
 	QueryCancelPending = true;
 	SetLatch(MyLatch);
-}
-
-static bool
-name_in(const char *name, const char *const *names, int n)
-{
-	for (int i = 0; i < n; i++)
-		if (strcmp(name, names[i]) == 0)
-			return true;
-	return false;
-}
-
-/*
- * A function the statement may not call: its name, else NULL; *why says
- * what it would do.
- */
-static char *
-forbidden_function(Oid fn, const char **why)
-{
-	char		vol = func_volatile(fn);
-	char	   *name = get_func_name(fn);
-	bool		builtin = get_func_namespace(fn) == PG_CATALOG_NAMESPACE;
-
-	if (name == NULL)
-		return NULL;
-	*why = "is volatile: it may change something";
-	if (vol == PROVOLATILE_VOLATILE &&
-		!(builtin && name_in(name, harmless_volatile, lengthof(harmless_volatile))))
-		return name;
-	*why = "assigns a transaction ID";
-	if (vol != PROVOLATILE_VOLATILE && builtin &&
-		name_in(name, unsafe_stable, lengthof(unsafe_stable)))
-		return name;
-	return NULL;
-}
-
-/* What check_functions_in_node() found. */
-typedef struct Forbidden
-{
-	char	   *name;
-	const char *why;
-} Forbidden;
-
-static bool
-forbidden_function_cb(Oid fn, void *context)
-{
-	Forbidden  *found = (Forbidden *) context;
-
-	if (found->name == NULL)
-		found->name = forbidden_function(fn, &found->why);
-	return found->name != NULL;
-}
-
-pg_attribute_noreturn()
-static void
-refuse(const char *message, const char *detail)
-{
-	ereport(ERROR,
-			(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-			 errmsg_internal("%s", message),
-			 errdetail_internal("%s", detail),
-			 errhint("sql_query runs one read-only SELECT that calls only immutable or stable functions.")));
-}
-
-/* Walk a rewritten query: every subquery, CTE, view and expression. */
-static bool
-check_walker(Node *node, void *context)
-{
-	Forbidden	fn = {0};
-
-	if (node == NULL)
-		return false;
-	if (IsA(node, Query))
-	{
-		Query	   *q = (Query *) node;
-
-		if (q->commandType != CMD_SELECT || q->utilityStmt != NULL)
-			refuse("sql_query runs only SELECT statements",
-				   "The statement, or a WITH clause in it, would change data or run a command.");
-		if (q->rowMarks != NIL)
-			refuse("sql_query cannot lock rows",
-				   "SELECT ... FOR UPDATE or FOR SHARE takes row locks.");
-		return query_tree_walker(q, check_walker, context, 0);
-	}
-	if (check_functions_in_node(node, forbidden_function_cb, &fn))
-		refuse(psprintf("sql_query cannot call function %s", quote_identifier(fn.name)),
-			   psprintf("%s %s, so the statement is not run.", fn.name, fn.why));
-	return expression_tree_walker(node, check_walker, context);
-}
-
-/* Refuse anything but one plain SELECT, before it is planned. */
-static void
-check_statement(SPIPlanPtr plan)
-{
-	List	   *sources = SPI_plan_get_plan_sources(plan);
-	CachedPlanSource *src;
-	ListCell   *lc;
-
-	if (list_length(sources) != 1)
-		refuse(sources == NIL ? "sql_query needs a statement" :
-			   "sql_query runs one statement at a time",
-			   psprintf("The text holds %d statements.", list_length(sources)));
-	src = linitial(sources);
-	if (!IsA(src->raw_parse_tree->stmt, SelectStmt))
-		refuse("sql_query runs only SELECT statements",
-			   psprintf("The statement is %s.", GetCommandTagName(src->commandTag)));
-	if (((SelectStmt *) src->raw_parse_tree->stmt)->intoClause != NULL)
-		refuse("sql_query runs only SELECT statements",
-			   "SELECT INTO creates a table.");
-	foreach(lc, src->query_list)
-		check_walker((Node *) lfirst(lc), NULL);
 }
 
 /* Append the rows SPI returned, within the row and character caps. */
@@ -262,11 +142,14 @@ execute(SqlRun *run)
 	int			rc;
 
 	SPI_connect();
+	/* parsing a caller's statement can run code: see sqlcheck.c */
+	qc_sql_guard(run->check);
 	plan = SPI_prepare(run->sql, run->has_param ? 1 : 0, argtypes);
+	qc_sql_guard(false);
 	if (plan == NULL)
 		elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
 	if (run->check)
-		check_statement(plan);
+		qc_sql_check_statement(plan);
 	values[0] = run->param ? CStringGetTextDatum(run->param) : (Datum) 0;
 
 	sql_timed_out = false;
@@ -372,6 +255,7 @@ sql_run(SqlRun *run)
 
 		disable_timeout(sql_timeout_id, false);
 		sql_timed_out = false;
+		qc_sql_guard(false);
 		MemoryContextSwitchTo(callercxt);
 		edata = CopyErrorData();
 		FlushErrorState();
