@@ -201,6 +201,8 @@ SELECT qc_test.try($$SELECT queryclaw.sql_query('SELECT 1::crm.leaky')$$);
 SELECT qc_test.try($$SELECT queryclaw.sql_query('SELECT ''{1}''::crm.leaky[]')$$);
 RESET ROLE;
 SELECT qc_test.requests_served() AS requests_sent;
+-- a refusal while parsing leaves the session's own calls alone afterwards
+SELECT crm.lock_check(1) AS own_call, pg_advisory_unlock(4242) AS unlocked;
 
 -- nothing changed: no row, no sequence step, no lock, settings as they were
 SELECT count(*) AS companies, (SELECT last_value FROM crm.companies_id_seq) = :seq_before AS seq_unchanged,

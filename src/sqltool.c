@@ -138,14 +138,24 @@ execute(SqlRun *run)
 {
 	Oid			argtypes[1] = {TEXTOID};
 	Datum		values[1];
-	SPIPlanPtr	plan;
+	SPIPlanPtr volatile plan;
 	int			rc;
 
 	SPI_connect();
-	/* parsing a caller's statement can run code: see sqlcheck.c */
+	/*
+	 * parsing a caller's statement can run code: see sqlcheck.c; the guard
+	 * goes off on every path, or it would refuse the session's later calls
+	 */
 	qc_sql_guard(run->check);
-	plan = SPI_prepare(run->sql, run->has_param ? 1 : 0, argtypes);
-	qc_sql_guard(false);
+	PG_TRY();
+	{
+		plan = SPI_prepare(run->sql, run->has_param ? 1 : 0, argtypes);
+	}
+	PG_FINALLY();
+	{
+		qc_sql_guard(false);
+	}
+	PG_END_TRY();
 	if (plan == NULL)
 		elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
 	if (run->check)
