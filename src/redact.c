@@ -18,7 +18,10 @@
  *   text a well-known token prefix ("sk-…", "ghp_…", "xoxb-…",
  *   "bot123…:…", "Bearer …");
  * - the API keys the DBA configured (queryclaw.llm_api_key,
- *   queryclaw.search_api_key), wherever they occur.
+ *   queryclaw.search_api_key), wherever they occur;
+ * - the secrets a call sends (qc_call_secrets: what the rules above hide in
+ *   its URLs, its secret headers' values), wherever a server echoed them or
+ *   a statement built them, for the texts stored about that call.
  *
  * Text is first decoded from the JSON escapes of plain ASCII characters
  * ("\u0073k-…", "http:\/\/…"), so that what a server echoes back escaped is
@@ -405,17 +408,25 @@ value_hides_secret(const char *s, size_t len)
 	return secret;
 }
 
+/* Note text in *hidden, unless it is too short to search for. */
+static void
+note_text(char *text, List **hidden)
+{
+	if (strlen(text) >= MIN_ECHO_LENGTH)
+		*hidden = lappend(*hidden, text);
+}
+
 /*
  * Note the secret s[0..len) in *hidden (if not NULL), as written and
- * %XX-decoded, for qc_redact_echo().
+ * %XX-decoded, for qc_call_secrets().
  */
 static void
 note_hidden(const char *s, size_t len, List **hidden)
 {
 	if (hidden != NULL && len > 0)
 	{
-		*hidden = lappend(*hidden, pnstrdup(s, len));
-		*hidden = lappend(*hidden, percent_decode(s, len));
+		note_text(pnstrdup(s, len), hidden);
+		note_text(percent_decode(s, len), hidden);
 	}
 }
 
@@ -740,28 +751,47 @@ note_header_value(const char *value, List **hidden)
 	}
 }
 
-char *
-qc_redact_echo(const char *text, const char *url, const char *final_url,
-			   List *headers)
+List *
+qc_call_secrets(const char *url, const char *final_url, List *headers)
 {
-	List	   *hidden = NIL;
-	const char *t = decode_json_escapes(text);
+	List	   *secrets = NIL;
 	ListCell   *lc;
 
 	if (url != NULL)
-		(void) redact_url(url, &hidden);
-	if (final_url != NULL)
-		(void) redact_url(final_url, &hidden);
+		(void) redact_url(url, &secrets);
+	if (final_url != NULL && (url == NULL || strcmp(final_url, url) != 0))
+		(void) redact_url(final_url, &secrets);
 	foreach(lc, headers)
 	{
 		QcHeader   *h = lfirst(lc);
 
-		if (qc_name_is_secret(h->name, true))
-			note_header_value(h->value, &hidden);
+		/* an idempotency key names the request; the queue stores it as is */
+		if (qc_name_is_secret(h->name, true) &&
+			pg_strcasecmp(h->name, "Idempotency-Key") != 0)
+			note_header_value(h->value, &secrets);
 	}
-	foreach(lc, hidden)
+	return secrets;
+}
+
+const char *
+qc_redact_secrets(const char *text, List *secrets)
+{
+	const char *decoded;
+	const char *t;
+	ListCell   *lc;
+
+	if (secrets == NIL)
+		return text;
+	t = decoded = decode_json_escapes(text);
+	foreach(lc, secrets)
 		t = replace_key(t, lfirst(lc), MIN_ECHO_LENGTH);
-	return qc_redact_text(t);
+	return t == decoded ? text : t;
+}
+
+char *
+qc_redact_echo(const char *text, List *secrets)
+{
+	return qc_redact_text(qc_redact_secrets(text, secrets));
 }
 
 /* ---- free text ---- */
