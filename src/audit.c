@@ -248,8 +248,7 @@ audit_detail(const QcCall *call)
 		first = false;
 		escape_json(&headers, h->name);
 		appendStringInfoString(&headers, ": ");
-		escape_json(&headers, qc_name_is_secret(h->name, true) ? "REDACTED" :
-					qc_redact_text(h->value));
+		escape_json(&headers, qc_redact_header(h->name, h->value));
 	}
 	appendStringInfoChar(&headers, '}');
 

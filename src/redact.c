@@ -35,12 +35,14 @@
  */
 #include "postgres.h"
 
+#include "common/base64.h"
 #include "lib/stringinfo.h"
 #include "nodes/pg_list.h"
 #include "utils/builtins.h"
 #include "utils/formatting.h"
 #include "utils/memutils.h"
 
+#include "compat.h"
 #include "guc.h"
 #include "http.h"
 #include "redact.h"
@@ -430,6 +432,22 @@ note_hidden(const char *s, size_t len, List **hidden)
 	}
 }
 
+/*
+ * Note userinfo[0..len) as libcurl sends it, in an Authorization header,
+ * base64-encoded: a server that echoes that header echoes the password.
+ */
+static void
+note_basic_credentials(const char *userinfo, size_t len, List **hidden)
+{
+	char	   *decoded = percent_decode(userinfo, len);
+	int			enclen = pg_b64_enc_len(strlen(decoded));
+	char	   *encoded = palloc(enclen + 1);
+	int			n = qc_b64_encode(decoded, strlen(decoded), encoded, enclen);
+
+	encoded[Max(n, 0)] = '\0';
+	note_text(encoded, hidden);
+}
+
 /* Append REDACTED in place of the secret s[0..len), noting it. */
 static void
 hide(StringInfo out, const char *s, size_t len, List **hidden)
@@ -601,6 +619,8 @@ redact_url(const char *url, List **hidden)
 		note_hidden(u, Min(len, (size_t) (host - u)), hidden);
 		u += len + 1;
 	}
+	if (hidden != NULL && host > authority + 1)
+		note_basic_credentials(authority, host - 1 - authority, hidden);
 	appendBinaryStringInfo(&out, url, authority - url);
 	appendBinaryStringInfo(&out, host, path - host);
 	query = memchr(path, '?', end - path);
@@ -773,6 +793,29 @@ qc_call_secrets(const char *url, const char *final_url, List *headers)
 	return secrets;
 }
 
+/*
+ * text, if it ends with the start of secret (MIN_ECHO_LENGTH characters of
+ * it or more: a response cut at max_chars, the quote of its start), with
+ * that start replaced; else text itself.
+ */
+static const char *
+replace_cut_key(const char *text, const char *secret)
+{
+	size_t		text_len = strlen(text);
+	size_t		len = strlen(secret);
+	const char *end = text + text_len;
+
+	if (len <= MIN_ECHO_LENGTH)
+		return text;
+	/* from the longest start shorter than the secret: whole ones are gone */
+	for (const char *p = end - Min(text_len, len - 1); p + MIN_ECHO_LENGTH <= end; p++)
+	{
+		if (*p == *secret && memcmp(p, secret, end - p) == 0)
+			return psprintf("%.*s" REDACTED, (int) (p - text), text);
+	}
+	return text;
+}
+
 const char *
 qc_redact_secrets(const char *text, List *secrets)
 {
@@ -785,7 +828,15 @@ qc_redact_secrets(const char *text, List *secrets)
 	t = decoded = decode_json_escapes(text);
 	foreach(lc, secrets)
 		t = replace_key(t, lfirst(lc), MIN_ECHO_LENGTH);
+	foreach(lc, secrets)
+		t = replace_cut_key(t, lfirst(lc));
 	return t == decoded ? text : t;
+}
+
+const char *
+qc_redact_header(const char *name, const char *value)
+{
+	return qc_name_is_secret(name, true) ? REDACTED : qc_redact_text(value);
 }
 
 char *

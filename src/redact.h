@@ -53,8 +53,9 @@ extern char *qc_redact_text(const char *text);
 
 /*
  * The secrets a call sends, for qc_redact_secrets(): every value its URL
- * and final URL hold that qc_redact_url() hides, and the values of its
- * headers with secret-looking names, whole and word by word (but for an
+ * and final URL hold that qc_redact_url() hides (userinfo also as the
+ * base64 of a Basic Authorization header), and the values of its headers
+ * with secret-looking names, whole and word by word (but for an
  * Idempotency-Key, which names the request and is stored as it is); each
  * as written and %XX-decoded, 6 characters or more.  headers is a List of
  * QcHeader.  NIL when it sends none.
@@ -65,10 +66,17 @@ extern List *qc_call_secrets(const char *url, const char *final_url,
 /*
  * text with every occurrence of secrets (from qc_call_secrets) replaced by
  * REDACTED, wherever it is, JSON escapes of ASCII characters decoded: a
- * server may echo a secret without its name, escaped or not.  text
- * itself, not decoded, when none occurs.
+ * server may echo a secret without its name, escaped or not.  So is the
+ * start of one that ends text (6 characters or more): what was cut at a
+ * limit.  text itself, not decoded, when none occurs.
  */
 extern const char *qc_redact_secrets(const char *text, List *secrets);
+
+/*
+ * A header's value fit to store or show: REDACTED when its name looks
+ * secret (qc_name_is_secret), else as qc_redact_text() makes it.
+ */
+extern const char *qc_redact_header(const char *name, const char *value);
 
 /*
  * qc_redact_text() of what a server said about a call (an error quoting
