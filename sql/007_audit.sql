@@ -51,6 +51,27 @@ SELECT query FROM queryclaw.audit_log;
 SELECT count(*) AS rows_with_secrets FROM queryclaw.audit_log
  WHERE (url || detail::text || query) ~ '(hunter22|T999|xq|yq)';
 
+-- nor are the values of the secrets a call sends, however the statement
+-- built them where the rules above cannot see it: format(), ||, a
+-- prepared statement's parameter (its EXECUTE is the statement text), a
+-- batch's requests
+TRUNCATE queryclaw.audit_log;
+SELECT (queryclaw.api_call(qc_test.url('/echo'), 'GET',
+                           format('{"X-Nomad-Token": "%s"}', 'FORMATTED1')::jsonb))->'status' AS status;
+SELECT (queryclaw.api_call(qc_test.url('/echo') || '?api_key=' || 'CONCAT2x'))->'status' AS status;
+PREPARE qc_audit_p(text) AS
+    SELECT (queryclaw.api_call(qc_test.url('/echo'), 'GET', jsonb_build_object('X-Api-Key', $1)))->'status' AS status;
+EXECUTE qc_audit_p('PREPARED3');
+DEALLOCATE qc_audit_p;
+SELECT ord, status FROM queryclaw.api_call_many(jsonb_build_array(
+    jsonb_build_object('url', qc_test.url('/echo?access_token=') || 'BATCHKEY4'),
+    jsonb_build_object('url', qc_test.url('/echo'),
+                       'headers', format('{"X-Nomad-Token": "%s"}', 'BATCHKEY5')::jsonb)));
+SELECT qc_test.audit_flush();
+SELECT func, query FROM queryclaw.audit_log ORDER BY id;
+SELECT count(*) AS rows_with_secrets FROM queryclaw.audit_log
+ WHERE audit_log::text ~ '(FORMATTED1|CONCAT2x|PREPARED3|BATCHKEY4|BATCHKEY5)';
+
 -- every common spelling of a secret: header names in any case, vendors'
 -- ones included; a token-like value under a plain header name; query
 -- parameters with percent-encoded names and ";" parameters; path segments

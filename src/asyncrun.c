@@ -39,6 +39,15 @@
  * A request cancelled while it ran (the update finds it no longer
  * 'running') keeps no result: its callback gets the error 'cancelled'.
  *
+ * What is stored is what the callback gets: one value, redacted as the
+ * audit log redacts, when the outcome is set (set_final).  The URLs, the
+ * response's Location, Set-Cookie and other secret-looking headers, an LLM
+ * request's tool-call URLs, and every value of a secret the request sent
+ * (URL credentials and parameters, secret headers) wherever the server or
+ * the model echoed it, in the result or in the error.  queryclaw_admin
+ * reads the rows for async_retention; the caller who wants the secrets
+ * back has them in its own arguments.
+ *
  * llm_chat_tools_async requests run as jobs of the tool loop (llmjob.c),
  * all of the role's at once, their requests in one batch (run_llms).
  *
@@ -88,6 +97,7 @@
 #include "proclookup.h"
 #include "queue.h"
 #include "ratelimit.h"
+#include "redact.h"
 #include "response.h"
 #include "retry.h"
 #include "rolesession.h"
@@ -155,20 +165,38 @@ qc_async_request_from_tuple(HeapTuple tuple, TupleDesc desc)
 
 /* ---- outcomes ---- */
 
+/*
+ * Set a request's outcome, its result and error redacted as the audit log
+ * redacts (qc_response_redact, qc_redact_echo) and cleared of the secrets
+ * the request sent wherever a server or a model echoed them: every path
+ * (done, failed, retrying with the response kept, an LLM request's tool
+ * calls) comes through here, and this one value is both stored and given
+ * to the callback.  r's copies are made in the current memory context; the
+ * work is freed.
+ */
 static void
 set_final(QcAsyncRequest *r, QcAsyncOutcome outcome, Jsonb *result,
-		  const char *error, int sqlerrcode)
+		  const char *error, int sqlerrcode, List *secrets)
 {
+	MemoryContext keep = CurrentMemoryContext;
+	MemoryContext work = AllocSetContextCreate(keep, "queryclaw redaction",
+											   ALLOCSET_DEFAULT_SIZES);
+
+	MemoryContextSwitchTo(work);
+	result = result ? qc_response_redact(result, secrets) : NULL;
+	error = error ? qc_redact_echo(error, secrets) : NULL;
+	MemoryContextSwitchTo(keep);
 	r->outcome = outcome;
-	r->result = result;
+	r->result = result ? (Jsonb *) PG_DETOAST_DATUM_COPY(PointerGetDatum(result)) : NULL;
 	r->error = error ? pstrdup(error) : NULL;
 	r->sqlstate = sqlerrcode ? pstrdup(unpack_sql_state(sqlerrcode)) : NULL;
+	MemoryContextDelete(work);
 }
 
 static void
 set_failed(QcAsyncRequest *r, int sqlerrcode, const char *error)
 {
-	set_final(r, QC_ASYNC_FAILED, NULL, error, sqlerrcode);
+	set_final(r, QC_ASYNC_FAILED, NULL, error, sqlerrcode, NIL);
 }
 
 /* Back to the queue until after_ms from now; the attempt does not count. */
@@ -528,6 +556,7 @@ call_done(QcCall *call, void *arg)
 	MemoryContext old = MemoryContextSwitchTo(run->scratch);
 	Jsonb	   *result = NULL;
 	const char *error;
+	List	   *secrets;
 
 	if (strcmp(r->func, "api_call_async") == 0)
 		result = qc_api_result(call);
@@ -546,11 +575,12 @@ call_done(QcCall *call, void *arg)
 			result = DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(s.data)));
 		}
 	}
-	MemoryContextSwitchTo(run->keep);
+	/* shaping may have failed too: the error is read once it is done */
 	error = qc_call_error_text(call);
-	set_final(r, result ? QC_ASYNC_DONE : QC_ASYNC_FAILED,
-			  result ? (Jsonb *) PG_DETOAST_DATUM_COPY(PointerGetDatum(result)) : NULL,
-			  error, call->error_code);
+	secrets = qc_call_secrets(call->url, call->final_url, call->headers);
+	MemoryContextSwitchTo(run->keep);
+	set_final(r, result ? QC_ASYNC_DONE : QC_ASYNC_FAILED, result, error,
+			  call->error_code, secrets);
 	decide(r, call);
 	MemoryContextSwitchTo(old);
 	/* audited now: a failure found while shaping is in the scratch */
@@ -787,7 +817,8 @@ run_llms(RoleRun *run)
 		if (qc_llm_job_error(job) != NULL)
 			llm_failed(r, qc_llm_job_error(job));
 		else
-			set_final(r, QC_ASYNC_DONE, qc_llm_job_result(job), NULL, 0);
+			set_final(r, QC_ASYNC_DONE, qc_llm_job_result(job), NULL, 0,
+					  qc_llm_job_secrets(job));
 		qc_llm_job_free(job);
 	}
 	list_free(jobs);

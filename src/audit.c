@@ -4,8 +4,9 @@
  *	  One queryclaw.audit_log row for every attempted call.
  *
  * A call's row is an audit record (QcAuditRecord): secrets removed
- * (redact.c) and every text bounded, so that a record fits in a known
- * room.  Where it goes depends on the database:
+ * (redact.c; from the statement text also the values of the secrets its
+ * calls send, however it built them) and every text bounded, so that a
+ * record fits in a known room.  Where it goes depends on the database:
  *
  * - Durable: with shared_preload_libraries, in the database named by
  *   queryclaw.database, the record goes into the shared-memory queue
@@ -272,8 +273,7 @@ audit_detail(const QcCall *call)
 		first = false;
 		escape_json(&headers, h->name);
 		appendStringInfoString(&headers, ": ");
-		escape_json(&headers, qc_name_is_secret(h->name, true) ? "REDACTED" :
-					qc_redact_text(h->value));
+		escape_json(&headers, qc_redact_header(h->name, h->value));
 	}
 	appendStringInfoChar(&headers, '}');
 
@@ -310,6 +310,80 @@ audit_record_end(const QcCall *call, const char *outcome, const char *reason,
 }
 
 /*
+ * How much of the statement text is redacted: twice what is kept, so that
+ * a secret cut at the bound is still recognised, not a statement of
+ * megabytes once for every row of a batch.  0 when none is stored.
+ */
+static int
+statement_length(void)
+{
+	const char *query = qc_audit_query ? debug_query_string : NULL;
+	int			room = 2 * text_limit[QC_AT_QUERY];
+	int			len;
+
+	if (query == NULL)
+		return 0;
+	len = strnlen(query, room + 1);
+	return len > room ? pg_mbcliplen(query, len, room) : len;
+}
+
+/*
+ * The secrets the calls of the statement under way send that its text
+ * holds: one statement may build those of many calls (a batch's requests,
+ * the rows of a VALUES list), and each call's row carries the whole text.
+ * Kept for the last statement (its first len bytes), in TopMemoryContext.
+ */
+static struct
+{
+	char	   *sql;
+	int			len;
+	List	   *secrets;
+}			statement_secrets;
+
+/*
+ * Note the secrets call sends that the statement text holds (the first len
+ * bytes of debug_query_string), with those of the statement's other calls.
+ */
+static void
+note_statement_secrets(const QcCall *call, int len)
+{
+	const char *sql = debug_query_string;
+	List	   *secrets;
+	MemoryContext old;
+	ListCell   *lc;
+
+	secrets = qc_call_secrets(call->url, call->final_url, call->headers);
+	old = MemoryContextSwitchTo(TopMemoryContext);
+	if (statement_secrets.sql == NULL || statement_secrets.len != len ||
+		memcmp(statement_secrets.sql, sql, len) != 0)
+	{
+		/* forget the last one first: an error while copying leaves none */
+		if (statement_secrets.sql != NULL)
+			pfree(statement_secrets.sql);
+		statement_secrets.sql = NULL;
+		list_free_deep(statement_secrets.secrets);
+		statement_secrets.secrets = NIL;
+		statement_secrets.sql = pnstrdup(sql, len);
+		statement_secrets.len = len;
+	}
+	foreach(lc, secrets)
+	{
+		const char *secret = lfirst(lc);
+		ListCell   *known;
+		bool		found = false;
+
+		if (memmem(sql, len, secret, strlen(secret)) == NULL)
+			continue;
+		foreach(known, statement_secrets.secrets)
+			found |= strcmp(lfirst(known), secret) == 0;
+		if (!found)
+			statement_secrets.secrets = lappend(statement_secrets.secrets,
+												pstrdup(secret));
+	}
+	MemoryContextSwitchTo(old);
+}
+
+/*
  * The record of a call; reason is already redacted.  Uses no catalog: the
  * role and its name are passed in, so this also serves on the error and exit paths.
  */
@@ -317,7 +391,7 @@ static void
 audit_record(const QcCall *call, Oid roleid, const char *role, const char *outcome,
 			 const char *reason, QcAuditRecord *rec)
 {
-	const char *query = qc_audit_query ? debug_query_string : NULL;
+	int			len = statement_length();
 
 	memset(rec, 0, sizeof(*rec));
 	rec->dboid = MyDatabaseId;
@@ -333,19 +407,15 @@ audit_record(const QcCall *call, Oid roleid, const char *role, const char *outco
 			rec->text[QC_AT_URL] : qc_redact_url(call->final_url);
 
 	/*
-	 * Secrets a caller wrote into the statement are never stored either.
-	 * Only what can be kept is redacted (twice the bound, so that a secret
-	 * cut at the bound is still recognised), not a statement of megabytes
-	 * once for every row of a batch.
+	 * Secrets a caller wrote into the statement are never stored either,
+	 * nor the values of the secrets its calls send, however it built them.
 	 */
-	if (query != NULL)
+	if (len > 0)
 	{
-		int			room = 2 * text_limit[QC_AT_QUERY];
-		int			len = strnlen(query, room + 1);
-
-		if (len > room)
-			len = pg_mbcliplen(query, len, room);
-		rec->text[QC_AT_QUERY] = qc_redact_statement(pnstrdup(query, len));
+		note_statement_secrets(call, len);
+		rec->text[QC_AT_QUERY] =
+			qc_redact_statement(qc_redact_secrets(pnstrdup(debug_query_string, len),
+												  statement_secrets.secrets));
 	}
 	/* nothing that is not valid text is stored, whoever built it */
 	for (int i = 0; i < QC_AUDIT_NTEXT; i++)
@@ -702,7 +772,11 @@ qc_audit_begin(QcCall *call, bool may_defer)
 	static bool callbacks_registered = false;
 	char	   *role;
 	PendingCall *p;
+	int			len;
 
+	/* the calls of a batch in flight together are known before one ends */
+	if (qc_audit && (len = statement_length()) > 0)
+		note_statement_secrets(call, len);
 	if (!qc_audit || !qc_auditq_durable())
 		return QC_AUDIT_ROOM;
 	if (!callbacks_registered)

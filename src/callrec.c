@@ -48,7 +48,8 @@ shown_text(const QcCall *call, const char *text)
 {
 	if (text == NULL)
 		return NULL;
-	return qc_redact_echo(qc_valid_text(text), call->url, call->final_url, call->headers);
+	return qc_redact_echo(qc_valid_text(text),
+						  qc_call_secrets(call->url, call->final_url, call->headers));
 }
 
 void

@@ -54,6 +54,7 @@
 #include "call.h"
 #include "json.h"
 #include "llmjob.h"
+#include "redact.h"
 #include "schema.h"
 #include "subxact.h"
 #include "tools.h"
@@ -84,6 +85,7 @@ struct QcLlmJob
 	QcChatReply *reply;			/* read, not yet acted upon */
 	List	   *round_records;	/* tool calls under way (QcLlmToolRecord *) */
 	List	   *spent_runs;		/* tool calls read, to free (QcToolRun *) */
+	List	   *secrets;		/* what the tool calls' requests sent */
 };
 
 /*
@@ -203,6 +205,11 @@ finish_tool_calls(QcLlmJob *job)
 
 		if (rec->run != NULL)
 		{
+			QcCall	   *req = qc_tool_request(rec->run);
+
+			if (req != NULL)
+				job->secrets = list_concat(job->secrets,
+										   qc_call_secrets(req->url, req->final_url, req->headers));
 			rec->result = qc_tool_finish(rec->run);
 			/* the transport may still look at the request: freed in advance() */
 			job->spent_runs = lappend(job->spent_runs, rec->run);
@@ -667,6 +674,12 @@ Jsonb *
 qc_llm_job_result(QcLlmJob *job)
 {
 	return result_jsonb(&job->chat, &job->out, job->with_messages);
+}
+
+List *
+qc_llm_job_secrets(const QcLlmJob *job)
+{
+	return job->secrets;
 }
 
 /* Milliseconds from now until t, 0 when it has passed. */

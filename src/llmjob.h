@@ -102,6 +102,12 @@ extern void *qc_llm_job_owner(const QcLlmJob *job);
 extern Jsonb *qc_llm_job_result(QcLlmJob *job);
 
 /*
+ * The secrets its tool calls' requests sent (qc_call_secrets), which a
+ * page, and the model after it, may have echoed into the result.
+ */
+extern List *qc_llm_job_secrets(const QcLlmJob *job);
+
+/*
  * The checks of llm_chat_tools' output_schema (a JSON object) and
  * max_rounds (at least 1), which its async form makes when it queues the
  * request: 22023.

@@ -18,7 +18,10 @@
  *   text a well-known token prefix ("sk-…", "ghp_…", "xoxb-…",
  *   "bot123…:…", "Bearer …");
  * - the API keys the DBA configured (queryclaw.llm_api_key,
- *   queryclaw.search_api_key), wherever they occur.
+ *   queryclaw.search_api_key), wherever they occur;
+ * - the secrets a call sends (qc_call_secrets: what the rules above hide in
+ *   its URLs, its secret headers' values), wherever a server echoed them or
+ *   a statement built them, for the texts stored about that call.
  *
  * Text is first decoded from the JSON escapes of plain ASCII characters
  * ("\u0073k-…", "http:\/\/…"), so that what a server echoes back escaped is
@@ -32,12 +35,14 @@
  */
 #include "postgres.h"
 
+#include "common/base64.h"
 #include "lib/stringinfo.h"
 #include "nodes/pg_list.h"
 #include "utils/builtins.h"
 #include "utils/formatting.h"
 #include "utils/memutils.h"
 
+#include "compat.h"
 #include "guc.h"
 #include "http.h"
 #include "redact.h"
@@ -405,18 +410,42 @@ value_hides_secret(const char *s, size_t len)
 	return secret;
 }
 
+/* Note text in *hidden, unless it is too short to search for. */
+static void
+note_text(char *text, List **hidden)
+{
+	if (strlen(text) >= MIN_ECHO_LENGTH)
+		*hidden = lappend(*hidden, text);
+}
+
 /*
  * Note the secret s[0..len) in *hidden (if not NULL), as written and
- * %XX-decoded, for qc_redact_echo().
+ * %XX-decoded, for qc_call_secrets().
  */
 static void
 note_hidden(const char *s, size_t len, List **hidden)
 {
 	if (hidden != NULL && len > 0)
 	{
-		*hidden = lappend(*hidden, pnstrdup(s, len));
-		*hidden = lappend(*hidden, percent_decode(s, len));
+		note_text(pnstrdup(s, len), hidden);
+		note_text(percent_decode(s, len), hidden);
 	}
+}
+
+/*
+ * Note userinfo[0..len) as libcurl sends it, in an Authorization header,
+ * base64-encoded: a server that echoes that header echoes the password.
+ */
+static void
+note_basic_credentials(const char *userinfo, size_t len, List **hidden)
+{
+	char	   *decoded = percent_decode(userinfo, len);
+	int			enclen = pg_b64_enc_len(strlen(decoded));
+	char	   *encoded = palloc(enclen + 1);
+	int			n = qc_b64_encode(decoded, strlen(decoded), encoded, enclen);
+
+	encoded[Max(n, 0)] = '\0';
+	note_text(encoded, hidden);
 }
 
 /* Append REDACTED in place of the secret s[0..len), noting it. */
@@ -590,6 +619,8 @@ redact_url(const char *url, List **hidden)
 		note_hidden(u, Min(len, (size_t) (host - u)), hidden);
 		u += len + 1;
 	}
+	if (hidden != NULL && host > authority + 1)
+		note_basic_credentials(authority, host - 1 - authority, hidden);
 	appendBinaryStringInfo(&out, url, authority - url);
 	appendBinaryStringInfo(&out, host, path - host);
 	query = memchr(path, '?', end - path);
@@ -740,28 +771,78 @@ note_header_value(const char *value, List **hidden)
 	}
 }
 
-char *
-qc_redact_echo(const char *text, const char *url, const char *final_url,
-			   List *headers)
+List *
+qc_call_secrets(const char *url, const char *final_url, List *headers)
 {
-	List	   *hidden = NIL;
-	const char *t = decode_json_escapes(text);
+	List	   *secrets = NIL;
 	ListCell   *lc;
 
 	if (url != NULL)
-		(void) redact_url(url, &hidden);
-	if (final_url != NULL)
-		(void) redact_url(final_url, &hidden);
+		(void) redact_url(url, &secrets);
+	if (final_url != NULL && (url == NULL || strcmp(final_url, url) != 0))
+		(void) redact_url(final_url, &secrets);
 	foreach(lc, headers)
 	{
 		QcHeader   *h = lfirst(lc);
 
-		if (qc_name_is_secret(h->name, true))
-			note_header_value(h->value, &hidden);
+		/* an idempotency key names the request; the queue stores it as is */
+		if (qc_name_is_secret(h->name, true) &&
+			pg_strcasecmp(h->name, "Idempotency-Key") != 0)
+			note_header_value(h->value, &secrets);
 	}
-	foreach(lc, hidden)
+	return secrets;
+}
+
+/*
+ * text, if it ends with the start of secret (MIN_ECHO_LENGTH characters of
+ * it or more: a response cut at max_chars, the quote of its start), with
+ * that start replaced; else text itself.
+ */
+static const char *
+replace_cut_key(const char *text, const char *secret)
+{
+	size_t		text_len = strlen(text);
+	size_t		len = strlen(secret);
+	const char *end = text + text_len;
+
+	if (len <= MIN_ECHO_LENGTH)
+		return text;
+	/* from the longest start shorter than the secret: whole ones are gone */
+	for (const char *p = end - Min(text_len, len - 1); p + MIN_ECHO_LENGTH <= end; p++)
+	{
+		if (*p == *secret && memcmp(p, secret, end - p) == 0)
+			return psprintf("%.*s" REDACTED, (int) (p - text), text);
+	}
+	return text;
+}
+
+const char *
+qc_redact_secrets(const char *text, List *secrets)
+{
+	const char *decoded;
+	const char *t;
+	ListCell   *lc;
+
+	if (secrets == NIL)
+		return text;
+	t = decoded = decode_json_escapes(text);
+	foreach(lc, secrets)
 		t = replace_key(t, lfirst(lc), MIN_ECHO_LENGTH);
-	return qc_redact_text(t);
+	foreach(lc, secrets)
+		t = replace_cut_key(t, lfirst(lc));
+	return t == decoded ? text : t;
+}
+
+const char *
+qc_redact_header(const char *name, const char *value)
+{
+	return qc_name_is_secret(name, true) ? REDACTED : qc_redact_text(value);
+}
+
+char *
+qc_redact_echo(const char *text, List *secrets)
+{
+	return qc_redact_text(qc_redact_secrets(text, secrets));
 }
 
 /* ---- free text ---- */

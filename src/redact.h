@@ -52,19 +52,45 @@ extern const char *qc_redact_keys(const char *text);
 extern char *qc_redact_text(const char *text);
 
 /*
- * qc_redact_text() of what a server said about a call (an error quoting
- * the response), after removing every value the call's URLs and headers
- * hold that the redaction hides (6 characters or more), wherever it
- * occurs: a server may echo a secret without its name.  headers is a List
- * of QcHeader.
+ * The secrets a call sends, for qc_redact_secrets(): every value its URL
+ * and final URL hold that qc_redact_url() hides (userinfo also as the
+ * base64 of a Basic Authorization header), and the values of its headers
+ * with secret-looking names, whole and word by word (but for an
+ * Idempotency-Key, which names the request and is stored as it is); each
+ * as written and %XX-decoded, 6 characters or more.  headers is a List of
+ * QcHeader.  NIL when it sends none.
  */
-extern char *qc_redact_echo(const char *text, const char *url,
-							const char *final_url, List *headers);
+extern List *qc_call_secrets(const char *url, const char *final_url,
+							 List *headers);
+
+/*
+ * text with every occurrence of secrets (from qc_call_secrets) replaced by
+ * REDACTED, wherever it is, JSON escapes of ASCII characters decoded: a
+ * server may echo a secret without its name, escaped or not.  So is the
+ * start of one that ends text (6 characters or more): what was cut at a
+ * limit.  text itself, not decoded, when none occurs.
+ */
+extern const char *qc_redact_secrets(const char *text, List *secrets);
+
+/*
+ * A header's value fit to store or show: REDACTED when its name looks
+ * secret (qc_name_is_secret), else as qc_redact_text() makes it.
+ */
+extern const char *qc_redact_header(const char *name, const char *value);
+
+/*
+ * qc_redact_text() of what a server said about a call (an error quoting
+ * the response), cleared of the call's secrets first (qc_redact_secrets).
+ */
+extern char *qc_redact_echo(const char *text, List *secrets);
 
 /*
  * Statement text fit to store in an audit row: qc_redact_text(), palloc'd.
  * The last statement's is kept, so that the many calls of one statement
- * redact it once.
+ * redact it once.  The secrets its calls send, which the statement may
+ * have built (format(), ||, a prepared statement's parameter), depend on
+ * the calls, not on the text: the caller removes them first
+ * (qc_redact_secrets), so that what is kept is the text as it came after.
  */
 extern char *qc_redact_statement(const char *sql);
 

@@ -9,6 +9,11 @@
  * way the result is valid in the database encoding and no longer than the
  * call's max_chars.
  *
+ * The asynchronous queue keeps its results, and hands them to callbacks,
+ * redacted (qc_response_redact): the rules follow the results' shapes,
+ * URLs and headers redacted as the audit log redacts them, what the server
+ * or the model said only cleared of the secrets the request sent.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -477,4 +482,142 @@ qc_response_jsonb(QcCall *call)
 
 	return DatumGetJsonbP(DirectFunctionCall1(jsonb_in,
 											  CStringGetDatum(qc_valid_text(out.data))));
+}
+
+/* ---- results as the queue keeps them ---- */
+
+/* What a part of a result is, and so how its strings are redacted */
+typedef enum ResultPart
+{
+	PART_PLAIN,					/* strings cleared of the secrets; members
+								 * by their names */
+	PART_URL,					/* a URL: as qc_redact_url() */
+	PART_HEADERS,				/* an object of HTTP headers */
+	PART_HEADER,				/* one header's value: as the audit log's */
+	PART_CONTENT				/* what a server or a model said: only
+								 * cleared of the secrets */
+} ResultPart;
+
+/* A redaction of a result under way. */
+typedef struct ResultRedaction
+{
+	List	   *secrets;
+	bool		build;			/* false: only find whether anything changes */
+	JsonbParseState *state;
+	JsonbValue *out;			/* the whole value, once built */
+} ResultRedaction;
+
+/* The part a member named name of a container of the given part is. */
+static ResultPart
+member_part(ResultPart container, const char *name)
+{
+	if (container == PART_HEADERS)
+		return PART_HEADER;
+	if (container != PART_PLAIN)
+		return PART_CONTENT;
+	if (strcmp(name, "url") == 0 || strcmp(name, "final_url") == 0)
+		return PART_URL;
+	if (strcmp(name, "headers") == 0)
+		return PART_HEADERS;
+	if (strcmp(name, "body") == 0 || strcmp(name, "content") == 0 ||
+		strcmp(name, "answer") == 0 || strcmp(name, "metadata") == 0)
+		return PART_CONTENT;
+	return PART_PLAIN;
+}
+
+/* A string of a result, of the given part (name: a header's), redacted */
+static const char *
+redact_result_string(const char *s, ResultPart part, const char *name,
+					 List *secrets)
+{
+	if (part == PART_URL)
+		s = qc_redact_url(s);
+	else if (part == PART_HEADER)
+		s = qc_redact_header(name, s);
+	return qc_redact_secrets(s, secrets);
+}
+
+static bool redact_container(JsonbContainer *container, ResultPart part,
+							 ResultRedaction *rr);
+
+/*
+ * One item of a container (a key, a member's value, an element), of the
+ * given part: whether it changes; when building, pushed, redacted.
+ */
+static bool
+redact_item(JsonbIteratorToken token, JsonbValue *v, ResultPart part,
+			const char *name, ResultRedaction *rr)
+{
+	bool		changed = false;
+
+	if (v->type == jbvBinary)
+	{
+		ResultPart	inner = (part == PART_PLAIN || part == PART_HEADERS) ?
+			part : PART_CONTENT;
+
+		/* nothing can change in what a server said when there is no secret */
+		if (inner != PART_CONTENT || rr->secrets != NIL)
+			return redact_container(v->val.binary.data, inner, rr);
+	}
+	else if (v->type == jbvString &&
+			 (rr->secrets != NIL || part == PART_URL || part == PART_HEADER))
+	{
+		char	   *s = pnstrdup(v->val.string.val, v->val.string.len);
+		const char *shown = redact_result_string(s, part, name, rr->secrets);
+
+		changed = strcmp(shown, s) != 0;
+		v->val.string.val = (char *) shown;
+		v->val.string.len = strlen(shown);
+	}
+	if (rr->build)
+		rr->out = pushJsonbValue(&rr->state, token, v);
+	return changed;
+}
+
+/*
+ * Redact the items of a container of the given part; whether anything
+ * changes.  Not building, it stops at the first change.
+ */
+static bool
+redact_container(JsonbContainer *container, ResultPart part, ResultRedaction *rr)
+{
+	JsonbIterator *it = JsonbIteratorInit(container);
+	JsonbIteratorToken token;
+	JsonbValue	v;
+	bool		changed = false;
+	char	   *name = NULL;
+
+	while ((token = JsonbIteratorNext(&it, &v, true)) != WJB_DONE)
+	{
+		if (token == WJB_KEY)
+		{
+			name = pnstrdup(v.val.string.val, v.val.string.len);
+			changed |= redact_item(token, &v, PART_CONTENT, NULL, rr);
+		}
+		else if (token == WJB_VALUE)
+			changed |= redact_item(token, &v, member_part(part, name), name, rr);
+		else if (token == WJB_ELEM)
+			changed |= redact_item(token, &v, part == PART_HEADERS ? PART_CONTENT : part,
+								   NULL, rr);
+		else if (rr->build)
+			rr->out = pushJsonbValue(&rr->state, token,
+									 token == WJB_BEGIN_ARRAY && v.val.array.rawScalar ?
+									 &v : NULL);
+		if (changed && !rr->build)
+			return true;
+	}
+	return changed;
+}
+
+Jsonb *
+qc_response_redact(Jsonb *result, List *secrets)
+{
+	ResultRedaction rr = {secrets, false, NULL, NULL};
+
+	/* most results need nothing: found without building anything */
+	if (!redact_container(&result->root, PART_PLAIN, &rr))
+		return result;
+	rr.build = true;
+	(void) redact_container(&result->root, PART_PLAIN, &rr);
+	return JsonbValueToJsonb(rr.out);
 }

@@ -10,6 +10,7 @@
 #define QC_RESPONSE_H
 
 #include "fmgr.h"
+#include "nodes/pg_list.h"
 #include "utils/jsonb.h"
 
 #include "content.h"
@@ -65,5 +66,19 @@ extern char *qc_fetch_result(QcCall *call, QcFormat format);
 
 /* api_call's result object; sets call->chars and call->truncated. */
 extern Jsonb *qc_response_jsonb(QcCall *call);
+
+/*
+ * A result of the queue (api_call's object, web_fetch's {"content"}, the
+ * LLM loop's object) fit to store and to hand to a callback: every string
+ * cleared of secrets (qc_redact_secrets), the keys too; outside what the
+ * server or the model said ("body", "content", "answer", "metadata"),
+ * members named "url" or "final_url" redacted as URLs, and the members of
+ * a "headers" object as the audit log redacts headers (a secret-looking
+ * name's value replaced, the others' as qc_redact_text()): Location,
+ * Content-Location, Set-Cookie, the URLs and headers of an LLM's tool
+ * calls.  result itself when nothing changes, which is found without
+ * building anything.
+ */
+extern Jsonb *qc_response_redact(Jsonb *result, List *secrets);
 
 #endif							/* QC_RESPONSE_H */

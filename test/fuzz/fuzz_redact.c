@@ -112,8 +112,9 @@ check_echo(const char *before, const char *secret, const char *after, int where)
 	QcHeader	header = {"X-Api-Key", SECRET};
 	const char *url = where == 0 ? "http://h.example/p?api_key=" SECRET :
 		where == 1 ? "http://u:" SECRET "@h.example/" : "http://h.example/";
-	char	   *shown = qc_redact_echo(psprintf("%s%s%s", before, secret, after), url,
-									   NULL, where == 2 ? list_make1(&header) : NIL);
+	char	   *shown = qc_redact_echo(psprintf("%s%s%s", before, secret, after),
+									   qc_call_secrets(url, NULL,
+													   where == 2 ? list_make1(&header) : NIL));
 
 	FUZZ_CHECK(strstr(shown, SECRET) == NULL, "an echoed secret survived qc_redact_echo");
 }
