@@ -331,6 +331,8 @@ enum
 	STMT_WAIT,
 	STMT_CANCELLED,
 	STMT_SECRETS,
+	STMT_LOCK,
+	STMT_EXISTS,
 	STMT_COUNT
 };
 
@@ -348,13 +350,16 @@ static const char *const statements[STMT_COUNT] = {
 	" WHERE id OPERATOR(pg_catalog.=) $1 AND state OPERATOR(pg_catalog.=) 'cancelled'"
 	" AND finished_at IS NULL",
 	[STMT_SECRETS] = "DELETE FROM queryclaw.request_secrets WHERE id OPERATOR(pg_catalog.=) $1",
+	[STMT_LOCK] = "SELECT FROM queryclaw.requests WHERE id OPERATOR(pg_catalog.=) $1"
+	" FOR UPDATE SKIP LOCKED",
+	[STMT_EXISTS] = "SELECT FROM queryclaw.requests WHERE id OPERATOR(pg_catalog.=) $1",
 };
 
-static const int nargs[STMT_COUNT] = {5, 5, 2, 1, 1};
+static const int nargs[STMT_COUNT] = {5, 5, 2, 1, 1, 1, 1};
 static const Oid argtypes[5] = {INT8OID, TEXTOID, JSONBOID, TEXTOID, TEXTOID};
 static const Oid retry_types[5] = {INT8OID, TIMESTAMPTZOID, JSONBOID, TEXTOID, TEXTOID};
 
-/* One statement's rows affected. */
+/* One statement's rows affected (or returned). */
 static uint64
 execute(int stmt, Datum *values, const char *nulls)
 {
@@ -364,7 +369,7 @@ execute(int stmt, Datum *values, const char *nulls)
 	qc_queue_plan(&plans[stmt], statements[stmt], nargs[stmt],
 				  (Oid *) (stmt == STMT_RETRY || stmt == STMT_WAIT ? retry_types : argtypes));
 	rc = SPI_execute_plan(plans[stmt], values, nulls, false, 0);
-	if (rc != SPI_OK_UPDATE && rc != SPI_OK_DELETE)
+	if (rc != SPI_OK_UPDATE && rc != SPI_OK_DELETE && rc != SPI_OK_SELECT)
 		elog(ERROR, "could not update queryclaw.requests: %s", SPI_result_code_string(rc));
 	return SPI_processed;
 }
@@ -374,7 +379,25 @@ typedef struct Record
 {
 	QcAsyncRequest *r;
 	bool		cancelled;		/* out: the row was cancelled meanwhile */
+	bool		deferred;		/* out: a user's transaction holds the row */
+	bool		gone;			/* out: the row was deleted meanwhile */
 } Record;
+
+/*
+ * Lock the request's row, never waiting: a user's transaction that holds
+ * it (cancel_requests, retry_requests, not yet committed) must not make
+ * the worker wait.  Such a row is left for a later pass (deferred); one
+ * that is gone (a DBA deleted it) has nothing left to record.
+ */
+static bool
+lock_row(Record *rec, Datum *values)
+{
+	if (execute(STMT_LOCK, values, NULL) == 1)
+		return true;
+	rec->gone = (execute(STMT_EXISTS, values, NULL) == 0);
+	rec->deferred = !rec->gone;
+	return false;
+}
 
 static const char *
 state_name(QcAsyncOutcome outcome)
@@ -396,6 +419,8 @@ record_outcome(void *arg)
 	nulls[3] = r->error ? ' ' : 'n';
 	values[4] = r->sqlstate ? CStringGetTextDatum(r->sqlstate) : (Datum) 0;
 	nulls[4] = r->sqlstate ? ' ' : 'n';
+	if (!lock_row(rec, values))
+		return;
 	switch (r->outcome)
 	{
 		case QC_ASYNC_RETRY:
@@ -415,6 +440,76 @@ record_outcome(void *arg)
 		(void) execute(STMT_CANCELLED, values, nulls);
 	if (r->has_secrets)
 		(void) execute(STMT_SECRETS, values, nulls);
+}
+
+/* ---- outcomes kept for a later pass ---- */
+
+/* The requests whose outcome waits for a user's transaction to end. */
+static MemoryContext deferred_cxt = NULL;
+static List *deferred = NIL;
+
+static Jsonb *
+copy_jsonb(const Jsonb *j)
+{
+	return j ? (Jsonb *) pnstrdup((const char *) j, VARSIZE(j)) : NULL;
+}
+
+static char *
+copy_text(const char *s)
+{
+	return s ? pstrdup(s) : NULL;
+}
+
+/* A copy of r, in the current memory context. */
+static QcAsyncRequest *
+copy_request(const QcAsyncRequest *r)
+{
+	QcAsyncRequest *c = palloc(sizeof(QcAsyncRequest));
+
+	*c = *r;
+	c->func = copy_text(r->func);
+	c->args = copy_jsonb(r->args);
+	c->callback = copy_text(r->callback);
+	c->context = copy_jsonb(r->context);
+	c->idempotency_key = copy_text(r->idempotency_key);
+	c->result = copy_jsonb(r->result);
+	c->error = copy_text(r->error);
+	c->sqlstate = copy_text(r->sqlstate);
+	return c;
+}
+
+static void
+defer(const QcAsyncRequest *r)
+{
+	MemoryContext old;
+
+	if (deferred_cxt == NULL)
+		deferred_cxt = AllocSetContextCreate(TopMemoryContext, "queryclaw deferred outcomes",
+											 ALLOCSET_SMALL_SIZES);
+	old = MemoryContextSwitchTo(deferred_cxt);
+	deferred = lappend(deferred, copy_request(r));
+	MemoryContextSwitchTo(old);
+}
+
+bool
+qc_async_have_deferred(void)
+{
+	return deferred != NIL;
+}
+
+QcAsyncRequest **
+qc_async_take_deferred(int *n)
+{
+	QcAsyncRequest **reqs = palloc(Max(list_length(deferred), 1) * sizeof(QcAsyncRequest *));
+	ListCell   *lc;
+
+	*n = 0;
+	foreach(lc, deferred)
+		reqs[(*n)++] = copy_request(lfirst(lc));
+	deferred = NIL;
+	if (deferred_cxt != NULL)
+		MemoryContextReset(deferred_cxt);
+	return reqs;
 }
 
 /* ---- callbacks ---- */
@@ -449,26 +544,34 @@ record_and_call(void *arg)
 	QcAsyncRequest *r = f->rec.r;
 
 	qc_async_as_writer(record_outcome, &f->rec);
-	if (OidIsValid(f->callback) &&
+	if (OidIsValid(f->callback) && !f->rec.deferred && !f->rec.gone &&
 		(f->rec.cancelled || r->outcome == QC_ASYNC_DONE || r->outcome == QC_ASYNC_FAILED))
 		qc_role_run_callback(f->settings, call_callback, f);
 }
 
-/* Record one request; a callback that keeps failing makes it failed. */
+/*
+ * Record one request; a callback that keeps failing makes it failed.  A
+ * request whose row a user's transaction holds is kept for a later pass
+ * (qc_async_take_deferred).
+ */
 static void
 finish(QcAsyncRequest *r, Oid callback, const QcRoleSettings *settings)
 {
 	for (int tries = 1;; tries++)
 	{
 		ErrorData  *edata = NULL;
-		Finish		f = {{r, false}, callback, settings};
+		Finish		f = {{r, false, false, false}, callback, settings};
 		bool		retry;
 
 		edata = qc_subxact_try(record_and_call, &f);
 		if (OidIsValid(callback))
 			qc_role_forget_callback();
 		if (edata == NULL)
+		{
+			if (f.rec.deferred)
+				defer(r);
 			return;
+		}
 		retry = (edata->sqlerrcode == ERRCODE_T_R_SERIALIZATION_FAILURE ||
 				 edata->sqlerrcode == ERRCODE_T_R_DEADLOCK_DETECTED) && tries < QC_CALLBACK_TRIES;
 		if (!OidIsValid(callback))

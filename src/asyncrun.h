@@ -61,6 +61,15 @@ extern QcAsyncRequest *qc_async_request_from_tuple(HeapTuple tuple, TupleDesc de
 extern void qc_async_run_role(QcAsyncRequest **reqs, int n);
 
 /*
+ * The requests whose outcome could not be recorded because a user's
+ * transaction held their row (a cancel not yet committed), copied into the
+ * current memory context, their outcomes set: a pass records them again
+ * through qc_async_run_role.  They stay 'running' meanwhile.
+ */
+extern QcAsyncRequest **qc_async_take_deferred(int *n);
+extern bool qc_async_have_deferred(void);
+
+/*
  * The role that runs the worker's own statements on the queue, inside a
  * security-restricted operation with the pinned settings; InvalidOid
  * while queryclaw.requests does not exist (the extension not created, or

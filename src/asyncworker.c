@@ -361,7 +361,8 @@ ids_array(const Claimed *c)
 /*
  * Requests left 'running' (all of them, or only those of the pass that
  * failed, c->n > 0): back in the queue; the unrepeatable ones are read
- * into c, to be failed.
+ * into c, to be failed.  A row a user's transaction holds (a cancel not
+ * yet committed) is skipped, not waited for: that cancel ends it.
  */
 static void
 requeue_running(void *arg)
@@ -372,10 +373,13 @@ requeue_running(void *arg)
 	const char *nulls = c->n > 0 ? " " : "n";
 	int			rc;
 
-	rc = SPI_execute_with_args("UPDATE queryclaw.requests r SET state = 'queued',"
+	rc = SPI_execute_with_args("UPDATE queryclaw.requests u SET state = 'queued',"
 							   " next_attempt_at = pg_catalog.now()"
-							   " WHERE r.state OPERATOR(pg_catalog.=) 'running' AND NOT " UNREPEATABLE
-							   " AND ($1 IS NULL OR r.id OPERATOR(pg_catalog.=) ANY ($1))",
+							   " WHERE u.id OPERATOR(pg_catalog.=) ANY (ARRAY("
+							   "  SELECT r.id FROM queryclaw.requests r"
+							   "   WHERE r.state OPERATOR(pg_catalog.=) 'running' AND NOT " UNREPEATABLE
+							   "   AND ($1 IS NULL OR r.id OPERATOR(pg_catalog.=) ANY ($1))"
+							   "   FOR UPDATE SKIP LOCKED))",
 							   1, &type, &ids, nulls, false, 0);
 	if (rc != SPI_OK_UPDATE)
 		elog(ERROR, "could not queue interrupted requests again: %s", SPI_result_code_string(rc));
@@ -386,7 +390,7 @@ requeue_running(void *arg)
 	rc = SPI_execute_with_args("SELECT " REQUEST_COLUMNS " FROM queryclaw.requests r"
 							   " WHERE r.state OPERATOR(pg_catalog.=) 'running' AND " UNREPEATABLE
 							   " AND ($1 IS NULL OR r.id OPERATOR(pg_catalog.=) ANY ($1))"
-							   " FOR UPDATE",
+							   " FOR UPDATE SKIP LOCKED",
 							   1, &type, &ids, nulls, false, 0);
 	if (rc != SPI_OK_SELECT)
 		elog(ERROR, "could not read interrupted requests: %s", SPI_result_code_string(rc));
@@ -435,7 +439,19 @@ recovered(MemoryContext cxt)
 	return true;
 }
 
-/* ---- cancelled requests and retention ---- */
+/* ---- outcomes held back, cancelled requests and retention ---- */
+
+/* Outcomes a user's transaction held back in an earlier pass: recorded now. */
+static void
+record_deferred(void *arg)
+{
+	Claimed    *c = arg;
+	MemoryContext old = MemoryContextSwitchTo(c->cxt);
+
+	c->reqs = qc_async_take_deferred(&c->n);
+	MemoryContextSwitchTo(old);
+	run_by_role(c);
+}
 
 static void
 read_cancelled(void *arg)
@@ -534,6 +550,12 @@ pass(Claimed *c)
 	}
 	if (!recovered(c->cxt))
 		return false;
+	if (qc_async_have_deferred())
+	{
+		in_transaction("recording outcomes held back", record_deferred, c);
+		qc_queue_notify_finished();
+		c->n = 0;
+	}
 	in_transaction("claiming requests", claim, c);
 	if (c->n > 0)
 	{

@@ -303,7 +303,8 @@ qc_queue_purge(int max_rows)
 										"DELETE FROM queryclaw.requests WHERE id OPERATOR(pg_catalog.=) ANY ("
 										" SELECT r.id FROM queryclaw.requests r"
 										"  WHERE r.finished_at OPERATOR(pg_catalog.<) $1"
-										"  ORDER BY r.finished_at LIMIT $2)", 2, types),
+										"  ORDER BY r.finished_at LIMIT $2 FOR UPDATE SKIP LOCKED)",
+										2, types),
 						  args, NULL, false, 0);
 	if (rc != SPI_OK_DELETE)
 		elog(ERROR, "could not delete finished requests: %s", SPI_result_code_string(rc));

@@ -53,6 +53,22 @@ qc_as_pg() {
 	if [ "$(id -u)" -eq 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi
 }
 
+# Run SQL (stdin or -c) in database $QC_DB (queryclaw_regression unless
+# set) of the running cluster, as the superuser; rows unaligned.
+qc_sql() {
+	qc_as_pg "$QC_BINDIR/psql" -X -q -At -v ON_ERROR_STOP=1 -h "$QC_WORK" -p 5432 \
+		-d "${QC_DB:-queryclaw_regression}" "$@"
+}
+
+# Poll (every 50 ms, at most 10 s) until the SQL $1 prints t.
+qc_until_true() {
+	for _ in $(seq 200); do
+		[ "$(qc_sql -c "$1")" = t ] && return 0
+		sleep 0.05
+	done
+	return 1
+}
+
 # A TAP-style line for the shell checks: "ok - $1" when $2 (a value)
 # equals $3, else "not ok" with both.
 qc_check() {

@@ -17,16 +17,10 @@
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 QC_WORK=$1 QC_BINDIR=$2
-db=queryclaw_regression
 role=qc_admitted
 other=qc_admitted_too
 
-# Run SQL (stdin or -c) in the database, as the superuser; rows unaligned.
-sql() {
-	qc_as_pg "$QC_BINDIR/psql" -X -q -At -v ON_ERROR_STOP=1 -h "$QC_WORK" -p 5432 -d "$db" "$@"
-}
-
-sql <<SQL || { echo "not ok - the roles were set up"; exit 1; }
+qc_sql <<SQL || { echo "not ok - the roles were set up"; exit 1; }
 CREATE ROLE $role;
 CREATE ROLE $other;
 ALTER ROLE $role SET queryclaw.enabled = off;
@@ -38,7 +32,7 @@ SQL
 # One session of role $1: a transaction that queues two requests, waits
 # $2 seconds and commits; its output in $QC_WORK/admit.$3.
 session() {
-	sql -c "SET queryclaw.max_queued_per_role = 5" -c "SET ROLE $1" -c "BEGIN" \
+	qc_sql -c "SET queryclaw.max_queued_per_role = 5" -c "SET ROLE $1" -c "BEGIN" \
 		-c "SELECT queryclaw.api_call_async('http://127.0.0.1:9/a'), queryclaw.api_call_async('http://127.0.0.1:9/b')" \
 		-c "SELECT pg_sleep($2)" -c "COMMIT" >"$QC_WORK/admit.$3" 2>&1
 }
@@ -54,13 +48,13 @@ session $other 0 other
 elapsed_ms=$((($(date +%s%N) - start) / 1000000))
 for pid in "${pids[@]}"; do wait "$pid"; done
 
-queued=$(sql -c "SELECT count(*) FROM queryclaw.requests WHERE role = '$role'::regrole AND state = 'queued'")
+queued=$(qc_sql -c "SELECT count(*) FROM queryclaw.requests WHERE role = '$role'::regrole AND state = 'queued'")
 qc_check "four concurrent transactions of a role hold at most max_queued_per_role requests" "$queued" 4
 qc_check "the two that came last were refused with 53400" \
 	"$(cat "$QC_WORK"/admit.[1-4] | grep -c 'too many unfinished asynchronous requests')" 2
 qc_check "another role queued at once, while the first role's transactions were open" \
 	"$([ "$elapsed_ms" -lt 800 ] && echo yes || echo "no: $elapsed_ms ms")" yes
 
-sql -c "DELETE FROM queryclaw.requests WHERE role IN ('$role'::regrole, '$other'::regrole)" \
+qc_sql -c "DELETE FROM queryclaw.requests WHERE role IN ('$role'::regrole, '$other'::regrole)" \
 	-c "DROP OWNED BY $role, $other" -c "ALTER ROLE $role RESET ALL" \
 	-c "ALTER ROLE $other RESET ALL" -c "DROP ROLE $role, $other"

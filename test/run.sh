@@ -13,7 +13,8 @@
 # test/worker_hijack.sh (the audit worker attacked through its database's
 # settings, with restarts), then test/queue_wait.sh (wait() against other
 # sessions), then test/queue_admit.sh (max_queued_per_role against
-# concurrent transactions), then test/async_restart.sh (the async queue through a crash
+# concurrent transactions), then test/queue_locks.sh (the async worker
+# against rows a user's transaction holds), then test/async_restart.sh (the async queue through a crash
 # and a killed worker), then pg_regress over test/nopreload/ on a cluster without
 # preload, then the upgrade from release 0.1 (test/upgrade/) and a
 # pg_dump/pg_restore round trip on a third cluster, then the README's SQL
@@ -159,7 +160,7 @@ if [ -z "${QC_ISOLATED:-}" ] && [[ " $tests " == *" 019_dns "* ]]; then
 fi
 # the attack on the audit worker, the waits on the queue and the queue
 # through restarts are scripts, not pg_regress tests (below)
-tests=$(echo $tests | sed 's/\bworker_hijack\b//; s/\bqueue_wait\b//; s/\bqueue_admit\b//; s/\basync_restart\b//')
+tests=$(echo $tests | sed 's/\bworker_hijack\b//; s/\bqueue_wait\b//; s/\bqueue_admit\b//; s/\bqueue_locks\b//; s/\basync_restart\b//')
 qc_log "regression tests"
 run_suite "$suite" queryclaw_regression $tests
 
@@ -193,6 +194,13 @@ fi
 if [ -z "${QC_TESTS:-}" ] || [[ " $QC_TESTS " == *" queue_admit "* ]]; then
 	qc_log "max_queued_per_role against concurrent transactions"
 	run_checks bash "$QC_ROOT/test/queue_admit.sh" "$QC_WORK" "$QC_BINDIR"
+fi
+
+# No user transaction makes the async worker wait (test/queue_locks.sh);
+# with QC_TESTS, only when it names queue_locks.
+if [ -z "${QC_TESTS:-}" ] || [[ " $QC_TESTS " == *" queue_locks "* ]]; then
+	qc_log "the async worker against rows a user's transaction holds"
+	run_checks bash "$QC_ROOT/test/queue_locks.sh" "$QC_WORK" "$QC_BINDIR"
 fi
 
 # The async queue through a hard stop of the server and a killed worker

@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# test/queue_locks.sh: no user transaction can make the async worker wait
+# (run by test/run.sh on its preloaded cluster, after the suite).
+#
+# cancel_requests() updates the request's row in the caller's transaction,
+# and holds it until that transaction ends.  A worker that then records the
+# request's outcome must not wait for it: here one session cancels a
+# request while it is on the wire and keeps its transaction open for 8 s;
+# another role's request, queued meanwhile, must still end within a few
+# seconds (it waited the 8 s when the worker's final UPDATE waited on the
+# row).  The held request ends as the canceller's transaction says:
+# cancelled once it commits, or done (its outcome recorded then) once it
+# rolls back.  Prints TAP-style "ok - ..." / "not ok - ..." lines.
+#
+# Arguments: the work directory and the bin directory of the running
+# cluster (test/lib.sh's QC_WORK, QC_BINDIR).
+set -uo pipefail
+. "$(dirname "$0")/lib.sh"
+QC_WORK=$1 QC_BINDIR=$2
+holder=qc_lock_holder
+other=qc_lock_other
+
+qc_sql <<SQL || { echo "not ok - the roles were set up"; exit 1; }
+CREATE ROLE $holder;
+CREATE ROLE $other;
+GRANT USAGE ON SCHEMA qc_test TO $holder, $other;
+GRANT EXECUTE ON FUNCTION queryclaw.api_call_async(text, text, jsonb, text, integer, regprocedure, jsonb, text),
+                          queryclaw.cancel_requests(bigint[]), queryclaw.wait(bigint[], interval)
+    TO $holder, $other;
+SQL
+
+# Queue a request as role $1 to path $2; prints its id.
+queue() {
+	qc_sql -c "SET ROLE $1" -c "SELECT queryclaw.api_call_async(qc_test.url('$2'))"
+}
+
+# Hold request $1's row in a cancel that ends with $2 (COMMIT or ROLLBACK)
+# after 8 s, once the request is on the wire; then time another role's
+# request queued meanwhile, in ms.
+held_cancel() {
+	local id=$1 end=$2 start fast
+	qc_until_true "SELECT state = 'running' FROM queryclaw.requests WHERE id = $id" ||
+		echo "not ok - request $id went on the wire" >&2
+	qc_sql -c "SET ROLE $holder" -c "BEGIN" -c "SELECT queryclaw.cancel_requests(ARRAY[$id]::bigint[])" \
+		-c "SELECT pg_sleep(8)" -c "$end" >/dev/null &
+	qc_until_true "SELECT EXISTS (SELECT FROM pg_stat_activity WHERE query = 'SELECT pg_sleep(8)')" ||
+		echo "not ok - the cancel holds the row" >&2
+	start=$(date +%s%N)
+	fast=$(queue $other /hello)
+	qc_sql -c "SELECT count(*) FROM queryclaw.wait(ARRAY[$fast]::bigint[], '20 s')" >/dev/null
+	echo $((($(date +%s%N) - start) / 1000000))
+}
+
+# The cancel commits: the held request ends cancelled, without a result.
+# It rolls back: the outcome the worker held back is recorded then.
+for case in "COMMIT:state = 'cancelled' AND result IS NULL" \
+	"ROLLBACK:state = 'done' AND result->>'status' = '200'"; do
+	end=${case%%:*}
+	slow=$(queue $holder '/slow?ms=1500')
+	ms=$(held_cancel "$slow" "$end")
+	qc_check "another role's request ended while a cancel ($end) held a running request's row" \
+		"$([ "$ms" -lt 4000 ] && echo yes || echo "no: $ms ms")" yes
+	wait
+	qc_until_true "SELECT ${case#*:} FROM queryclaw.requests WHERE id = $slow"
+	qc_check "the held request ended as the cancel's $end says" "$?" 0
+done
+
+qc_sql -c "DELETE FROM queryclaw.requests WHERE role IN ('$holder'::regrole, '$other'::regrole)" \
+	-c "DROP OWNED BY $holder, $other" -c "DROP ROLE $holder, $other"
