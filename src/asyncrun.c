@@ -323,39 +323,45 @@ qc_async_as_writer(void (*fn) (void *arg), void *arg)
 	AtEOXact_GUC(true, nest);
 }
 
-/* Statements on one request, prepared once per worker. */
+/*
+ * Statements on one request, prepared once per worker.  Each names the row
+ * by its id alone, after STMT_LOCK locked it and read its state: so that
+ * the only index that fits is the primary key's, whatever the statistics
+ * say.  (With "AND state = 'running'", the generic plan of a drained and
+ * vacuumed queue scanned requests_role_open_idx whole, whose predicate
+ * that implies.)
+ */
 enum
 {
+	STMT_LOCK,
+	STMT_EXISTS,
 	STMT_FINAL,
 	STMT_RETRY,
 	STMT_WAIT,
 	STMT_CANCELLED,
 	STMT_SECRETS,
-	STMT_LOCK,
-	STMT_EXISTS,
 	STMT_COUNT
 };
 
 static const char *const statements[STMT_COUNT] = {
-	[STMT_FINAL] = "UPDATE queryclaw.requests SET state = $2, result = $3, error = $4,"
-	" sqlstate = $5, finished_at = pg_catalog.now()"
-	" WHERE id OPERATOR(pg_catalog.=) $1 AND state OPERATOR(pg_catalog.=) 'running'",
-	[STMT_RETRY] = "UPDATE queryclaw.requests SET state = 'retrying', next_attempt_at = $2,"
-	" result = $3, error = $4, sqlstate = $5"
-	" WHERE id OPERATOR(pg_catalog.=) $1 AND state OPERATOR(pg_catalog.=) 'running'",
-	[STMT_WAIT] = "UPDATE queryclaw.requests SET state = 'queued', next_attempt_at = $2,"
-	" attempts = attempts OPERATOR(pg_catalog.-) 1"
-	" WHERE id OPERATOR(pg_catalog.=) $1 AND state OPERATOR(pg_catalog.=) 'running'",
-	[STMT_CANCELLED] = "UPDATE queryclaw.requests SET finished_at = pg_catalog.now()"
-	" WHERE id OPERATOR(pg_catalog.=) $1 AND state OPERATOR(pg_catalog.=) 'cancelled'"
-	" AND finished_at IS NULL",
-	[STMT_SECRETS] = "DELETE FROM queryclaw.request_secrets WHERE id OPERATOR(pg_catalog.=) $1",
-	[STMT_LOCK] = "SELECT FROM queryclaw.requests WHERE id OPERATOR(pg_catalog.=) $1"
+	[STMT_LOCK] = "SELECT state FROM queryclaw.requests WHERE id OPERATOR(pg_catalog.=) $1"
 	" FOR UPDATE SKIP LOCKED",
 	[STMT_EXISTS] = "SELECT FROM queryclaw.requests WHERE id OPERATOR(pg_catalog.=) $1",
+	[STMT_FINAL] = "UPDATE queryclaw.requests SET state = $2, result = $3, error = $4,"
+	" sqlstate = $5, finished_at = pg_catalog.now()"
+	" WHERE id OPERATOR(pg_catalog.=) $1",
+	[STMT_RETRY] = "UPDATE queryclaw.requests SET state = 'retrying', next_attempt_at = $2,"
+	" result = $3, error = $4, sqlstate = $5"
+	" WHERE id OPERATOR(pg_catalog.=) $1",
+	[STMT_WAIT] = "UPDATE queryclaw.requests SET state = 'queued', next_attempt_at = $2,"
+	" attempts = attempts OPERATOR(pg_catalog.-) 1"
+	" WHERE id OPERATOR(pg_catalog.=) $1",
+	[STMT_CANCELLED] = "UPDATE queryclaw.requests SET finished_at = pg_catalog.now()"
+	" WHERE id OPERATOR(pg_catalog.=) $1 AND finished_at IS NULL",
+	[STMT_SECRETS] = "DELETE FROM queryclaw.request_secrets WHERE id OPERATOR(pg_catalog.=) $1",
 };
 
-static const int nargs[STMT_COUNT] = {5, 5, 2, 1, 1, 1, 1};
+static const int nargs[STMT_COUNT] = {1, 1, 5, 5, 2, 1, 1};
 static const Oid argtypes[5] = {INT8OID, TEXTOID, JSONBOID, TEXTOID, TEXTOID};
 static const Oid retry_types[5] = {INT8OID, TIMESTAMPTZOID, JSONBOID, TEXTOID, TEXTOID};
 
@@ -384,19 +390,20 @@ typedef struct Record
 } Record;
 
 /*
- * Lock the request's row, never waiting: a user's transaction that holds
- * it (cancel_requests, retry_requests, not yet committed) must not make
- * the worker wait.  Such a row is left for a later pass (deferred); one
- * that is gone (a DBA deleted it) has nothing left to record.
+ * Lock the request's row, never waiting, and return its state.  A user's
+ * transaction that holds it (cancel_requests, retry_requests, not yet
+ * committed) must not make the worker wait: such a row is left for a
+ * later pass (deferred), and NULL returned; so for a row that is gone (a
+ * DBA deleted it), which has nothing left to record.
  */
-static bool
+static char *
 lock_row(Record *rec, Datum *values)
 {
 	if (execute(STMT_LOCK, values, NULL) == 1)
-		return true;
+		return SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
 	rec->gone = (execute(STMT_EXISTS, values, NULL) == 0);
 	rec->deferred = !rec->gone;
-	return false;
+	return NULL;
 }
 
 static const char *
@@ -405,6 +412,11 @@ state_name(QcAsyncOutcome outcome)
 	return outcome == QC_ASYNC_DONE ? "done" : "failed";
 }
 
+/*
+ * Record r's outcome on its row.  A row no longer 'running' was cancelled
+ * meanwhile (a cancelled row is left to finish_cancelled's pass when the
+ * outcome was not final): it keeps no result.
+ */
 static void
 record_outcome(void *arg)
 {
@@ -412,6 +424,8 @@ record_outcome(void *arg)
 	QcAsyncRequest *r = rec->r;
 	Datum		values[5] = {Int64GetDatum(r->id)};
 	char		nulls[5] = {' ', ' ', ' ', ' ', ' '};
+	char	   *state;
+	bool		running;
 
 	values[2] = PointerGetDatum(r->result);
 	nulls[2] = r->result ? ' ' : 'n';
@@ -419,21 +433,25 @@ record_outcome(void *arg)
 	nulls[3] = r->error ? ' ' : 'n';
 	values[4] = r->sqlstate ? CStringGetTextDatum(r->sqlstate) : (Datum) 0;
 	nulls[4] = r->sqlstate ? ' ' : 'n';
-	if (!lock_row(rec, values))
+	if ((state = lock_row(rec, values)) == NULL)
 		return;
+	running = strcmp(state, "running") == 0;
 	switch (r->outcome)
 	{
 		case QC_ASYNC_RETRY:
 		case QC_ASYNC_WAIT:
 			values[1] = TimestampTzGetDatum(r->next_at);
-			(void) execute(r->outcome == QC_ASYNC_RETRY ? STMT_RETRY : STMT_WAIT, values, nulls);
+			if (running)
+				(void) execute(r->outcome == QC_ASYNC_RETRY ? STMT_RETRY : STMT_WAIT, values, nulls);
 			return;
 		case QC_ASYNC_CANCELLED:
 			rec->cancelled = true;
 			break;
 		default:
 			values[1] = CStringGetTextDatum(state_name(r->outcome));
-			rec->cancelled = (execute(STMT_FINAL, values, nulls) == 0);
+			if (running)
+				(void) execute(STMT_FINAL, values, nulls);
+			rec->cancelled = strcmp(state, "cancelled") == 0;
 			break;
 	}
 	if (rec->cancelled)

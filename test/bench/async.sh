@@ -7,8 +7,11 @@
 # then prints:
 #   1. 10,000 api_call_async to /delay, each with a callback that writes a
 #      row, queued in one INSERT ... SELECT: seconds from the commit until
-#      every callback has run (target: under 6.5 s; the floor, 10,000 x
-#      20 ms at 64 in flight, is 3.1 s), max_host_concurrency 64;
+#      every callback has run, max_host_concurrency 64, beside the floor
+#      measured in the same run (the same 10,000 GETs from curl, 64 in
+#      flight; 10,000 x 20 ms / 64 is 3.1 s); on a fresh queue, and again
+#      on the queue that batch drained (10,000 final requests kept), VACUUM
+#      ANALYZEd, where the planner's statistics say no request is open;
 #   2. the async worker's memory (RSS, and RssAnon, its private part) after
 #      1,000 requests, after 51,000 and after 100,000
 #      (QC_ASYNC_MEMORY_REQUESTS), in batches of 10,000: it grows while the
@@ -24,6 +27,7 @@
 #      updates per second and the worker's CPU while they wait (expect none,
 #      and little).
 # Only loopback is contacted.  It prints figures and asserts nothing.
+# QC_BENCH_QUICK=1 stops after 1.
 set -uo pipefail
 . "$(dirname "$0")/../lib.sh"
 
@@ -44,12 +48,17 @@ SQL
 sleep 2
 
 # Queue n requests to /delay in one transaction; wait until all callbacks
-# ran; print the seconds from the commit to the last callback.
+# ran; print the seconds from the commit to the last callback.  The queue
+# is emptied first (TRUNCATE), or with $2 = drained, left as the last batch
+# left it, every request final (as async_retention keeps them for a day),
+# and VACUUM ANALYZEd: its statistics then say no request is open.
 run_batch() {
-	local n=$1
+	local n=$1 empty="TRUNCATE queryclaw.requests CASCADE;"
+	[ "${2:-}" = drained ] &&
+		empty="VACUUM ANALYZE queryclaw.requests, queryclaw.request_secrets;"
 	qc_psql -q -At -d postgres <<SQL
 TRUNCATE bench_done;
-TRUNCATE queryclaw.requests CASCADE;
+$empty
 SELECT count(queryclaw.api_call_async('$base/delay', callback => 'bench_note(bigint,jsonb,text,jsonb)'::regprocedure))
   FROM generate_series(1, $n) \\gset
 SELECT clock_timestamp() AS t0 \\gset
@@ -78,9 +87,29 @@ echo "machine: $(nproc) cores; nginx $(nginx -v 2>&1 | sed 's/.*\///')"
 run_batch 1000 >/dev/null
 rss_before=$(worker_rss)
 echo "async worker memory after 1000 requests: ${rss_before}"
+# The floor: the same GETs from a plain client at the same concurrency.
+curl_floor() {
+	local list="$QC_WORK/urls.cfg" start
+	for _ in $(seq "$1"); do echo "url = \"$base/delay\""; echo 'output = "/dev/null"'; done >"$list"
+	start=$(date +%s%N)
+	curl -s --no-progress-meter --parallel --parallel-max 64 --config "$list" 2>/dev/null
+	awk -v a="$start" -v b="$(date +%s%N)" 'BEGIN { printf "%.2f", (b - a) / 1e9 }'
+}
+ratio() {
+	awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2fx", a / b }'
+}
+outcomes() {
+	qc_psql -At -d postgres -c "SELECT 'done: ' || count(*) FILTER (WHERE state = 'done') || ', failed: ' || count(*) FILTER (WHERE state = 'failed') FROM queryclaw.requests"
+}
+floor=$(curl_floor 10000)
 s=$(run_batch 10000 | tail -1)
-echo "10000 api_call_async to a 20 ms endpoint, callbacks included: $s s (target < 6.5 s, floor 3.1 s)"
-qc_psql -At -d postgres -c "SELECT 'done: ' || count(*) FILTER (WHERE state = 'done') || ', failed: ' || count(*) FILTER (WHERE state = 'failed') FROM queryclaw.requests"
+echo "10000 api_call_async to a 20 ms endpoint, callbacks included, fresh queue: $s s; floor (curl, 64 in flight) $floor s: $(ratio "$s" "$floor")"
+outcomes
+s=$(run_batch 10000 drained | tail -1)
+floor=$(curl_floor 10000)
+echo "the same after the queue was drained and VACUUM ANALYZEd: $s s; floor $floor s: $(ratio "$s" "$floor")"
+outcomes
+[ -n "${QC_BENCH_QUICK:-}" ] && exit 0
 
 # 3. One request at a time, the worker asleep between them: the time from
 # COMMIT until a session sees the request final.
