@@ -850,6 +850,97 @@ host_admits(QcAsyncRequest *r, QcCall *call)
 }
 
 /* Build the web and API requests' calls, and run those that may go. */
+/* ---- cancels while the requests run ---- */
+
+/* The ids of the run's requests not yet over, as an int8[]; NULL if none. */
+static ArrayType *
+open_ids(RoleRun *run)
+{
+	Datum	   *ids = palloc(run->n * sizeof(Datum));
+	int			n = 0;
+
+	for (int i = 0; i < run->n; i++)
+		if (run->reqs[i]->outcome == QC_ASYNC_PENDING && !run->reqs[i]->cancel_seen)
+			ids[n++] = Int64GetDatum(run->reqs[i]->id);
+	return n == 0 ? NULL : construct_array(ids, n, INT8OID, 8, true, TYPALIGN_DOUBLE);
+}
+
+/* What a look for cancels reads, and found. */
+typedef struct CancelLook
+{
+	RoleRun    *run;
+	bool		found;
+} CancelLook;
+
+/* As the worker: which of the run's open requests were cancelled since. */
+static void
+look_for_cancels(void *arg)
+{
+	CancelLook *look = arg;
+	static SPIPlanPtr plan = NULL;
+	Oid			type = INT8ARRAYOID;
+	ArrayType  *ids = open_ids(look->run);
+	Datum		value;
+
+	if (ids == NULL)
+		return;
+	value = PointerGetDatum(ids);
+	qc_queue_plan(&plan, "SELECT id FROM queryclaw.requests"
+				  " WHERE id OPERATOR(pg_catalog.=) ANY ($1)"
+				  " AND state OPERATOR(pg_catalog.=) 'cancelled'", 1, &type);
+	/* under the latest snapshot: what cancels committed since the claim */
+	if (SPI_execute_snapshot(plan, &value, NULL, GetLatestSnapshot(), InvalidSnapshot,
+							 true, false, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not read cancelled requests");
+	for (uint64 t = 0; t < SPI_processed; t++)
+	{
+		bool		isnull;
+		int64		id = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[t],
+													 SPI_tuptable->tupdesc, 1, &isnull));
+
+		for (int i = 0; i < look->run->n; i++)
+			if (look->run->reqs[i]->id == id)
+				look->run->reqs[i]->cancel_seen = true;
+		look->found = true;
+	}
+	SPI_freetuptable(SPI_tuptable);
+}
+
+/* The transport's watch: were any of the run's requests cancelled? */
+static bool
+cancels_since(void *arg)
+{
+	CancelLook	look = {arg, false};
+
+	qc_async_as_writer(look_for_cancels, &look);
+	return look.found;
+}
+
+/* The transport's question: was this call's request cancelled? */
+static bool
+request_cancelled(QcCall *call, void *arg)
+{
+	RoleRun    *run = arg;
+
+	return run->reqs[call->ord]->cancel_seen;
+}
+
+static const QcCallWatch cancel_watch = {cancels_since, request_cancelled};
+
+/*
+ * Requests cancelled between their claim and now are not sent: only their
+ * callbacks are due (as for a request cancelled while queued).
+ */
+static void
+drop_cancelled(RoleRun *run)
+{
+	if (!cancels_since(run))
+		return;
+	for (int i = 0; i < run->n; i++)
+		if (run->reqs[i]->cancel_seen && run->reqs[i]->outcome == QC_ASYNC_PENDING)
+			run->reqs[i]->outcome = QC_ASYNC_CANCELLED;
+}
+
 static void
 run_calls(RoleRun *run)
 {
@@ -868,7 +959,7 @@ run_calls(RoleRun *run)
 			send[nsend++] = call;
 	}
 	if (nsend > 0)
-		qc_call_run_many(send, nsend, qc_async_concurrency, call_done, run);
+		qc_call_run_watched(send, nsend, qc_async_concurrency, call_done, &cancel_watch, run);
 }
 
 /* Starting one LLM request: the request, and the job made of it. */
@@ -1018,6 +1109,7 @@ qc_async_run_role(QcAsyncRequest **reqs, int n)
 	run.formats = palloc0(n * sizeof(QcFormat));
 	qc_role_enter(run.settings, &scope);
 	admit(&run, callbacks);
+	drop_cancelled(&run);
 	run_calls(&run);
 	run_llms(&run);
 	qc_role_leave(&scope);

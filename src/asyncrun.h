@@ -37,6 +37,7 @@ typedef struct QcAsyncRequest
 	char	   *idempotency_key;
 	int			attempts;		/* this attempt included */
 	bool		has_secrets;	/* a request_secrets row to delete */
+	bool		cancel_seen;	/* cancelled since it was claimed */
 
 	QcAsyncOutcome outcome;
 	TimestampTz next_at;		/* RETRY and WAIT */

@@ -40,6 +40,7 @@ typedef struct CallRun
 	QcCallDone	on_done;		/* the caller's shaping, or NULL */
 	void	   *arg;
 	bool		end_each;		/* audit a call with a response once shaped */
+	const QcCallWatch *watch;	/* the caller's, or NULL */
 } CallRun;
 
 /* The transport's admit hook (http.h). */
@@ -104,10 +105,28 @@ call_interrupted(QcCall *call, void *arg)
 	qc_audit_interrupted(call);
 }
 
+/* The transport's watch and abandoned hooks: the caller's, if any. */
+static bool
+watch_calls(void *arg)
+{
+	CallRun    *run = arg;
+
+	return run->watch->watch(run->arg);
+}
+
+static bool
+call_abandoned(QcCall *call, void *arg)
+{
+	CallRun    *run = arg;
+
+	return run->watch->abandoned(call, run->arg);
+}
+
 static void
 run_calls(QcCall **calls, int ncalls, int concurrency, CallRun *run)
 {
-	QcTransportHooks hooks = {admit_call, call_ended, call_interrupted, run};
+	QcTransportHooks hooks = {admit_call, call_ended, call_interrupted,
+		run->watch ? watch_calls : NULL, run->watch ? call_abandoned : NULL, run};
 
 	qc_http_execute_many(calls, ncalls, concurrency, &hooks);
 }
@@ -116,7 +135,14 @@ void
 qc_call_run_many(QcCall **calls, int ncalls, int concurrency,
 				 QcCallDone on_done, void *arg)
 {
-	CallRun		run = {on_done, arg, true};
+	qc_call_run_watched(calls, ncalls, concurrency, on_done, NULL, arg);
+}
+
+void
+qc_call_run_watched(QcCall **calls, int ncalls, int concurrency,
+					QcCallDone on_done, const QcCallWatch *watch, void *arg)
+{
+	CallRun		run = {on_done, arg, true, watch};
 
 	run_calls(calls, ncalls, concurrency, &run);
 }
@@ -124,7 +150,7 @@ qc_call_run_many(QcCall **calls, int ncalls, int concurrency,
 bool
 qc_call_run(QcCall *call)
 {
-	CallRun		run = {NULL, NULL, false};
+	CallRun		run = {NULL, NULL, false, NULL};
 
 	run_calls(&call, 1, 1, &run);
 	return call->error_code == 0;

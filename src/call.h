@@ -37,6 +37,24 @@ extern void qc_call_run_many(QcCall **calls, int ncalls, int concurrency,
 							 QcCallDone on_done, void *arg);
 
 /*
+ * What a caller of qc_call_run_watched watches: watch(arg), at the start of
+ * the run and every QC_TRANSPORT_WATCH_MS while it runs, says whether it
+ * gave up any call since; abandoned(call, arg) which.  A call given up is
+ * never sent, or its transfer is aborted, and it ends cancelled (57014),
+ * handed to on_done like any other.
+ */
+typedef struct QcCallWatch
+{
+	bool		(*watch) (void *arg);
+	bool		(*abandoned) (QcCall *call, void *arg);
+} QcCallWatch;
+
+/* qc_call_run_many, watched: calls the caller gives up on stop */
+extern void qc_call_run_watched(QcCall **calls, int ncalls, int concurrency,
+								QcCallDone on_done, const QcCallWatch *watch,
+								void *arg);
+
+/*
  * Run one call.  Returns true when a response (of any status) arrived: the
  * caller shapes it and ends the call (qc_call_end, or qc_call_raise for a
  * failure of its own).  Returns false with the failure recorded and

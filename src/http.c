@@ -912,6 +912,48 @@ resolve_hosts(Slot *slots, int nslots, const QcTransportHooks *hooks)
  * not yet handed back, which the owner's admission must count among the
  * calls in flight (they still hold what it may wait for).
  */
+/* A call its owner gave up: recorded as cancelled; it was never audited. */
+static void
+record_abandoned(QcCall *call)
+{
+	qc_call_set_failure(call, QC_OUTCOME_CANCELLED, ERRCODE_QUERY_CANCELED,
+						pstrdup("cancelled"), NULL, NULL);
+}
+
+/* Is the call one its owner gave up (before or while it runs)? */
+static bool
+abandoned(QcCall *call, const QcTransportHooks *hooks)
+{
+	return hooks->abandoned != NULL && hooks->abandoned(call, hooks->arg);
+}
+
+/*
+ * Ask the owner's watch hook, at most every QC_TRANSPORT_WATCH_MS; cut off
+ * the calls in flight it gave up, their transfers aborted.
+ */
+static void
+watch_calls(Slot *slots, int nslots, TimestampTz *next_watch,
+			const QcTransportHooks *hooks)
+{
+	TimestampTz now;
+
+	if (hooks->watch == NULL ||
+		(now = GetCurrentTimestamp()) < *next_watch)
+		return;
+	*next_watch = TimestampTzPlusMilliseconds(now, QC_TRANSPORT_WATCH_MS);
+	if (!hooks->watch(hooks->arg))
+		return;
+	for (int s = 0; s < nslots; s++)
+	{
+		if (slots[s].call == NULL || !abandoned(slots[s].call, hooks))
+			continue;
+		drop_lookup(&slots[s]);
+		release_hop(&slots[s]);
+		record_abandoned(slots[s].call);
+		end_call(&slots[s], hooks);
+	}
+}
+
 static void
 fill_slots(Slot *slots, int nslots, QcCall **calls, bool *started, int ncalls,
 		   int *first_waiting, bool held_back, const QcTransportHooks *hooks)
@@ -928,6 +970,15 @@ fill_slots(Slot *slots, int nslots, QcCall **calls, bool *started, int ncalls,
 
 			if (started[i] || !host_has_room(slots, nslots, calls[i]))
 				continue;
+			if (abandoned(calls[i], hooks))
+			{
+				/* never sent: no attempt, no audit row */
+				started[i] = true;
+				record_abandoned(calls[i]);
+				calls[i]->audited = true;
+				call_done(calls[i], hooks);
+				continue;
+			}
 			admission = hooks->admit(calls[i], held_back || any_running(slots, nslots),
 									 hooks->arg);
 			/* later, once one of the calls in flight ended */
@@ -1103,6 +1154,7 @@ qc_http_execute_many(QcCall **calls, int ncalls, int concurrency,
 	int			first_waiting = 0;
 	/* in memory, not in a local the error path could see stale */
 	Ended	   *ended = palloc0(sizeof(Ended));
+	TimestampTz next_watch = 0;
 
 	ended->calls = palloc0(nslots * sizeof(QcCall *));
 	PG_TRY();
@@ -1112,6 +1164,7 @@ qc_http_execute_many(QcCall **calls, int ncalls, int concurrency,
 			int			running;
 			CURLMcode	mc;
 
+			watch_calls(slots, nslots, &next_watch, hooks);
 			fill_slots(slots, nslots, calls, started, ncalls, &first_waiting,
 					   ended->n > 0, hooks);
 			resolve_hosts(slots, nslots, hooks);

@@ -36,14 +36,25 @@ typedef enum QcAdmission
  * it, in completion order; a call not admitted ends at once.
  * interrupted: on the error path (a query cancel ends the run), for each
  * call that was in flight.  It must not raise, wait or read the catalogs.
+ * watch (may be NULL): at the start of the run and every
+ * QC_TRANSPORT_WATCH_MS while it runs, outside any libcurl callback; it
+ * answers whether the owner gave up any call (see abandoned).
+ * abandoned (NULL with watch): has the owner given up this call?  One in
+ * flight is cut off, its transfer aborted, and ends recorded as cancelled
+ * (57014); one not started yet ends so at once, never sent.
  */
 typedef struct QcTransportHooks
 {
 	QcAdmission (*admit) (QcCall *call, bool others_in_flight, void *arg);
 	void		(*done) (QcCall *call, void *arg);
 	void		(*interrupted) (QcCall *call, void *arg);
+	bool		(*watch) (void *arg);
+	bool		(*abandoned) (QcCall *call, void *arg);
 	void	   *arg;
 } QcTransportHooks;
+
+/* How often a run asks its owner's watch hook (milliseconds). */
+#define QC_TRANSPORT_WATCH_MS 250
 
 /*
  * Run the calls, at most concurrency at once (and at most

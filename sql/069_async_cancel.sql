@@ -1,0 +1,60 @@
+--
+-- Cancel means not sent: a request cancelled after a worker claimed it is
+-- never sent if it had not started, and one on the wire has its transfer
+-- aborted within a second.  Both end cancelled, their callbacks called
+-- with 'cancelled'.
+--
+-- qc_canceller's requests go to the fixture one at a time
+-- (max_host_concurrency 1 for the role): of four 3-second requests, one
+-- is on the wire and three are claimed and waiting when they are
+-- cancelled.  Before, all four were sent, one after the other.
+--
+CREATE ROLE qc_canceller;
+ALTER ROLE qc_canceller SET queryclaw.max_host_concurrency = 1;
+GRANT USAGE ON SCHEMA qc_test TO qc_canceller;
+GRANT EXECUTE ON FUNCTION
+    queryclaw.api_call_async(text, text, jsonb, text, integer, regprocedure, jsonb, text),
+    queryclaw.cancel_requests(bigint[]), queryclaw.wait(bigint[], interval)
+    TO qc_canceller;
+CREATE TABLE qc_cancel_seen (id bigint, error text);
+GRANT INSERT ON qc_cancel_seen TO qc_canceller;
+CREATE FUNCTION qc_cancel_note(id bigint, result jsonb, error text, context jsonb)
+RETURNS void LANGUAGE sql AS $$ INSERT INTO public.qc_cancel_seen VALUES (id, error) $$;
+
+SELECT qc_test.reset_requests();
+SET ROLE qc_canceller;
+SELECT array_agg(queryclaw.api_call_async(qc_test.url('/slow?ms=3000'),
+                 callback => 'qc_cancel_note(bigint,jsonb,text,jsonb)'::regprocedure)) AS ids
+  FROM generate_series(1, 4) \gset
+RESET ROLE;
+-- one is on the wire (the fixture served it), the others wait their turn
+SELECT qc_test.wait_until('qc_test.requests_served() = 1') AS one_on_the_wire;
+SELECT clock_timestamp() AS t0 \gset
+SET ROLE qc_canceller;
+SELECT queryclaw.cancel_requests(:'ids') AS cancelled;
+RESET ROLE;
+-- final at once; finished once a worker called the callback
+SELECT qc_test.wait_until(format('(SELECT count(*) FROM queryclaw.requests
+                                    WHERE id = ANY (%L) AND finished_at IS NOT NULL) = 4', :'ids'))
+       AS finished;
+SELECT clock_timestamp() - :'t0' < interval '1.5 s' AS within_a_second;
+SELECT state, error, result FROM queryclaw.requests WHERE id = ANY (:'ids') ORDER BY id;
+SELECT qc_test.audit_flush() AS flushed;
+-- the one on the wire was cut off, audited as cancelled; the others were
+-- never sent (the fixture served no other, and they have no audit row)
+SELECT qc_test.requests_served() - 1 AS other_requests_served;
+SELECT outcome, elapsed_ms < 2000 AS cut_off, count(*)
+  FROM queryclaw.audit_log
+ WHERE func = 'api_call_async' AND (detail->'request'->>'id')::bigint = ANY (:'ids')
+ GROUP BY 1, 2;
+-- every callback got 'cancelled'
+SELECT count(*) AS callbacks, count(*) FILTER (WHERE error = 'cancelled') AS cancelled
+  FROM qc_cancel_seen;
+
+-- clean up
+DELETE FROM queryclaw.requests WHERE id = ANY (:'ids');
+DROP TABLE qc_cancel_seen;
+DROP FUNCTION qc_cancel_note;
+DROP OWNED BY qc_canceller;
+ALTER ROLE qc_canceller RESET ALL;
+DROP ROLE qc_canceller;
