@@ -231,17 +231,16 @@ TRUNCATE qc_iso_ids, qc_iso_seen, qc_iso_written;
 --
 -- 4. The database's stored settings apply to every role's requests as
 -- at login: default_transaction_read_only makes every callback read-only
--- (a write fails it), transaction_read_only is no session's; the worker's
--- own writes go on, and each request is sent once.
+-- (a write fails it); the worker's own writes go on, and each request is
+-- sent once.  (PostgreSQL 17 and later cannot RESET a stored
+-- transaction_read_only: phase 1 tried it on a role.)
 --
 SELECT current_database() AS db \gset
 ALTER DATABASE :"db" SET default_transaction_read_only = on;
-ALTER DATABASE :"db" SET transaction_read_only = on;
 SELECT qc_iso_queue('4 victim get', 'qc_victim', '/hello', 'GET', 'qc_iso_write(bigint,jsonb,text,jsonb)');
 SELECT qc_iso_queue('4 victim post', 'qc_victim', '/echo', 'POST', NULL);
 SELECT * FROM qc_iso_outcomes();
 ALTER DATABASE :"db" RESET default_transaction_read_only;
-ALTER DATABASE :"db" RESET transaction_read_only;
 
 -- clean up
 DELETE FROM queryclaw.requests WHERE id IN (SELECT id FROM qc_iso_ids)

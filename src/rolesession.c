@@ -223,14 +223,22 @@ qc_role_run_callback(const QcRoleSettings *settings, void (*fn) (void *arg), voi
 {
 	QcRoleScope scope;
 
+	bool		was_read_only = XactReadOnly;
+
 	qc_role_enter(settings, &scope);
+
+	/*
+	 * as SET TRANSACTION READ ONLY would (the setting itself cannot be set
+	 * at a nest level from PostgreSQL 17 on); the subtransaction the
+	 * callback runs in gives the worker's value back if it raises
+	 */
 	if (DefaultXactReadOnly)
-		(void) set_config_option("transaction_read_only", "on", PGC_USERSET,
-								 PGC_S_SESSION, GUC_ACTION_SAVE, true, ERROR, false);
+		XactReadOnly = true;
 	/* the statement_timeout handler cancels as a cancel request does */
 	enable_timeout_after(STATEMENT_TIMEOUT, callback_limit_ms());
 	fn(arg);
 	stop_callback_timer();
+	XactReadOnly = was_read_only;
 	qc_role_leave(&scope);
 }
 

@@ -34,33 +34,35 @@ queue() {
 	qc_sql -c "SET ROLE $1" -c "SELECT queryclaw.api_call_async(qc_test.url('$2'))"
 }
 
-# Hold request $1's row in a cancel that ends with $2 (COMMIT or ROLLBACK)
-# after 8 s, once the request is on the wire; then time another role's
-# request queued meanwhile, in ms.
-held_cancel() {
-	local id=$1 end=$2 start fast
-	qc_until_true "SELECT state = 'running' FROM queryclaw.requests WHERE id = $id" ||
-		echo "not ok - request $id went on the wire" >&2
-	qc_sql -c "SET ROLE $holder" -c "BEGIN" -c "SELECT queryclaw.cancel_requests(ARRAY[$id]::bigint[])" \
-		-c "SELECT pg_sleep(8)" -c "$end" >/dev/null &
-	qc_until_true "SELECT EXISTS (SELECT FROM pg_stat_activity WHERE query = 'SELECT pg_sleep(8)')" ||
-		echo "not ok - the cancel holds the row" >&2
+# The time another role's request takes from its queueing to its final
+# state, in ms.
+other_request_ms() {
+	local start fast
 	start=$(date +%s%N)
 	fast=$(queue $other /hello)
 	qc_sql -c "SELECT count(*) FROM queryclaw.wait(ARRAY[$fast]::bigint[], '20 s')" >/dev/null
 	echo $((($(date +%s%N) - start) / 1000000))
 }
 
-# The cancel commits: the held request ends cancelled, without a result.
-# It rolls back: the outcome the worker held back is recorded then.
+# A cancel of a request on the wire, holding its row for 8 s and then
+# committing: the held request ends cancelled, without a result; or rolling
+# back: the outcome the worker held back is recorded then.  Meanwhile
+# another role's request is timed.
 for case in "COMMIT:state = 'cancelled' AND result IS NULL" \
 	"ROLLBACK:state = 'done' AND result->>'status' = '200'"; do
 	end=${case%%:*}
 	slow=$(queue $holder '/slow?ms=1500')
-	ms=$(held_cancel "$slow" "$end")
+	qc_until_true "SELECT state = 'running' FROM queryclaw.requests WHERE id = $slow" ||
+		echo "not ok - request $slow went on the wire"
+	qc_sql -c "SET ROLE $holder" -c "BEGIN" -c "SELECT queryclaw.cancel_requests(ARRAY[$slow]::bigint[])" \
+		-c "SELECT pg_sleep(8)" -c "$end" >/dev/null &
+	canceller=$!
+	qc_until_true "SELECT EXISTS (SELECT FROM pg_stat_activity WHERE query = 'SELECT pg_sleep(8)')" ||
+		echo "not ok - the cancel holds the row"
+	ms=$(other_request_ms)
 	qc_check "another role's request ended while a cancel ($end) held a running request's row" \
 		"$([ "$ms" -lt 4000 ] && echo yes || echo "no: $ms ms")" yes
-	wait
+	wait "$canceller"
 	qc_until_true "SELECT ${case#*:} FROM queryclaw.requests WHERE id = $slow"
 	qc_check "the held request ended as the cancel's $end says" "$?" 0
 done
