@@ -134,7 +134,18 @@ EXCEPTION WHEN OTHERS THEN
 END
 $$;
 GRANT queryclaw_writer TO upgrade_mallory;
-ALTER EXTENSION queryclaw_ext UPDATE;
+-- the error itself, without the context lines that differ between majors
+DO $$
+DECLARE
+    detail text;
+    hint text;
+BEGIN
+    ALTER EXTENSION queryclaw_ext UPDATE;
+EXCEPTION WHEN OTHERS THEN
+    GET STACKED DIAGNOSTICS detail = PG_EXCEPTION_DETAIL, hint = PG_EXCEPTION_HINT;
+    RAISE NOTICE E'%: %\nDETAIL: %\nHINT: %', SQLSTATE, SQLERRM, detail, hint;
+END
+$$;
 SELECT upgrade_test_refusal() AS with_a_member;
 REVOKE queryclaw_writer FROM upgrade_mallory;
 GRANT upgrade_mallory TO queryclaw_writer;
