@@ -261,27 +261,45 @@ SELECT pg_catalog.pg_extension_config_dump('queryclaw.request_secrets', '');
 
 -- The DBA's first look at the queue, per role and state: how many, the
 -- age of the oldest still waiting, how many reached this state in the
--- last minute, and for unfinished ones the time the role's requests of
--- the last minute say it takes to finish them.  Each role sees its own
--- (the view runs with the caller's privileges, so the table's policies
--- apply); queryclaw_admin sees all.
+-- last minute (queued: were queued; final states: ended; NULL for running
+-- and retrying, whose start is not kept), and for unfinished ones an
+-- estimate of the time left: the role's open requests at the pace its
+-- requests ended over the last minute (their count over the time since the
+-- first of them ended, so that a run that began 5 s ago is not measured
+-- over 60).  NULL when fewer than two ended in the last minute, or when
+-- none has ended for three times the usual gap between two (a paused
+-- role, a stalled API): a guess would be off by any factor.  Each role
+-- sees its own (the view runs with the caller's privileges, so the
+-- table's policies apply); queryclaw_admin sees all.
 CREATE VIEW queryclaw.queue_status WITH (security_invoker = true) AS
+	WITH per_state AS (
+		SELECT r.role, r.state, count(*) AS requests,
+			   pg_catalog.now() - min(r.created_at)
+				   FILTER (WHERE r.state IN ('queued', 'retrying')) AS oldest_waiting,
+			   CASE WHEN r.state = 'queued'
+					THEN count(*) FILTER (WHERE r.created_at > pg_catalog.now() - interval '1 minute')
+					WHEN r.state IN ('done', 'failed', 'cancelled')
+					THEN count(*) FILTER (WHERE r.finished_at > pg_catalog.now() - interval '1 minute')
+			   END AS last_minute
+		  FROM queryclaw.requests r
+		 GROUP BY r.role, r.state),
+	pace AS (
+		SELECT r.role, count(*) AS ended,
+			   pg_catalog.now() - min(r.finished_at) AS span,
+			   pg_catalog.now() - max(r.finished_at) AS since_last
+		  FROM queryclaw.requests r
+		 WHERE r.finished_at > pg_catalog.now() - interval '1 minute'
+		 GROUP BY r.role)
 	SELECT s.role, s.state, s.requests, s.oldest_waiting, s.last_minute,
-		   CASE WHEN s.state IN ('queued', 'running', 'retrying')
-				 AND sum(s.last_minute) OVER (PARTITION BY s.role) > 0
-				THEN s.requests * interval '1 minute'
-					 / sum(s.last_minute) OVER (PARTITION BY s.role)
+		   CASE WHEN s.state IN ('queued', 'running', 'retrying') AND p.ended >= 2
+				 AND p.since_last <= greatest(3 * p.span / p.ended, interval '1 second')
+				THEN sum(s.requests) FILTER (WHERE s.state IN ('queued', 'running', 'retrying'))
+						 OVER (PARTITION BY s.role) * p.span / p.ended
 		   END AS eta
-	  FROM (SELECT r.role, r.state, count(*) AS requests,
-				   pg_catalog.now() - min(r.created_at)
-					   FILTER (WHERE r.state IN ('queued', 'retrying')) AS oldest_waiting,
-				   count(*) FILTER (WHERE r.finished_at > pg_catalog.now() - interval '1 minute')
-					   AS last_minute
-			  FROM queryclaw.requests r
-			 GROUP BY r.role, r.state) s;
+	  FROM per_state s LEFT JOIN pace p ON p.role = s.role;
 GRANT SELECT ON queryclaw.queue_status TO PUBLIC;
 COMMENT ON VIEW queryclaw.queue_status IS
-'Asynchronous requests per role and state: how many, the oldest waiting one''s age, how many reached the state in the last minute, and an estimate of the time left at the last minute''s rate.';
+'Asynchronous requests per role and state: how many, the oldest waiting one''s age, how many reached the state in the last minute, and for unfinished ones the time left at the pace requests ended in the last minute (NULL when that pace says nothing).';
 
 CREATE FUNCTION queryclaw.web_fetch_async(url text, format text DEFAULT 'text',
 										  max_chars integer DEFAULT NULL,
