@@ -469,7 +469,14 @@ static List *deferred = NIL;
 static Jsonb *
 copy_jsonb(const Jsonb *j)
 {
-	return j ? (Jsonb *) pnstrdup((const char *) j, VARSIZE(j)) : NULL;
+	Jsonb	   *copy;
+
+	if (j == NULL)
+		return NULL;
+	/* binary: it holds NUL bytes, so no string copy will do */
+	copy = palloc(VARSIZE(j));
+	memcpy(copy, j, VARSIZE(j));
+	return copy;
 }
 
 static char *

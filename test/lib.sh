@@ -76,6 +76,7 @@ qc_check() {
 		echo "ok - $1"
 	else
 		echo "not ok - $1 (got '$2', expected '$3')"
+		return 1
 	fi
 }
 

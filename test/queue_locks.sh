@@ -46,10 +46,11 @@ other_request_ms() {
 
 # A cancel of a request on the wire, holding its row for 8 s and then
 # committing: the held request ends cancelled, without a result; or rolling
-# back: the outcome the worker held back is recorded then.  Meanwhile
+# back: the outcome the worker held back is recorded then, whole (the
+# response's body as the fixture sent it).  Meanwhile
 # another role's request is timed.
 for case in "COMMIT:state = 'cancelled' AND result IS NULL" \
-	"ROLLBACK:state = 'done' AND result->>'status' = '200'"; do
+	"ROLLBACK:state = 'done' AND result->>'status' = '200' AND result->>'body' = E'slow done\\n'"; do
 	end=${case%%:*}
 	slow=$(queue $holder '/slow?ms=1500')
 	qc_until_true "SELECT state = 'running' FROM queryclaw.requests WHERE id = $slow" ||
@@ -64,7 +65,9 @@ for case in "COMMIT:state = 'cancelled' AND result IS NULL" \
 		"$([ "$ms" -lt 4000 ] && echo yes || echo "no: $ms ms")" yes
 	wait "$canceller"
 	qc_until_true "SELECT ${case#*:} FROM queryclaw.requests WHERE id = $slow"
-	qc_check "the held request ended as the cancel's $end says" "$?" 0
+	qc_check "the held request ended as the cancel's $end says" "$?" 0 ||
+		qc_sql -c "SELECT '# it is ' || state || ', ' || coalesce(error, 'no error') || ', '
+			|| coalesce(left(result::text, 60), 'no result') FROM queryclaw.requests WHERE id = $slow"
 done
 
 qc_sql -c "DELETE FROM queryclaw.requests WHERE role IN ('$holder'::regrole, '$other'::regrole)" \
