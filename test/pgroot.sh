@@ -251,8 +251,8 @@ run_in_root() {
 
 # Run command $2... of the root of suite $1 as it is, without the source
 # tree, in the caller's network namespace: a server it starts listens on
-# the caller's loopback (test/llama/run.sh's llama-server, in test/run.sh's
-# namespace).  /proc and /sys are the host's, in a mount namespace of its
+# the caller's loopback (test/llama/run.sh's llama-server, in that test's
+# network namespace).  /proc and /sys are the host's, in a mount namespace of its
 # own; QC_ROOT_OUT, when set, is seen as /tmp/queryclaw-out, as for run.
 # The root must be there (ensure or add first); it is not checked again,
 # so that this starts at once.  Its process becomes the command's.

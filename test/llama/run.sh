@@ -91,7 +91,7 @@ mkdir -p "$QC_WORK/llama"
 cp "$make_model" "$QC_WORK/llama/make_model.py"
 in_root python3 /tmp/queryclaw-out/make_model.py /tmp/queryclaw-out/model.gguf \
 	>"$QC_WORK/make_model.log" 2>&1 || { cat "$QC_WORK/make_model.log"; fail "make_model.py wrote no model"; }
-qc_log "$(in_root llama-server --version 2>&1 | grep -m1 '^version'), Debian $suite's llama.cpp-tools"
+qc_log "llama-server $(in_root llama-server --version 2>&1 | sed -n 's/^version: //p'), from Debian $suite"
 
 llm_key=sk-llama-0123456789
 # The chat server with the model's own context (4096 tokens: a longer
@@ -104,7 +104,7 @@ embed_port=$(start_llama llama-embed --embeddings --pooling mean --ctx-size 4096
 port=$(qc_start_server "$QC_ROOT/test/fixture/server.py" fixture) || fail "the fixture server did not start"
 
 # The model's endpoint is trusted and not in local_allowlist, as in
-# test/run.sh; the fixture server is, so that tools can reach it.
+# test/run.sh; the fixture server is, for the pages web_fetch reads.
 qc_start_cluster <<CONF || fail "the cluster did not start"
 queryclaw.enabled = on
 queryclaw.local_allowlist = '127.0.0.1:$port'
@@ -117,7 +117,6 @@ queryclaw.database = 'queryclaw_llama'
 qc_test.base = 'http://127.0.0.1:$port'
 qc_test.port = '$port'
 qc_test.llm_base = 'http://127.0.0.1:$chat_port'
-qc_test.embed_base = 'http://127.0.0.1:$embed_port'
 CONF
 
 qc_log "regression tests against llama-server"
