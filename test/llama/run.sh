@@ -73,7 +73,10 @@ start_llama() {
 	local name=$1 port
 	shift
 	port=$(qc_free_port)
-	in_root llama-server --model /tmp/queryclaw-out/model.gguf --host 127.0.0.1 --port "$port" \
+	# exec: the pid is the server's (pgroot.sh exec becomes it), not a
+	# subshell's that qc_cleanup would stop without it
+	QC_ROOT_OUT="$QC_WORK/llama" exec bash "$QC_ROOT/test/pgroot.sh" exec "$suite" \
+		llama-server --model /tmp/queryclaw-out/model.gguf --host 127.0.0.1 --port "$port" \
 		--threads 1 --no-webui "$@" >"$QC_WORK/$name.log" 2>&1 &
 	echo $! >"$QC_WORK/$name.pid"
 	for _ in $(seq 300); do
