@@ -70,7 +70,7 @@ QC_VERSION := $(shell sed -n "s/^default_version = '\(.*\)'/\1/p" $(dir $(lastwo
 PG_CPPFLAGS += -DQC_VERSION='"$(QC_VERSION)"'
 # The oldest libcurl with everything the code uses (CURLOPT_QUICK_EXIT).
 QC_CURL_MIN = 7.87.0
-ifneq ($(filter-out test demo deps deb clean distclean,$(or $(MAKECMDGOALS),all)),)
+ifneq ($(filter-out test test-llm-server demo deps deb clean distclean,$(or $(MAKECMDGOALS),all)),)
 ifeq ($(shell pkg-config --atleast-version=$(QC_CURL_MIN) libcurl 2>/dev/null && echo ok),)
 QC_CURL_FOUND := $(or $(shell pkg-config --modversion libcurl 2>/dev/null),none)
 $(error queryclaw_ext needs libcurl $(QC_CURL_MIN) or newer, found $(QC_CURL_FOUND): install libcurl4-openssl-dev (Debian 12 or newer has it))
@@ -110,13 +110,18 @@ endif
 $(OBJS:.o=.bc): %.bc: %.o
 EXTRA_CLEAN = $(OBJS:.o=.d) test/unit/test_rules test/unit/test_retry test/unit/test_hostrate
 
-.PHONY: test demo deps bench bench-content deb
+.PHONY: test test-llm-server demo deps bench bench-content deb
 deps:
 	bash test/deps.sh
 # make test: this machine's PostgreSQL; make test PG=17 (or 18): that major,
 # from the Debian release that ships it (test/pgroot.sh).
 test:
 	PG=$(PG) bash test/run.sh
+# The LLM loop against a real model server: llama.cpp's llama-server from
+# Debian unstable, with a tiny generated model (test/llama/run.sh; run once
+# by .ci/run, not by make test).
+test-llm-server:
+	bash test/llama/run.sh
 demo:
 	bash test/demo.sh
 # Debian packages for each tested major (PG=17: that one) in deb/

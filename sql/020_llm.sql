@@ -87,6 +87,8 @@ SELECT r->'answer' AS answer, r->'rounds' AS rounds
   FROM queryclaw.llm_chat_tools('SCENARIO:bad_json_once', output_schema => '{"type": "object"}') AS r;
 SELECT qc_test.try($$SELECT queryclaw.llm_chat_tools('SCENARIO:bad_json', output_schema => '{"type": "object"}')$$);
 SELECT qc_test.try($$SELECT queryclaw.llm_chat_tools('SCENARIO:json_array', output_schema => '{"type": "object"}')$$);
+-- an answer cut at the token limit: the hint says to raise the limit
+SELECT qc_test.try($$SELECT queryclaw.llm_chat_tools('SCENARIO:length', output_schema => '{"type": "object"}')$$);
 
 -- replies that are not chat completions are errors (38000) saying why
 SELECT k AS kind, qc_test.try(format('SELECT queryclaw.llm_chat_tools(%L)', 'SCENARIO:malformed:' || k)) AS error

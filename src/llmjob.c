@@ -259,18 +259,23 @@ qc_llm_quote(const char *text)
 	return quote;
 }
 
+/*
+ * The answer failed the schema twice.  One cut at the token limit needs a
+ * higher limit, not a simpler schema: the hint says which.
+ */
 static void
 fail_json(const QcChatReply *reply, const char *why)
 {
 	char	   *quote = qc_llm_quote(reply->content);
+	bool		cut = strcmp(reply->finish_reason, "length") == 0;
 
 	ereport(ERROR,
 			(errcode(ERRCODE_INVALID_TEXT_REPRESENTATION),
 			 errmsg("the model's answer does not match output_schema"),
 			 errdetail("After one retry: %s%s%s%s", why,
-					   strcmp(reply->finish_reason, "length") == 0 ?
-					   " The reply was cut at the token limit." : "",
+					   cut ? " The reply was cut at the token limit." : "",
 					   quote ? " The answer began: " : "", quote ? quote : ""),
+			 cut ? errhint("Raise queryclaw.llm_max_tokens, or ask for less.") :
 			 errhint("Check that the model supports response_format json_schema, or simplify output_schema.")));
 }
 

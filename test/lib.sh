@@ -149,6 +149,23 @@ qc_can_isolate() {
 			rm -f "$f"; exit $rc' 2>/dev/null
 }
 
+# Re-run script $1 (arguments $2...) in a network and mount namespace of
+# its own, as QC_ISOLATED=1, when qc_can_isolate says it may; else return.
+# The re-run script then calls qc_setup_test.
+qc_reexec_isolated() {
+	[ -z "${QC_ISOLATED:-}" ] && qc_can_isolate &&
+		exec unshare --net --mount --propagation private env QC_ISOLATED=1 bash "$@"
+}
+
+# The set-up of a test command where it stays (after qc_reexec_isolated):
+# qc_setup_private, then, in namespaces of its own, qc_isolate.
+qc_setup_test() {
+	qc_setup_private || return 1
+	if [ -n "${QC_ISOLATED:-}" ]; then
+		qc_isolate || { echo "could not set up the test network namespace" >&2; return 1; }
+	fi
+}
+
 # Inside the namespaces that test/run.sh re-runs itself in: bring loopback
 # up, and make /etc/resolv.conf (in this mount namespace only) name the DNS
 # fixture (test/fixture/dns.py) on 127.0.0.1:53; without the file glibc
@@ -181,6 +198,12 @@ qc_start_server() {
 	return 1
 }
 
+# A loopback port that is free now, for a server that cannot pick its own
+# and say which (nginx, llama-server).
+qc_free_port() {
+	"$QC_PYTHON" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
 # A private CA and a certificate for 127.0.0.1 signed by it, in QC_WORK/tls.
 qc_make_tls() {
 	local dir="$QC_WORK/tls"
@@ -202,7 +225,7 @@ qc_make_tls() {
 qc_start_nginx() {
 	local web="$QC_WORK/nginx"
 	mkdir -p "$web/html" "$web/tmp"
-	QC_NGINX_PORT=$("$QC_PYTHON" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+	QC_NGINX_PORT=$(qc_free_port)
 	printf '{"ok": true, "n": 42}' >"$web/html/small.json"
 	"$QC_PYTHON" - "$web/html/page.html" <<'PY'
 import sys
@@ -309,6 +332,44 @@ qc_sql_wait_for_audit() {
 # benchmark counts so that other work on the machine does not.
 qc_sql_cpu_ticks() {
 	echo "(SELECT f[12]::bigint + f[13]::bigint FROM string_to_array(split_part(pg_read_file('/proc/' || $1 || '/stat'), ') ', 2), ' ') AS f)"
+}
+
+# Run pg_regress over the tests $3... of suite directory $1 (sql/ and
+# expected/) in database $2 of the running cluster, and add up the results
+# in the caller's passed and failed.
+qc_run_suite() {
+	local suite=$1 db=$2
+	shift 2
+	# pg_regress runs as the cluster's user, so it works on a copy it can write.
+	[ "$(id -u)" -eq 0 ] && chown -R postgres: "$suite"
+	qc_as_pg "$($QC_PG_CONFIG --pkglibdir)/pgxs/src/test/regress/pg_regress" \
+		--host="$QC_WORK" --port=5432 --inputdir="$suite" --outputdir="$suite" \
+		--bindir="$QC_BINDIR" --dbname="$db" "$@" 2>&1 | tee "$suite/regress.log"
+	qc_count_results "$suite"
+}
+
+# pg_regress over the main suite's 001_setup, then every test of directory
+# $1 (its sql/ and expected/), in database $2: a suite of its own that
+# uses the main suite's helpers (qc_test).  It runs from QC_WORK/suite-$2.
+qc_run_suite_after_setup() {
+	local tests=$1 db=$2 suite="$QC_WORK/suite-$2"
+	mkdir -p "$suite/sql" "$suite/expected"
+	cp "$QC_ROOT/sql/001_setup.sql" "$tests/sql/"*.sql "$suite/sql/"
+	cp "$QC_ROOT/expected/001_setup.out" "$tests/expected/"*.out "$suite/expected/"
+	qc_run_suite "$suite" "$db" $(cd "$suite/sql" && ls [0-9]*.sql | sed 's/\.sql$//')
+}
+
+# Add up the results pg_regress wrote to $1/regress.log, and show its diffs.
+qc_count_results() {
+	local suite=$1
+	# pg_regress 15 says "test name ... ok", 16 and newer "ok N - name" (TAP)
+	passed=$((passed + $(grep -cE '^(ok|test) .* ok( |$)|\.\.\. ok|^ok [0-9]+ ' "$suite/regress.log")))
+	# a test without an expected file makes pg_regress say "diff command failed"
+	failed=$((failed + $(grep -cE 'FAILED|failed \(ignored\)|diff command failed|^not ok [0-9]+ ' "$suite/regress.log")))
+	if [ -s "$suite/regression.diffs" ]; then
+		qc_log "differences"
+		cat "$suite/regression.diffs"
+	fi
 }
 
 qc_psql() {

@@ -5,7 +5,9 @@
 #   test/pgroot.sh suite PG          which Debian suite ships major PG
 #   test/pgroot.sh major SUITE       the newest postgresql-NN in SUITE's root
 #   test/pgroot.sh ensure SUITE      make (or check) SUITE's root; prints it
+#   test/pgroot.sh add SUITE PKG...  the same, with packages PKG... added
 #   test/pgroot.sh run SUITE CMD...  run CMD in the root, source tree copied in
+#   test/pgroot.sh exec SUITE CMD... run the root's CMD here, on this network
 #   test/pgroot.sh run-major PG CMD  run CMD in the root that ships PG
 #   test/pgroot.sh test PG [ARGS]    test/run.sh in the root that ships PG
 #
@@ -16,6 +18,10 @@
 # that is absent or broken is made anew.  Unstable's is also renewed when
 # its stamp is older than QC_ROOT_MAX_AGE_DAYS, so that a new major there is
 # noticed.  The mirror is the one this machine's apt uses.
+#
+# A root also lends a test what this machine's release does not ship:
+# `add` installs it there (llama.cpp's server, for test/llama/run.sh), and
+# `exec` runs it on the caller's network.
 set -uo pipefail
 
 QC_ROOTS_DIR=${QC_ROOTS_DIR:-/var/cache/queryclaw_ext/roots}
@@ -96,16 +102,24 @@ root_ok() {
 	done
 }
 
-# Install into root $1 (of suite $2) what it lacks, and stamp it.
-apt_install() {
-	local dir=$1 suite=$2 major=$3
+# Install packages $2... into root $1 with its own apt (lists updated
+# first), in a mount namespace of its own so that /proc vanishes with it.
+root_apt_get() {
+	local dir=$1
+	shift
 	unshare --mount --propagation private bash -c '
 		mount -t proc proc "$0/proc" || exit 1
 		chroot "$0" apt-get update -qq &&
 			chroot "$0" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@"' \
-		"$dir" $(root_packages "$major") $(optional_packages "$dir" "$major") >>"$dir.log" 2>&1 ||
+		"$dir" "$@" >>"$dir.log" 2>&1 ||
 		{ tail -20 "$dir.log" >&2; return 1; }
 	in_root "$dir" apt-get clean
+}
+
+# Install into root $1 (of suite $2) what it lacks, and stamp it.
+apt_install() {
+	local dir=$1 suite=$2 major=$3
+	root_apt_get "$dir" $(root_packages "$major") $(optional_packages "$dir" "$major") || return 1
 	printf 'suite=%s\nmajor=%s\npackages=%s\n' "$suite" "$major" "$(root_packages "$major")" \
 		>"$dir/.queryclaw-root"
 }
@@ -169,6 +183,33 @@ ensure_root() {
 	echo "$dir"
 }
 
+# Make sure the root of suite $1 is there, whole, and has packages $2...
+# besides its own (what one test needs and the others do not: llama.cpp's
+# server for test/llama/run.sh); print its path.  They are not in its
+# stamp: a renewed root gets them again from the next run that asks.  A
+# package the root's Debian does not ship is an error that names it.
+add_packages() {
+	local suite=$1 dir pkg missing=()
+	shift
+	dir=$(ensure_root "$suite") || return 1
+	exec 9>"$QC_ROOTS_DIR/$suite.lock"
+	flock 9
+	for pkg; do
+		in_root "$dir" dpkg-query -W -f='${Status}\n' "$pkg" 2>/dev/null |
+			grep -q 'install ok installed' || missing+=("$pkg")
+	done
+	for pkg in "${missing[@]}"; do
+		in_root "$dir" apt-cache show "$pkg" >/dev/null 2>&1 ||
+			{ echo "Debian $suite has no package $pkg" >&2; return 1; }
+	done
+	if [ ${#missing[@]} -gt 0 ]; then
+		log "adding ${missing[*]} to the $suite root"
+		root_apt_get "$dir" "${missing[@]}" || return 1
+	fi
+	exec 9>&-
+	echo "$dir"
+}
+
 # Run a command in the root of suite $1 on a copy of the source tree (the
 # build writes into the tree, and the host's tree has its own build), in
 # /tmp/queryclaw-src.XXXXXX/queryclaw_ext there (dpkg-buildpackage writes
@@ -208,6 +249,30 @@ run_in_root() {
 	return $rc
 }
 
+# Run command $2... of the root of suite $1 as it is, without the source
+# tree, in the caller's network namespace: a server it starts listens on
+# the caller's loopback (test/llama/run.sh's llama-server, in that test's
+# network namespace).  /proc and /sys are the host's, in a mount namespace of its
+# own; QC_ROOT_OUT, when set, is seen as /tmp/queryclaw-out, as for run.
+# The root must be there (ensure or add first); it is not checked again,
+# so that this starts at once.  Its process becomes the command's.
+exec_in_root() {
+	local suite=$1 root="$QC_ROOTS_DIR/$1"
+	shift
+	[ -s "$root/.queryclaw-root" ] ||
+		{ echo "there is no Debian $suite root in $QC_ROOTS_DIR (test/pgroot.sh ensure $suite makes it)" >&2; return 1; }
+	mkdir -p "$root/tmp/queryclaw-out"
+	exec unshare --mount --propagation private bash -c '
+		root=$1
+		shift
+		mount -t proc proc "$root/proc" && mount --rbind /sys "$root/sys" || exit 1
+		if [ -n "${QC_ROOT_OUT:-}" ]; then
+			mount --bind "$QC_ROOT_OUT" "$root/tmp/queryclaw-out" || exit 1
+		fi
+		exec chroot "$root" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root \
+			LC_ALL=C.UTF-8 "$@"' _ "$root" "$@"
+}
+
 case "${1:-}" in
 suite) suite_for "$2" ;;
 major)
@@ -215,6 +280,8 @@ major)
 	sed -n 's/^major=//p' "$root/.queryclaw-root"
 	;;
 ensure) ensure_root "$2" ;;
+add) add_packages "${@:2}" ;;
+exec) exec_in_root "${@:2}" ;;
 run)
 	suite=$2
 	shift 2
@@ -241,7 +308,7 @@ run-major | test)
 	run_in_root "$suite" "$@"
 	;;
 *)
-	echo "usage: $0 suite PG | major SUITE | ensure SUITE | run SUITE COMMAND... | test PG" >&2
+	echo "usage: $0 suite PG | major SUITE | ensure SUITE | add SUITE PACKAGE... | run SUITE COMMAND... | exec SUITE COMMAND... | test PG" >&2
 	exit 2
 	;;
 esac

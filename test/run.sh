@@ -38,14 +38,9 @@ fi
 
 if [ -z "${QC_ISOLATED:-}" ]; then
 	qc_install_deps || exit 1
-	if qc_can_isolate; then
-		exec unshare --net --mount --propagation private env QC_ISOLATED=1 bash "$0" "$@"
-	fi
+	qc_reexec_isolated "$0" "$@"
 fi
-qc_setup_private || exit 1
-if [ -n "${QC_ISOLATED:-}" ]; then
-	qc_isolate || { echo "could not set up the test network namespace" >&2; exit 1; }
-fi
+qc_setup_test || exit 1
 
 passed=0
 failed=0
@@ -90,32 +85,6 @@ qc_test.tls_port = '$tls_port'
 qc_test.blackhole_port = '$blackhole_port'
 qc_test.ca_file = '$QC_WORK/tls/ca.pem'
 qc_test.llm_base = 'http://127.0.0.1:$llm_port'"
-
-# Run pg_regress over the tests $3... of suite directory $1 (sql/ and
-# expected/) in database $2, and add up the results.
-run_suite() {
-	local suite=$1 db=$2
-	shift 2
-	# pg_regress runs as the cluster's user, so it works on a copy it can write.
-	[ "$(id -u)" -eq 0 ] && chown -R postgres: "$suite"
-	qc_as_pg "$($QC_PG_CONFIG --pkglibdir)/pgxs/src/test/regress/pg_regress" \
-		--host="$QC_WORK" --port=5432 --inputdir="$suite" --outputdir="$suite" \
-		--bindir="$QC_BINDIR" --dbname="$db" "$@" 2>&1 | tee "$suite/regress.log"
-	count_results "$suite"
-}
-
-# Add up the results pg_regress wrote to $1/regress.log, and show its diffs.
-count_results() {
-	local suite=$1
-	# pg_regress 15 says "test name ... ok", 16 and newer "ok N - name" (TAP)
-	passed=$((passed + $(grep -cE '^(ok|test) .* ok( |$)|\.\.\. ok|^ok [0-9]+ ' "$suite/regress.log")))
-	# a test without an expected file makes pg_regress say "diff command failed"
-	failed=$((failed + $(grep -cE 'FAILED|failed \(ignored\)|diff command failed|^not ok [0-9]+ ' "$suite/regress.log")))
-	if [ -s "$suite/regression.diffs" ]; then
-		qc_log "differences"
-		cat "$suite/regression.diffs"
-	fi
-}
 
 # Run a command that prints "ok - ..." and "not ok - ..." lines, and add
 # them up; a command that fails without saying "not ok" counts as a failure.
@@ -162,7 +131,7 @@ fi
 # through restarts are scripts, not pg_regress tests (below)
 tests=$(echo $tests | sed 's/\bworker_hijack\b//; s/\bqueue_wait\b//; s/\bqueue_admit\b//; s/\bqueue_locks\b//; s/\basync_restart\b//')
 qc_log "regression tests"
-run_suite "$suite" queryclaw_regression $tests
+qc_run_suite "$suite" queryclaw_regression $tests
 
 # Results and audit rows from servers sending bytes that are not valid text
 # survive pg_dump and a restore (test/hostile_dump.sh): in the regression
@@ -217,12 +186,8 @@ qc_start_cluster nopreload <<CONF || exit 1
 $policy
 shared_preload_libraries = ''
 CONF
-suite="$QC_WORK/suite-nopreload"
-mkdir -p "$suite/sql" "$suite/expected"
-cp "$QC_ROOT/sql/001_setup.sql" "$QC_ROOT/test/nopreload/sql/"*.sql "$suite/sql/"
-cp "$QC_ROOT/expected/001_setup.out" "$QC_ROOT/test/nopreload/expected/"*.out "$suite/expected/"
 qc_log "regression tests without shared_preload_libraries"
-run_suite "$suite" queryclaw_nopreload $(cd "$suite/sql" && ls [0-9]*.sql | sed 's/\.sql$//')
+qc_run_suite_after_setup "$QC_ROOT/test/nopreload" queryclaw_nopreload
 qc_stop_cluster
 
 # Release 0.1's SQL objects under this library, then ALTER EXTENSION
@@ -237,7 +202,7 @@ suite="$QC_WORK/suite-upgrade"
 mkdir -p "$suite"
 cp -r "$QC_ROOT/test/upgrade/sql" "$QC_ROOT/test/upgrade/expected" "$suite/"
 qc_log "upgrade tests"
-run_suite "$suite" queryclaw_upgrade $(cd "$suite/sql" && ls [0-9]*.sql | sed 's/\.sql$//')
+qc_run_suite "$suite" queryclaw_upgrade $(cd "$suite/sql" && ls [0-9]*.sql | sed 's/\.sql$//')
 qc_log "pg_dump and pg_restore"
 run_checks bash "$QC_ROOT/test/dump_restore.sh" "$QC_WORK" "$QC_BINDIR" queryclaw_upgrade
 qc_stop_cluster
@@ -264,7 +229,7 @@ mkdir -p "$suite"
 qc_log "make installcheck"
 qc_as_pg make -C "$QC_ROOT" -s PG_CONFIG="$QC_PG_CONFIG" REGRESS_OUTPUTDIR="$suite" \
 	PGHOST="$QC_WORK" PGPORT=5432 installcheck 2>&1 | tee "$suite/regress.log"
-count_results "$suite"
+qc_count_results "$suite"
 
 # The tests check results, errors and audit rows for the API key; the
 # server log (every error with its statement) must not hold it either.

@@ -1,0 +1,40 @@
+--
+-- llama-server's own error replies, as llm_chat_tools and llm_embed raise
+-- them: 38000 with the provider's words in the detail.  A 4xx is not
+-- tried again (DESIGN: only passing failures are).  The server ignores
+-- the model name (it serves the one it loaded), so a bad model is no
+-- error here.
+--
+SET queryclaw.retry_base_delay = '5ms';
+-- the number of tokens a prompt makes varies with the server's version
+CREATE FUNCTION qc_test.tokens(t text) RETURNS text LANGUAGE sql IMMUTABLE
+AS $$ SELECT regexp_replace(t, '\(\d+ tokens\) exceeds', '(N tokens) exceeds') $$;
+
+-- any model name is served by the model loaded
+SELECT r->>'answer' AS answer, r->>'model' AS model
+  FROM queryclaw.llm_chat_tools('Hello?', tools => '{}', model => 'no-such-model') AS r;
+
+-- a wrong API key (the server was started with --api-key)
+SET queryclaw.llm_api_key = 'sk-wrong-0123456789';
+SELECT qc_test.try($$SELECT queryclaw.llm_chat_tools('Hello?', tools => '{}')$$);
+RESET queryclaw.llm_api_key;
+
+-- a prompt longer than the context (4096 tokens)
+SELECT qc_test.tokens(qc_test.try($$SELECT queryclaw.llm_chat_tools(repeat('x', 6000), tools => '{}')$$));
+-- requests the server refuses as malformed: a message whose content is
+-- neither a string nor an array of parts (the messages form passes the
+-- conversation as given), and an output schema it cannot make a grammar of
+SELECT qc_test.try($$SELECT queryclaw.llm_chat_tools('[{"role": "user", "content": {"text": "Hello?"}}]'::jsonb, tools => '{}')$$);
+SELECT qc_test.try($$SELECT queryclaw.llm_chat_tools('Pick one.', tools => '{}',
+       output_schema => '{"type": "object", "properties": {"pick": {"enum": []}}, "required": ["pick"]}')$$);
+-- a tool call's arguments that are not JSON in a conversation given: the
+-- server answers 500, which is tried again (a 500 may pass), then raised
+SELECT qc_test.try($$SELECT queryclaw.llm_chat_tools('[{"role": "user", "content": "Hi"},
+       {"role": "assistant", "content": null, "tool_calls": [{"id": "c1", "type": "function",
+        "function": {"name": "web_fetch", "arguments": "{not json"}}]},
+       {"role": "tool", "tool_call_id": "c1", "content": "hello"}]'::jsonb, tools => '{web_fetch}')$$);
+
+-- embeddings from the chat server, which was not started with --embeddings
+SET queryclaw.embed_url = '';
+SELECT qc_test.try($$SELECT queryclaw.llm_embed('hello')$$);
+RESET queryclaw.embed_url;
