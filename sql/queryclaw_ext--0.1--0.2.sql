@@ -338,3 +338,32 @@ LANGUAGE C STRICT VOLATILE PARALLEL UNSAFE;
 COMMENT ON FUNCTION queryclaw.cancel_requests(bigint[]) IS
 'Cancel the caller''s requests among ids that are queued, retrying or running; returns how many were cancelled.  A running request''s response, if one arrives, is discarded.';
 REVOKE ALL ON FUNCTION queryclaw.cancel_requests(bigint[]) FROM PUBLIC;
+
+--
+-- queue surface: waiting until every request is final, running failed and
+-- cancelled requests again, each host's share of the queue, and the
+-- statement that queued each request.
+--
+
+-- wait() with a NULL timeout waits until every request is final (as long
+-- as statement_timeout lets it), and NULL ids name no request: it is
+-- called on NULL input to see them.
+ALTER FUNCTION queryclaw.wait(bigint[], interval) CALLED ON NULL INPUT;
+COMMENT ON FUNCTION queryclaw.wait(bigint[], interval) IS
+'Wait until the caller''s requests among ids are all done, failed or cancelled, or the timeout passes (a NULL timeout: until they are, bounded by statement_timeout); returns their rows either way.  Raises 55000 for requests queued in the caller''s own open transaction, and in REPEATABLE READ or SERIALIZABLE transactions.';
+
+-- Whether the request's arguments held secrets, kept apart in
+-- request_secrets until it is final: such a request cannot be sent again
+-- as it was queued once they are deleted (retry_requests leaves it).
+ALTER TABLE queryclaw.requests ADD COLUMN redacted boolean NOT NULL DEFAULT false;
+COMMENT ON COLUMN queryclaw.requests.redacted IS
+'The arguments held secrets: request shows them redacted, and as given they were kept apart only until the request was final.';
+
+CREATE FUNCTION queryclaw.retry_requests(ids bigint[])
+RETURNS integer
+AS 'MODULE_PATHNAME', 'retry_requests'
+LANGUAGE C STRICT VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION queryclaw.retry_requests(bigint[]) IS
+'Queue the caller''s failed or cancelled requests among ids again, under the same ids (attempts from 0, result, error and finish time cleared); returns how many.  A request whose arguments held secrets is left as it is, with a WARNING: its secrets were deleted when it ended.';
+REVOKE ALL ON FUNCTION queryclaw.retry_requests(bigint[]) FROM PUBLIC;
+

@@ -188,9 +188,9 @@ insert_request(FunctionCallInfo fcinfo, const char *func, RequestJson *r, int ar
 {
 	static SPIPlanPtr insert_plan = NULL;
 	static SPIPlanPtr secret_plan = NULL;
-	Oid			types[6] = {REGROLEOID, TEXTOID, JSONBOID, TEXTOID, JSONBOID, TEXTOID};
-	Datum		values[6];
-	char		nulls[6] = {' ', ' ', ' ', 'n', 'n', 'n'};
+	Oid			types[7] = {REGROLEOID, TEXTOID, JSONBOID, TEXTOID, JSONBOID, TEXTOID, BOOLOID};
+	Datum		values[7];
+	char		nulls[7] = {' ', ' ', ' ', 'n', 'n', 'n', ' '};
 	Oid			role = GetUserId();
 	QcQueueAsOwner save;
 	bool		isnull;
@@ -214,13 +214,14 @@ insert_request(FunctionCallInfo fcinfo, const char *func, RequestJson *r, int ar
 		values[5] = CStringGetTextDatum(idempotency_key);
 		nulls[5] = ' ';
 	}
+	values[6] = BoolGetDatum(r->redacted);
 
 	qc_queue_begin_as_owner(&save);
 	qc_queue_admit(role);
 	qc_queue_plan(&insert_plan,
 				  "INSERT INTO queryclaw.requests"
-				  " (role, func, request, callback, context, idempotency_key)"
-				  " VALUES ($1, $2, $3, $4, $5, $6) RETURNING id", 6, types);
+				  " (role, func, request, callback, context, idempotency_key, redacted)"
+				  " VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id", 7, types);
 	if (SPI_execute_plan(insert_plan, values, nulls, false, 1) != SPI_OK_INSERT_RETURNING ||
 		SPI_processed != 1)
 		elog(ERROR, "could not insert a request");

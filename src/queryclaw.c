@@ -41,6 +41,7 @@
  *	queue.c		the asynchronous requests' queue: shared memory, wake-up
  *	enqueue.c	web_fetch_async, api_call_async, llm_chat_tools_async
  *	qwait.c		wait() and cancel_requests() on queued requests
+ *	qretry.c	retry_requests(): failed and cancelled requests queued again
  *	asyncworker.c	the async workers: claim, recovery, retention
  *	asyncrun.c	a role's requests run as that role: retries, final states, callbacks
  *
