@@ -6,13 +6,15 @@
  *
  * Each checks its arguments as its synchronous twin does before sending
  * (URL, method, headers, format, tools, output schema: 22023 and 42501
- * errors now, not a failed request later) and the callback
- * (qc_queue_check_callback),
- * then inserts one row into queryclaw.requests in the caller's
- * transaction.  What the policy decides (enabled, hosts, addresses,
- * read_only, rate limits) is decided when a worker sends the request,
- * under the role's settings of that moment: a request may wait for a
- * budget or a pause, never fail at enqueue for one.
+ * errors now, not a failed request later), what the policy decides from
+ * the URL and method alone (scheme, allowed and denied hosts, read_only:
+ * 42501, audited as the synchronous call's refusal) and the callback
+ * (qc_queue_check_callback), then inserts one row into queryclaw.requests
+ * in the caller's transaction.  The rest of the policy (enabled, the
+ * addresses, a redirect's target) and the limits are applied when a worker
+ * sends the request, under the role's settings of that moment, with the
+ * host lists and read_only again: a request may wait for a budget or a
+ * pause, never fail at enqueue for one.
  *
  * The row's request column holds the arguments with secrets redacted as
  * the audit log redacts them (URL credentials and secret-looking query
@@ -38,6 +40,7 @@
 #include "utils/jsonb.h"
 
 #include "api.h"
+#include "call.h"
 #include "compat.h"
 #include "guc.h"
 #include "http.h"
@@ -163,18 +166,32 @@ request_end(StringInfo s)
 	return DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(s->data)));
 }
 
-/* A URL argument: 22023 unless it parses, as the synchronous call says. */
+/*
+ * The URL of call, checked as the synchronous call checks it before
+ * anything is sent: 22023 unless it parses; then what the policy decides
+ * from the URL and method alone (the scheme, the host lists, read_only:
+ * 42501), refused and audited as that call's refusal.  Not
+ * queryclaw.enabled, which makes a queued request wait, nor the addresses,
+ * which need a lookup when it is sent (and a redirect's, which nothing
+ * knows yet).
+ */
 static void
-check_url(const char *url)
+check_url(QcCall *call)
 {
 	QcUrl		parsed;
 	char	   *error;
+	QcVerdict	refusal;
 
-	if (!qc_url_parse(url, &parsed, &error))
+	if (!qc_url_parse(call->url, &parsed, &error))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("invalid URL"),
 				 errdetail("%s", error)));
+	if (!qc_policy_check_url_rules(&parsed, call->method, &refusal))
+	{
+		qc_call_set_refusal(call, &refusal);
+		qc_call_raise(call);
+	}
 }
 
 /*
@@ -244,12 +261,12 @@ insert_request(FunctionCallInfo fcinfo, const char *func, RequestJson *r, int ar
 	return id;
 }
 
-/* The URL and max_chars members, common to web pages and API calls. */
+/* The URL and max_chars members of call, common to web pages and API calls. */
 static void
-request_url(RequestJson *r, FunctionCallInfo fcinfo, const char *url, int max_chars_arg)
+request_url(RequestJson *r, FunctionCallInfo fcinfo, QcCall *call, int max_chars_arg)
 {
-	check_url(url);
-	request_text(r, "url", url, qc_redact_url(url));
+	check_url(call);
+	request_text(r, "url", call->url, qc_redact_url(call->url));
 	if (!PG_ARGISNULL(max_chars_arg))
 	{
 		(void) qc_clamp_max_chars(true, PG_GETARG_INT32(max_chars_arg));
@@ -266,14 +283,14 @@ Datum
 web_fetch_async(PG_FUNCTION_ARGS)
 {
 	RequestJson r;
-	char	   *url;
+	QcCall	   *call;
 
 	qc_queue_require("web_fetch_async");
 	if (PG_ARGISNULL(0))
 		PG_RETURN_NULL();
-	url = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	call = qc_call_new(QC_FUNC_WEB_FETCH_ASYNC, "GET", text_to_cstring(PG_GETARG_TEXT_PP(0)));
 	request_begin(&r);
-	request_url(&r, fcinfo, url, 2);
+	request_url(&r, fcinfo, call, 2);
 	if (!PG_ARGISNULL(1))
 	{
 		char	   *format = text_to_cstring(PG_GETARG_TEXT_PP(1));
@@ -311,7 +328,7 @@ api_call_async(PG_FUNCTION_ARGS)
 		qc_http_validate_header("Idempotency-Key", key);
 
 	request_begin(&r);
-	request_url(&r, fcinfo, url, 4);
+	request_url(&r, fcinfo, call, 4);
 	request_text(&r, "method", call->method, call->method);
 	if (headers != NULL)
 		request_json(&r, "headers", JsonbToCString(NULL, &headers->root, VARSIZE(headers)),
