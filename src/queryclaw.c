@@ -42,6 +42,7 @@
  *	enqueue.c	web_fetch_async, api_call_async, llm_chat_tools_async
  *	qwait.c		wait() and cancel_requests() on queued requests
  *	qretry.c	retry_requests(): failed and cancelled requests queued again
+ *	hostlimits.c	host_limits(): the rate and cap the queue applies to a host
  *	asyncworker.c	the async workers: claim, recovery, retention
  *	asyncrun.c	a role's requests run as that role: retries, final states, callbacks
  *
