@@ -408,3 +408,10 @@ GRANT SELECT ON queryclaw.queue_hosts TO PUBLIC;
 COMMENT ON VIEW queryclaw.queue_hosts IS
 'Asynchronous requests per host of their URLs: in flight, waiting, done and failed in the last minute, the median response time of the last minute (ms; NULL where no result says), and the host''s rate limit and concurrency cap.  Each role sees its own requests; queryclaw_admin sees all.';
 
+-- The statement that queued the request, redacted as an audit row's query
+-- is (NULL with queryclaw.audit_query off): the audit rows of its attempts
+-- carry it, so that the trigger or job that caused a call is known after
+-- the request is deleted.
+ALTER TABLE queryclaw.requests ADD COLUMN query text;
+COMMENT ON COLUMN queryclaw.requests.query IS
+'The statement that queued the request, secrets redacted, as the audit rows of its attempts show it.';

@@ -159,6 +159,7 @@ qc_async_request_from_tuple(HeapTuple tuple, TupleDesc desc)
 	r->idempotency_key = SPI_getvalue(tuple, desc, 7);
 	r->attempts = DatumGetInt32(column(tuple, desc, 8, &isnull));
 	r->has_secrets = DatumGetBool(column(tuple, desc, 9, &isnull));
+	r->query = SPI_getvalue(tuple, desc, 10);
 	r->outcome = QC_ASYNC_PENDING;
 	return r;
 }
@@ -640,6 +641,7 @@ build_call(RoleRun *run, int i)
 		call->max_chars = qc_clamp_max_chars(given, (int) Min(max_chars, PG_INT32_MAX));
 	}
 	call->audit_extra = audit_extra(r);
+	call->query = r->query;
 	call->ord = i;
 	return call;
 }
@@ -763,7 +765,7 @@ start_llm(void *arg)
 {
 	LlmStart   *s = arg;
 
-	s->job = qc_llm_job_from_request(s->r->args, audit_extra(s->r), s->r);
+	s->job = qc_llm_job_from_request(s->r->args, audit_extra(s->r), s->r->query, s->r);
 }
 
 /* An LLM request that raised fails, or waits when a budget is spent. */

@@ -22,6 +22,11 @@
  * prompt).  When that changed anything, the arguments as given go into
  * queryclaw.request_secrets, which only the workers read.
  *
+ * The row's query column holds the enqueuing statement's text as an audit
+ * row of the call would hold it (qc_audit_statement): the workers put it in
+ * the audit rows of the request's attempts, so that the trigger or job
+ * that caused a call is known after the request row is gone.
+ *
  * Both tables are written as their owner, in a security-restricted
  * operation, after the checks above: callers have no privilege on them
  * but SELECT of their own rows.
@@ -40,6 +45,7 @@
 #include "utils/jsonb.h"
 
 #include "api.h"
+#include "audit.h"
 #include "call.h"
 #include "compat.h"
 #include "guc.h"
@@ -197,18 +203,23 @@ check_url(QcCall *call)
 /*
  * Insert the request as the tables' owner; returns its id.  The caller's
  * arguments callback (argno) and context (argno + 1) are common to the
- * three functions.
+ * three functions.  call is the request as its synchronous twin would make
+ * it (NULL for the model's loop, whose calls are not known yet): the
+ * statement's text is kept as that call's audit row would keep it, for
+ * the audit rows of its attempts.
  */
 static int64
 insert_request(FunctionCallInfo fcinfo, const char *func, RequestJson *r, int argno,
-			   const char *idempotency_key)
+			   const char *idempotency_key, const QcCall *call)
 {
 	static SPIPlanPtr insert_plan = NULL;
 	static SPIPlanPtr secret_plan = NULL;
-	Oid			types[7] = {REGROLEOID, TEXTOID, JSONBOID, TEXTOID, JSONBOID, TEXTOID, BOOLOID};
-	Datum		values[7];
-	char		nulls[7] = {' ', ' ', ' ', 'n', 'n', 'n', ' '};
+	Oid			types[8] = {REGROLEOID, TEXTOID, JSONBOID, TEXTOID, JSONBOID, TEXTOID,
+	BOOLOID, TEXTOID};
+	Datum		values[8];
+	char		nulls[8] = {' ', ' ', ' ', 'n', 'n', 'n', ' ', 'n'};
 	Oid			role = GetUserId();
+	char	   *query = qc_audit_statement(call);
 	QcQueueAsOwner save;
 	bool		isnull;
 	int64		id;
@@ -232,13 +243,18 @@ insert_request(FunctionCallInfo fcinfo, const char *func, RequestJson *r, int ar
 		nulls[5] = ' ';
 	}
 	values[6] = BoolGetDatum(r->redacted);
+	if (query != NULL)
+	{
+		values[7] = CStringGetTextDatum(query);
+		nulls[7] = ' ';
+	}
 
 	qc_queue_begin_as_owner(&save);
 	qc_queue_admit(role);
 	qc_queue_plan(&insert_plan,
 				  "INSERT INTO queryclaw.requests"
-				  " (role, func, request, callback, context, idempotency_key, redacted)"
-				  " VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id", 7, types);
+				  " (role, func, request, callback, context, idempotency_key, redacted, query)"
+				  " VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id", 8, types);
 	if (SPI_execute_plan(insert_plan, values, nulls, false, 1) != SPI_OK_INSERT_RETURNING ||
 		SPI_processed != 1)
 		elog(ERROR, "could not insert a request");
@@ -298,7 +314,7 @@ web_fetch_async(PG_FUNCTION_ARGS)
 		(void) qc_format_parse(format);
 		request_text(&r, "format", format, format);
 	}
-	PG_RETURN_INT64(insert_request(fcinfo, QC_FUNC_WEB_FETCH_ASYNC, &r, 3, NULL));
+	PG_RETURN_INT64(insert_request(fcinfo, QC_FUNC_WEB_FETCH_ASYNC, &r, 3, NULL, call));
 }
 
 /*
@@ -335,7 +351,7 @@ api_call_async(PG_FUNCTION_ARGS)
 					 shown_headers(headers));
 	if (body != NULL)
 		request_text(&r, "body", body, qc_redact_text(body));
-	PG_RETURN_INT64(insert_request(fcinfo, QC_FUNC_API_CALL_ASYNC, &r, 5, key));
+	PG_RETURN_INT64(insert_request(fcinfo, QC_FUNC_API_CALL_ASYNC, &r, 5, key, call));
 }
 
 /*
@@ -394,5 +410,5 @@ llm_chat_tools_async(PG_FUNCTION_ARGS)
 		request_json(&r, "output_schema", JsonbToCString(NULL, &schema->root, VARSIZE(schema)),
 					 NULL);
 	}
-	PG_RETURN_INT64(insert_request(fcinfo, QC_FUNC_LLM_CHAT_TOOLS_ASYNC, &r, 6, NULL));
+	PG_RETURN_INT64(insert_request(fcinfo, QC_FUNC_LLM_CHAT_TOOLS_ASYNC, &r, 6, NULL, NULL));
 }
