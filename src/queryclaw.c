@@ -55,6 +55,7 @@
 
 #include "asyncworker.h"
 #include "auditq.h"
+#include "bgsession.h"
 #include "budget.h"
 #include "compat.h"
 #include "guc.h"
@@ -79,6 +80,7 @@ _PG_init(void)
 	 */
 	if (!process_shared_preload_libraries_in_progress)
 		return;
+	qc_bgsession_init();
 	qc_auditq_init();
 	qc_worker_init();
 	qc_ratelimit_init();
