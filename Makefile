@@ -59,6 +59,8 @@ OBJS = \
 	src/queue.o \
 	src/enqueue.o \
 	src/qwait.o \
+	src/qretry.o \
+	src/hostlimits.o \
 	src/compat.o
 DATA = sql/queryclaw_ext--0.1.sql sql/queryclaw_ext--0.1--0.2.sql
 PGFILEDESC = "queryclaw_ext - policy-checked, audited HTTP from SQL"

@@ -108,4 +108,23 @@ EXCEPTION WHEN query_canceled THEN
 END
 $$;
 
+-- A schema s of role r's holding an operator = on text that raises a
+-- NOTICE when called.  First on the search_path of a new session (whose
+-- statements are prepared under it), it shows that the statements the
+-- extension runs as a table's owner name their operators' schema: called,
+-- it would run as that owner.
+CREATE FUNCTION qc_test.hostile_schema(s name, r name) RETURNS void LANGUAGE plpgsql
+AS $f$
+BEGIN
+    EXECUTE format('CREATE SCHEMA %I AUTHORIZATION %I', s, r);
+    EXECUTE format($$CREATE FUNCTION %I.text_eq(a text, b text) RETURNS boolean LANGUAGE plpgsql
+                     AS 'BEGIN RAISE NOTICE ''operator of %s called as %%'', current_user;
+                               RETURN a OPERATOR(pg_catalog.=) b; END'$$, s, s);
+    EXECUTE format('CREATE OPERATOR %I.= (LEFTARG = text, RIGHTARG = text, FUNCTION = %I.text_eq)',
+                   s, s);
+    EXECUTE format('ALTER FUNCTION %I.text_eq(text, text) OWNER TO %I', s, r);
+    EXECUTE format('ALTER OPERATOR %I.= (text, text) OWNER TO %I', s, r);
+END
+$f$;
+
 SELECT qc_test.scrub(queryclaw.web_fetch(qc_test.url('/hello'))) AS fixture_answers;

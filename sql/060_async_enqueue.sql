@@ -194,17 +194,13 @@ RESET queryclaw.max_queued_per_role;
 -- The statements the queue functions run as the table's owner name every
 -- operator's schema: a caller's search_path that puts an operator of its
 -- own before pg_catalog is never called by them (else it would run as
--- the owner).  Each call below would raise the NOTICE if it were.
+-- the owner).  Each call below would raise the NOTICE if it were.  In a
+-- new session, whose statements are prepared under that search_path.
 --
-CREATE SCHEMA qc_evil AUTHORIZATION qc_alice;
+SELECT qc_test.hostile_schema('qc_evil', 'qc_alice');
+\c queryclaw_regression
 SET queryclaw.max_queued_per_role = 100;	-- so that the enqueue counts
 SET ROLE qc_alice;
-CREATE FUNCTION qc_evil.text_eq(a text, b text) RETURNS boolean LANGUAGE plpgsql AS $$
-BEGIN
-    RAISE NOTICE 'operator of qc_evil called as %', current_user;
-    RETURN a OPERATOR(pg_catalog.=) b;
-END $$;
-CREATE OPERATOR qc_evil.= (LEFTARG = text, RIGHTARG = text, FUNCTION = qc_evil.text_eq);
 SET search_path = qc_evil, pg_catalog, public;
 SELECT queryclaw.web_fetch_async(qc_test.url('/4')) AS evil_id \gset
 SELECT count(*) AS rows FROM queryclaw.wait(ARRAY[:evil_id]::bigint[], '0 seconds');

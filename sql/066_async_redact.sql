@@ -121,8 +121,9 @@ SELECT result->>'answer' AS answer, qc_test.scrub(result->'tool_calls'->0->'argu
   FROM queryclaw.requests WHERE context->>'n' = 'llm';
 
 -- Nor does a secret the enqueuing statement built (format(), a prepared
--- statement's parameter) stay anywhere: the request's audit rows hold no
--- statement text, and its result echoes nothing.
+-- statement's parameter) stay anywhere: the request's audit rows hold the
+-- statement with the secrets its call sends redacted, and its result
+-- echoes nothing.
 TRUNCATE queryclaw.requests CASCADE;
 TRUNCATE queryclaw.audit_log;
 TRUNCATE qc_redact_seen;
@@ -137,7 +138,7 @@ RESET ROLE;
 SELECT qc_test.wait_until($c$(SELECT count(*) FROM queryclaw.requests
                                WHERE state NOT IN ('done', 'failed', 'cancelled')) = 0$c$) AS settled;
 SELECT qc_test.audit_flush();
-SELECT func, query IS NULL AS no_query FROM queryclaw.audit_log ORDER BY id;
+SELECT func, query FROM queryclaw.audit_log ORDER BY id;
 SELECT s AS secret, pg_temp.found(s) AS found FROM unnest(ARRAY['PREPASYNC12', 'FMTASYNC13']) AS s;
 
 TRUNCATE queryclaw.requests CASCADE;

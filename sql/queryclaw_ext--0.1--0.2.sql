@@ -356,3 +356,80 @@ LANGUAGE C STRICT VOLATILE PARALLEL UNSAFE;
 COMMENT ON FUNCTION queryclaw.cancel_requests(bigint[]) IS
 'Cancel the caller''s requests among ids that are queued, retrying or running; returns how many were cancelled.  A running request''s response, if one arrives, is discarded.';
 REVOKE ALL ON FUNCTION queryclaw.cancel_requests(bigint[]) FROM PUBLIC;
+
+--
+-- queue surface: waiting until every request is final, running failed and
+-- cancelled requests again, each host's share of the queue, and the
+-- statement that queued each request.
+--
+
+-- wait() with a NULL timeout waits until every request is final (as long
+-- as statement_timeout lets it), and NULL ids name no request: it is
+-- called on NULL input to see them.
+ALTER FUNCTION queryclaw.wait(bigint[], interval) CALLED ON NULL INPUT;
+COMMENT ON FUNCTION queryclaw.wait(bigint[], interval) IS
+'Wait until the caller''s requests among ids are all done, failed or cancelled, or the timeout passes (a NULL timeout: until they are, bounded by statement_timeout); returns their rows either way.  Raises 55000 for requests queued in the caller''s own open transaction, and in REPEATABLE READ or SERIALIZABLE transactions.';
+
+-- Whether the request's arguments held secrets, kept apart in
+-- request_secrets until it is final: such a request cannot be sent again
+-- as it was queued once they are deleted (retry_requests leaves it).
+ALTER TABLE queryclaw.requests ADD COLUMN redacted boolean NOT NULL DEFAULT false;
+COMMENT ON COLUMN queryclaw.requests.redacted IS
+'The arguments held secrets: request shows them redacted, and as given they were kept apart only until the request was final.';
+
+CREATE FUNCTION queryclaw.retry_requests(ids bigint[])
+RETURNS integer
+AS 'MODULE_PATHNAME', 'retry_requests'
+LANGUAGE C STRICT VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION queryclaw.retry_requests(bigint[]) IS
+'Queue the caller''s failed or cancelled requests among ids again, under the same ids (attempts from 0, result, error and finish time cleared); returns how many.  A request whose arguments held secrets is left as it is, with a WARNING: its secrets were deleted when it ended.';
+REVOKE ALL ON FUNCTION queryclaw.retry_requests(bigint[]) FROM PUBLIC;
+
+-- The limits the queue applies to a host, as this session's settings say
+-- (neither setting is hidden from any role, so every role may ask).
+CREATE FUNCTION queryclaw.host_limits(host text, OUT rate_limit text, OUT max_concurrency integer)
+RETURNS record
+AS 'MODULE_PATHNAME', 'host_limits'
+LANGUAGE C STRICT STABLE PARALLEL SAFE;
+COMMENT ON FUNCTION queryclaw.host_limits(text) IS
+'The limits asynchronous requests to host (a name or address, with an optional :port) wait for: the queryclaw.host_rate_limit entry that applies to it, as N/s or N/min (NULL when none does), and queryclaw.max_host_concurrency.';
+REVOKE ALL ON FUNCTION queryclaw.host_limits(text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION queryclaw.host_limits(text) TO PUBLIC;
+
+-- Where a DBA sees which API holds the queue up: per host of the
+-- requests' URLs (host[:port] of the redacted URL, lower case; model
+-- requests, which name no URL, are not in it), what is in flight and
+-- waiting, what ended in the last minute, the median time of the last
+-- minute's responses (api_call_async's elapsed_ms: NULL for a host only
+-- web_fetch_async requests went to, whose results do not say), and the
+-- host's limits.  Each role sees its own requests' hosts (the view runs
+-- with the caller's privileges); queryclaw_admin sees all.
+CREATE VIEW queryclaw.queue_hosts WITH (security_invoker = true) AS
+	SELECT h.host, h.in_flight, h.queued, h.done_last_minute, h.failed_last_minute,
+		   h.median_ms, l.rate_limit, l.max_concurrency
+	  FROM (SELECT pg_catalog.lower(pg_catalog.substring(r.request ->> 'url', '^[^:/?#]+://([^/?#]*)'))
+				   AS host,
+				   count(*) FILTER (WHERE r.state = 'running') AS in_flight,
+				   count(*) FILTER (WHERE r.state IN ('queued', 'retrying')) AS queued,
+				   count(*) FILTER (WHERE r.state = 'done') AS done_last_minute,
+				   count(*) FILTER (WHERE r.state = 'failed') AS failed_last_minute,
+				   percentile_cont(0.5) WITHIN GROUP (ORDER BY (r.result ->> 'elapsed_ms')::float8)
+					   FILTER (WHERE r.state = 'done') AS median_ms
+			  FROM queryclaw.requests r
+			 WHERE r.request ? 'url'
+			   AND (r.state IN ('queued', 'running', 'retrying')
+					OR (r.state IN ('done', 'failed')
+						AND r.finished_at > pg_catalog.now() - interval '1 minute'))
+			 GROUP BY 1) h
+	 CROSS JOIN LATERAL queryclaw.host_limits(h.host) l;
+GRANT SELECT ON queryclaw.queue_hosts TO PUBLIC;
+COMMENT ON VIEW queryclaw.queue_hosts IS
+'Asynchronous requests per host of their URLs: in flight, waiting, done and failed in the last minute, the median response time of the last minute (ms; NULL where no result says), and the host''s rate limit and concurrency cap.  Each role sees its own requests; queryclaw_admin sees all.';
+
+-- The statement that queued the request, redacted as an audit row's query
+-- is (NULL with queryclaw.audit_query off): the audit rows of its attempts
+-- carry it, so that the trigger or job that caused a call is known after
+-- the request is deleted.
+ALTER TABLE queryclaw.requests ADD COLUMN query text;
+COMMENT ON COLUMN queryclaw.requests.query IS
+'The statement that queued the request, secrets redacted, as the audit rows of its attempts show it.';

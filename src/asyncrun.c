@@ -159,6 +159,7 @@ qc_async_request_from_tuple(HeapTuple tuple, TupleDesc desc)
 	r->idempotency_key = SPI_getvalue(tuple, desc, 7);
 	r->attempts = DatumGetInt32(column(tuple, desc, 8, &isnull));
 	r->has_secrets = DatumGetBool(column(tuple, desc, 9, &isnull));
+	r->query = SPI_getvalue(tuple, desc, 10);
 	r->outcome = QC_ASYNC_PENDING;
 	return r;
 }
@@ -500,6 +501,7 @@ copy_request(const QcAsyncRequest *r)
 	c->result = copy_jsonb(r->result);
 	c->error = copy_text(r->error);
 	c->sqlstate = copy_text(r->sqlstate);
+	c->query = copy_text(r->query);
 	return c;
 }
 
@@ -642,7 +644,8 @@ retry_or_fail(QcAsyncRequest *r, int64 retry_after_ms, const char *what)
 		return;
 	}
 	r->outcome = QC_ASYNC_FAILED;
-	r->error = psprintf("%s after %d attempts", what, r->attempts);
+	r->error = psprintf("%s after %d %s", what, r->attempts,
+						r->attempts == 1 ? "attempt" : "attempts");
 	if (r->sqlstate == NULL)
 		r->sqlstate = pstrdup(unpack_sql_state(ERRCODE_EXTERNAL_ROUTINE_EXCEPTION));
 }
@@ -768,6 +771,7 @@ build_call(RoleRun *run, int i)
 		call->max_chars = qc_clamp_max_chars(given, (int) Min(max_chars, PG_INT32_MAX));
 	}
 	call->audit_extra = audit_extra(r);
+	call->query = r->query;
 	call->ord = i;
 	return call;
 }
@@ -982,7 +986,7 @@ start_llm(void *arg)
 {
 	LlmStart   *s = arg;
 
-	s->job = qc_llm_job_from_request(s->r->args, audit_extra(s->r), s->r);
+	s->job = qc_llm_job_from_request(s->r->args, audit_extra(s->r), s->r->query, s->r);
 }
 
 /* An LLM request that raised fails, or waits when a budget is spent. */

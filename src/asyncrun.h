@@ -38,6 +38,7 @@ typedef struct QcAsyncRequest
 	int			attempts;		/* this attempt included */
 	bool		has_secrets;	/* a request_secrets row to delete */
 	bool		cancel_seen;	/* cancelled since it was claimed */
+	char	   *query;			/* the enqueuing statement, redacted, or NULL */
 
 	QcAsyncOutcome outcome;
 	TimestampTz next_at;		/* RETRY and WAIT */
@@ -49,7 +50,7 @@ typedef struct QcAsyncRequest
 /*
  * The columns a claim returns, in this order (asyncworker.c's statements
  * name them so): id, role, func, request (the secrets row's when there is
- * one), callback, context, idempotency_key, attempts, has_secrets.
+ * one), callback, context, idempotency_key, attempts, has_secrets, query.
  */
 extern QcAsyncRequest *qc_async_request_from_tuple(HeapTuple tuple, TupleDesc desc);
 

@@ -90,7 +90,8 @@ static TimestampTz next_due = 0;	/* when the next queued request is due */
 	" COALESCE((SELECT s.request FROM queryclaw.request_secrets s" \
 	" WHERE s.id OPERATOR(pg_catalog.=) r.id), r.request)," \
 	" r.callback, r.context, r.idempotency_key, r.attempts," \
-	" EXISTS (SELECT FROM queryclaw.request_secrets s WHERE s.id OPERATOR(pg_catalog.=) r.id)"
+	" EXISTS (SELECT FROM queryclaw.request_secrets s WHERE s.id OPERATOR(pg_catalog.=) r.id)," \
+	" r.query"
 
 /* A POST or PATCH without an idempotency key, which must not be sent twice. */
 #define UNREPEATABLE \

@@ -341,8 +341,9 @@ static struct
 }			statement_secrets;
 
 /*
- * Note the secrets call sends that the statement text holds (the first len
- * bytes of debug_query_string), with those of the statement's other calls.
+ * Note the secrets call sends (none when it is NULL) that the statement
+ * text holds (the first len bytes of debug_query_string), with those of
+ * the statement's other calls.
  */
 static void
 note_statement_secrets(const QcCall *call, int len)
@@ -352,7 +353,7 @@ note_statement_secrets(const QcCall *call, int len)
 	MemoryContext old;
 	ListCell   *lc;
 
-	secrets = qc_call_secrets(call->url, call->final_url, call->headers);
+	secrets = call ? qc_call_secrets(call->url, call->final_url, call->headers) : NIL;
 	old = MemoryContextSwitchTo(TopMemoryContext);
 	if (statement_secrets.sql == NULL || statement_secrets.len != len ||
 		memcmp(statement_secrets.sql, sql, len) != 0)
@@ -383,6 +384,25 @@ note_statement_secrets(const QcCall *call, int len)
 	MemoryContextSwitchTo(old);
 }
 
+char *
+qc_audit_statement(const QcCall *call)
+{
+	int			len = statement_length();
+	char	   *text;
+
+	if (len == 0)
+		return NULL;
+
+	/*
+	 * Secrets a caller wrote into the statement are never stored either,
+	 * nor the values of the secrets its calls send, however it built them.
+	 */
+	note_statement_secrets(call, len);
+	text = qc_redact_statement(qc_redact_secrets(pnstrdup(debug_query_string, len),
+												 statement_secrets.secrets));
+	return unconstify(char *, bounded(qc_valid_text(text), text_limit[QC_AT_QUERY]));
+}
+
 /*
  * The record of a call; reason is already redacted.  Uses no catalog: the
  * role and its name are passed in, so this also serves on the error and exit paths.
@@ -391,8 +411,6 @@ static void
 audit_record(const QcCall *call, Oid roleid, const char *role, const char *outcome,
 			 const char *reason, QcAuditRecord *rec)
 {
-	int			len = statement_length();
-
 	memset(rec, 0, sizeof(*rec));
 	rec->dboid = MyDatabaseId;
 	rec->roleid = roleid;
@@ -406,17 +424,11 @@ audit_record(const QcCall *call, Oid roleid, const char *role, const char *outco
 		rec->text[QC_AT_FINAL_URL] = strcmp(call->final_url, call->url) == 0 ?
 			rec->text[QC_AT_URL] : qc_redact_url(call->final_url);
 
-	/*
-	 * Secrets a caller wrote into the statement are never stored either,
-	 * nor the values of the secrets its calls send, however it built them.
-	 */
-	if (len > 0)
-	{
-		note_statement_secrets(call, len);
-		rec->text[QC_AT_QUERY] =
-			qc_redact_statement(qc_redact_secrets(pnstrdup(debug_query_string, len),
-												  statement_secrets.secrets));
-	}
+	/* a queued request's attempt: its enqueuing statement, redacted then */
+	if (call->query != NULL)
+		rec->text[QC_AT_QUERY] = qc_audit_query ? call->query : NULL;
+	else
+		rec->text[QC_AT_QUERY] = qc_audit_statement(call);
 	/* nothing that is not valid text is stored, whoever built it */
 	for (int i = 0; i < QC_AUDIT_NTEXT; i++)
 		rec->text[i] = bounded(qc_valid_text(rec->text[i]), text_limit[i]);

@@ -92,6 +92,15 @@ extern void qc_audit_queue_full(int waited_ms, const char *setting,
  */
 extern void qc_audit_call(QcCall *call);
 
+/*
+ * The text of the statement under way as an audit row of call stores it
+ * (bounded, secrets removed: its calls' too, call's included; call may be
+ * NULL when the statement makes no call yet); NULL when none is stored
+ * (queryclaw.audit_query off).  What an asynchronous request keeps of its
+ * enqueuing statement, for the audit rows of its attempts (QcCall.query).
+ */
+extern char *qc_audit_statement(const QcCall *call);
+
 /* Records as the queue carries them. */
 extern void qc_audit_record_encode(const QcAuditRecord *rec, StringInfo buf);
 extern void qc_audit_record_decode(const char *data, QcAuditRecord *rec);

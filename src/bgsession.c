@@ -29,6 +29,20 @@
  * The connection also ignores ALLOW_CONNECTIONS false, which the owner may
  * set too: calls queued before it still get their audit rows.
  *
+ * A database that does not exist (yet: queryclaw.database is set before it
+ * is created) makes the connection fail with FATAL, and the postmaster
+ * restarts the worker bgw_restart_time later: a FATAL line and an exit
+ * line every few seconds, for as long as it is missing.  So a start whose
+ * connection failed is remembered in shared memory (connect_failed, one
+ * flag per registered worker, its index in bgw_extra), and the next start
+ * of that worker does not try again: it connects to no database (shared
+ * catalogs only, as the logical replication launcher does), looks for the
+ * database in pg_database with a growing pause (up to a minute, SIGTERM
+ * honoured), logging at most a line a minute, and once the database is
+ * there (and valid) exits so that the postmaster starts it again, to
+ * connect: a process connects once.  The first start tries at once, so
+ * that a server whose database exists loses no time.
+ *
  * Statements must still name their schema and operators: the pinned
  * search_path is a second fence, not the only one.
  *
@@ -45,17 +59,34 @@
  */
 #include "postgres.h"
 
+#include "access/genam.h"
+#include "access/htup_details.h"
+#include "access/table.h"
 #include "access/xact.h"
+#include "catalog/pg_database.h"
 #include "miscadmin.h"
+#include "storage/ipc.h"
 #include "storage/latch.h"
+#include "storage/lwlock.h"
+#include "storage/shmem.h"
 #include "lib/stringinfo.h"
 #include "postmaster/bgworker.h"
 #include "postmaster/interrupt.h"
 #include "utils/guc.h"
 #include "utils/guc_tables.h"
+#include "utils/fmgroids.h"
 #include "utils/memutils.h"
+#include "utils/relcache.h"
+#include "utils/timestamp.h"
 
 #include "bgsession.h"
+#include "compat.h"
+
+/* The pause between two looks for a missing database: growing, up to a minute. */
+#define QC_DATABASE_PAUSE_MIN_MS	1000
+#define QC_DATABASE_PAUSE_MAX_MS	60000
+/* At most one line a minute while it is missing. */
+#define QC_DATABASE_LOG_MS			60000
 
 /* The settings a worker's own statements rely on, and their values. */
 static const struct
@@ -196,6 +227,51 @@ restore_server_settings(const ServerSettings *server)
 
 volatile sig_atomic_t qc_bgsession_stop = false;
 
+/* Workers registered (in the postmaster); each one's index is in its bgw_extra. */
+static int	registered = 0;
+
+/*
+ * Shared memory: by registered worker, whether its last start failed to
+ * connect.  Each flag is read and written only by its worker, one process
+ * at a time (a start begins after the last one exited): no lock.
+ */
+static bool *connect_failed = NULL;
+
+static shmem_request_hook_type prev_shmem_request_hook = NULL;
+static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
+
+static void
+bgsession_shmem_request(void)
+{
+	if (prev_shmem_request_hook)
+		prev_shmem_request_hook();
+	RequestAddinShmemSpace(MAXALIGN(Max(registered, 1) * sizeof(bool)));
+}
+
+static void
+bgsession_shmem_startup(void)
+{
+	bool		found;
+
+	if (prev_shmem_startup_hook)
+		prev_shmem_startup_hook();
+	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
+	connect_failed = ShmemInitStruct("queryclaw worker connections",
+									 Max(registered, 1) * sizeof(bool), &found);
+	if (!found)
+		memset(connect_failed, 0, Max(registered, 1) * sizeof(bool));
+	LWLockRelease(AddinShmemInitLock);
+}
+
+void
+qc_bgsession_init(void)
+{
+	prev_shmem_request_hook = shmem_request_hook;
+	shmem_request_hook = bgsession_shmem_request;
+	prev_shmem_startup_hook = shmem_startup_hook;
+	shmem_startup_hook = bgsession_shmem_startup;
+}
+
 void
 qc_bgsession_register(const char *function, const char *name, const char *type,
 					  int restart_s, Datum arg)
@@ -203,6 +279,8 @@ qc_bgsession_register(const char *function, const char *name, const char *type,
 	BackgroundWorker worker;
 
 	memset(&worker, 0, sizeof(worker));
+	memcpy(worker.bgw_extra, &registered, sizeof(registered));
+	registered++;
 	worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
 	worker.bgw_start_time = BgWorkerStart_RecoveryFinished;
 	worker.bgw_restart_time = restart_s;
@@ -278,13 +356,100 @@ qc_bgsession_repin(void)
 	set_pinned(values);
 }
 
+/* This worker's flag: did its last start fail to connect? */
+static bool *
+my_connect_failed(void)
+{
+	int			index;
+
+	memcpy(&index, MyBgworkerEntry->bgw_extra, sizeof(index));
+	Assert(index >= 0 && index < registered);
+	return &connect_failed[index];
+}
+
+/*
+ * Is dbname in pg_database, and may it be connected to?  Connected to no
+ * database, only the shared catalogs can be read: pg_database's index
+ * only once the shared relation cache is built (its entry is read from
+ * pg_class otherwise), as InitPostgres looks a database up.
+ */
+static bool
+database_ready(const char *dbname)
+{
+	Relation	rel;
+	ScanKeyData key;
+	SysScanDesc scan;
+	HeapTuple	tuple;
+	bool		ready;
+
+	StartTransactionCommand();
+	rel = table_open(DatabaseRelationId, AccessShareLock);
+	ScanKeyInit(&key, Anum_pg_database_datname, BTEqualStrategyNumber, F_NAMEEQ,
+				CStringGetDatum(dbname));
+	scan = systable_beginscan(rel, DatabaseNameIndexId, criticalSharedRelcachesBuilt,
+							  NULL, 1, &key);
+	tuple = systable_getnext(scan);
+	ready = HeapTupleIsValid(tuple) &&
+		!qc_database_is_invalid((Form_pg_database) GETSTRUCT(tuple));
+	systable_endscan(scan);
+	table_close(rel, AccessShareLock);
+	CommitTransactionCommand();
+	return ready;
+}
+
+/*
+ * The last start could not connect to dbname: wait, connected to no
+ * database, until it is there, then exit for the postmaster to start the
+ * worker again (see the file header).  Never returns.
+ */
+static void
+wait_for_database(const char *dbname)
+{
+	const char *name = MyBgworkerEntry->bgw_name;
+	long		pause = QC_DATABASE_PAUSE_MIN_MS;
+	TimestampTz logged = 0;
+
+	BackgroundWorkerInitializeConnection(NULL, NULL, 0);
+	while (!qc_bgsession_stop)
+	{
+		if (database_ready(dbname))
+		{
+			ereport(LOG,
+					(errmsg("%s found database \"%s\" and starts again to connect to it",
+							name, dbname)));
+			*my_connect_failed() = false;
+			break;
+		}
+		if (logged == 0 || TimestampDifferenceExceeds(logged, GetCurrentTimestamp(),
+													   QC_DATABASE_LOG_MS))
+		{
+			ereport(LOG,
+					(errmsg("%s is waiting for database \"%s\" to exist", name, dbname),
+					 errhint("Create the database, or set queryclaw.database to one that exists and restart the server.")));
+			logged = GetCurrentTimestamp();
+		}
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, pause,
+						 qc_wait_event(QC_WAIT_DATABASE));
+		(void) qc_bgsession_next_pass();
+		pause = Min(pause * 2, QC_DATABASE_PAUSE_MAX_MS);
+	}
+	proc_exit(1);
+}
+
 void
 qc_bgsession_start(const char *dbname)
 {
+	bool	   *failed = my_connect_failed();
+
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
 	pqsignal(SIGTERM, bgsession_sigterm);
 	BackgroundWorkerUnblockSignals();
+	if (*failed)
+		wait_for_database(dbname);
+	/* a FATAL while connecting leaves it set, for the next start */
+	*failed = true;
 	bgsession_connect(dbname);
+	*failed = false;
 }
 
 bool

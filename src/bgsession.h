@@ -14,6 +14,9 @@
 #include "fmgr.h"
 
 
+/* _PG_init, while preloading, before any worker is registered: shared memory hooks. */
+extern void qc_bgsession_init(void);
+
 /*
  * Register a background worker of this library that connects to a
  * database: function is its entry point, name its name (and type, without
@@ -29,6 +32,8 @@ extern volatile sig_atomic_t qc_bgsession_stop;
  * The start of every worker of ours: SIGHUP reloads the configuration,
  * SIGTERM sets qc_bgsession_stop; then the connection to dbname (see
  * bgsession.c for what it takes from the database's and role's settings).
+ * When the worker's last start could not connect, it waits instead, quietly,
+ * until dbname exists, then exits to be started again: it does not return.
  */
 extern void qc_bgsession_start(const char *dbname);
 

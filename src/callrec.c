@@ -21,12 +21,25 @@
 #include "guc.h"
 #include "redact.h"
 
+/* The statement calls are made for now, when not the one under way. */
+static const char *made_for = NULL;
+
+const char *
+qc_call_make_for(const char *query)
+{
+	const char *previous = made_for;
+
+	made_for = query;
+	return previous;
+}
+
 QcCall *
 qc_call_new(const char *func, const char *method, const char *url)
 {
 	QcCall	   *call = palloc0(sizeof(QcCall));
 
 	call->func = func;
+	call->query = made_for;
 	call->method = method;
 	call->url = url;
 	call->max_chars = qc_max_chars;

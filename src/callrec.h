@@ -72,6 +72,14 @@ typedef struct QcCall
 	 */
 	bool		trusted;
 
+	/*
+	 * The statement the call is made for, when it is not the one this
+	 * backend runs: an asynchronous request's enqueuing statement, as
+	 * queryclaw.requests.query keeps it (redacted as an audit row's query
+	 * is).  NULL: the statement under way (debug_query_string).
+	 */
+	const char *query;
+
 	/* the response, filled by the transport (http.c) */
 	char	   *final_url;		/* after redirects */
 	long		status;			/* 0 until a response arrived */
@@ -101,8 +109,21 @@ typedef struct QcCall
 											 * queue, while it holds one */
 } QcCall;
 
-/* Start a call record with the defaults (no response yet). */
+/*
+ * Start a call record with the defaults (no response yet); its query is
+ * the statement the calls of this backend are made for now (see
+ * qc_call_make_for).
+ */
 extern QcCall *qc_call_new(const char *func, const char *method, const char *url);
+
+/*
+ * From now on, the calls this backend starts are made for the statement
+ * query (QcCall.query; NULL: the one under way): an async worker running
+ * a model request makes its calls, the tool calls' included, for the
+ * request's enqueuing statement.  Returns the statement it replaces, for
+ * the caller to put back.
+ */
+extern const char *qc_call_make_for(const char *query);
 
 /*
  * Did a 2xx response arrive?  The one test of success: api_call's "ok",

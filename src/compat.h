@@ -108,9 +108,22 @@ typedef enum QcWaitEvent
 	QC_WAIT_RETRY,				/* the pause before a request is retried */
 	QC_WAIT_REQUESTS,			/* queryclaw.wait() for asynchronous requests */
 	QC_WAIT_ASYNC_WORKER,		/* an async worker idle, waiting for requests */
+	QC_WAIT_DATABASE,			/* a worker waiting for queryclaw.database to exist */
 	QC_WAIT_COUNT
 } QcWaitEvent;
 
 extern uint32 qc_wait_event(QcWaitEvent event);
+
+/*
+ * A database that a DROP DATABASE interrupted left behind refuses
+ * connections; pg_database.datconnlimit says so from 15.4 and 16 on
+ * (before, such a database cannot be).
+ */
+#include "catalog/pg_database.h"
+#ifdef DATCONNLIMIT_INVALID_DB
+#define qc_database_is_invalid(form) ((form)->datconnlimit == DATCONNLIMIT_INVALID_DB)
+#else
+#define qc_database_is_invalid(form) false
+#endif
 
 #endif							/* QC_COMPAT_H */

@@ -6,19 +6,26 @@
  *
  * Each checks its arguments as its synchronous twin does before sending
  * (URL, method, headers, format, tools, output schema: 22023 and 42501
- * errors now, not a failed request later) and the callback
- * (qc_queue_check_callback),
- * then inserts one row into queryclaw.requests in the caller's
- * transaction.  What the policy decides (enabled, hosts, addresses,
- * read_only, rate limits) is decided when a worker sends the request,
- * under the role's settings of that moment: a request may wait for a
- * budget or a pause, never fail at enqueue for one.
+ * errors now, not a failed request later), what the policy decides from
+ * the URL and method alone (scheme, allowed and denied hosts, read_only:
+ * 42501, audited as the synchronous call's refusal) and the callback
+ * (qc_queue_check_callback), then inserts one row into queryclaw.requests
+ * in the caller's transaction.  The rest of the policy (enabled, the
+ * addresses, a redirect's target) and the limits are applied when a worker
+ * sends the request, under the role's settings of that moment, with the
+ * host lists and read_only again: a request may wait for a budget or a
+ * pause, never fail at enqueue for one.
  *
  * The row's request column holds the arguments with secrets redacted as
  * the audit log redacts them (URL credentials and secret-looking query
  * parameters, secret header values, secret-looking text in a body or a
  * prompt).  When that changed anything, the arguments as given go into
  * queryclaw.request_secrets, which only the workers read.
+ *
+ * The row's query column holds the enqueuing statement's text as an audit
+ * row of the call would hold it (qc_audit_statement): the workers put it in
+ * the audit rows of the request's attempts, so that the trigger or job
+ * that caused a call is known after the request row is gone.
  *
  * Both tables are written as their owner, in a security-restricted
  * operation, after the checks above: callers have no privilege on them
@@ -38,6 +45,8 @@
 #include "utils/jsonb.h"
 
 #include "api.h"
+#include "audit.h"
+#include "call.h"
 #include "compat.h"
 #include "guc.h"
 #include "http.h"
@@ -163,35 +172,54 @@ request_end(StringInfo s)
 	return DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(s->data)));
 }
 
-/* A URL argument: 22023 unless it parses, as the synchronous call says. */
+/*
+ * The URL of call, checked as the synchronous call checks it before
+ * anything is sent: 22023 unless it parses; then what the policy decides
+ * from the URL and method alone (the scheme, the host lists, read_only:
+ * 42501), refused and audited as that call's refusal.  Not
+ * queryclaw.enabled, which makes a queued request wait, nor the addresses,
+ * which need a lookup when it is sent (and a redirect's, which nothing
+ * knows yet).
+ */
 static void
-check_url(const char *url)
+check_url(QcCall *call)
 {
 	QcUrl		parsed;
 	char	   *error;
+	QcVerdict	refusal;
 
-	if (!qc_url_parse(url, &parsed, &error))
+	if (!qc_url_parse(call->url, &parsed, &error))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("invalid URL"),
 				 errdetail("%s", error)));
+	if (!qc_policy_check_url_rules(&parsed, call->method, &refusal))
+	{
+		qc_call_set_refusal(call, &refusal);
+		qc_call_raise(call);
+	}
 }
 
 /*
  * Insert the request as the tables' owner; returns its id.  The caller's
  * arguments callback (argno) and context (argno + 1) are common to the
- * three functions.
+ * three functions.  call is the request as its synchronous twin would make
+ * it (NULL for the model's loop, whose calls are not known yet): the
+ * statement's text is kept as that call's audit row would keep it, for
+ * the audit rows of its attempts.
  */
 static int64
 insert_request(FunctionCallInfo fcinfo, const char *func, RequestJson *r, int argno,
-			   const char *idempotency_key)
+			   const char *idempotency_key, const QcCall *call)
 {
 	static SPIPlanPtr insert_plan = NULL;
 	static SPIPlanPtr secret_plan = NULL;
-	Oid			types[6] = {REGROLEOID, TEXTOID, JSONBOID, TEXTOID, JSONBOID, TEXTOID};
-	Datum		values[6];
-	char		nulls[6] = {' ', ' ', ' ', 'n', 'n', 'n'};
+	Oid			types[8] = {REGROLEOID, TEXTOID, JSONBOID, TEXTOID, JSONBOID, TEXTOID,
+	BOOLOID, TEXTOID};
+	Datum		values[8];
+	char		nulls[8] = {' ', ' ', ' ', 'n', 'n', 'n', ' ', 'n'};
 	Oid			role = GetUserId();
+	char	   *query = qc_audit_statement(call);
 	QcQueueAsOwner save;
 	bool		isnull;
 	int64		id;
@@ -214,13 +242,19 @@ insert_request(FunctionCallInfo fcinfo, const char *func, RequestJson *r, int ar
 		values[5] = CStringGetTextDatum(idempotency_key);
 		nulls[5] = ' ';
 	}
+	values[6] = BoolGetDatum(r->redacted);
+	if (query != NULL)
+	{
+		values[7] = CStringGetTextDatum(query);
+		nulls[7] = ' ';
+	}
 
 	qc_queue_begin_as_owner(&save);
 	qc_queue_admit(role);
 	qc_queue_plan(&insert_plan,
 				  "INSERT INTO queryclaw.requests"
-				  " (role, func, request, callback, context, idempotency_key)"
-				  " VALUES ($1, $2, $3, $4, $5, $6) RETURNING id", 6, types);
+				  " (role, func, request, callback, context, idempotency_key, redacted, query)"
+				  " VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id", 8, types);
 	if (SPI_execute_plan(insert_plan, values, nulls, false, 1) != SPI_OK_INSERT_RETURNING ||
 		SPI_processed != 1)
 		elog(ERROR, "could not insert a request");
@@ -243,12 +277,12 @@ insert_request(FunctionCallInfo fcinfo, const char *func, RequestJson *r, int ar
 	return id;
 }
 
-/* The URL and max_chars members, common to web pages and API calls. */
+/* The URL and max_chars members of call, common to web pages and API calls. */
 static void
-request_url(RequestJson *r, FunctionCallInfo fcinfo, const char *url, int max_chars_arg)
+request_url(RequestJson *r, FunctionCallInfo fcinfo, QcCall *call, int max_chars_arg)
 {
-	check_url(url);
-	request_text(r, "url", url, qc_redact_url(url));
+	check_url(call);
+	request_text(r, "url", call->url, qc_redact_url(call->url));
 	if (!PG_ARGISNULL(max_chars_arg))
 	{
 		(void) qc_clamp_max_chars(true, PG_GETARG_INT32(max_chars_arg));
@@ -265,14 +299,14 @@ Datum
 web_fetch_async(PG_FUNCTION_ARGS)
 {
 	RequestJson r;
-	char	   *url;
+	QcCall	   *call;
 
 	qc_queue_require("web_fetch_async");
 	if (PG_ARGISNULL(0))
 		PG_RETURN_NULL();
-	url = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	call = qc_call_new(QC_FUNC_WEB_FETCH_ASYNC, "GET", text_to_cstring(PG_GETARG_TEXT_PP(0)));
 	request_begin(&r);
-	request_url(&r, fcinfo, url, 2);
+	request_url(&r, fcinfo, call, 2);
 	if (!PG_ARGISNULL(1))
 	{
 		char	   *format = text_to_cstring(PG_GETARG_TEXT_PP(1));
@@ -280,7 +314,7 @@ web_fetch_async(PG_FUNCTION_ARGS)
 		(void) qc_format_parse(format);
 		request_text(&r, "format", format, format);
 	}
-	PG_RETURN_INT64(insert_request(fcinfo, QC_FUNC_WEB_FETCH_ASYNC, &r, 3, NULL));
+	PG_RETURN_INT64(insert_request(fcinfo, QC_FUNC_WEB_FETCH_ASYNC, &r, 3, NULL, call));
 }
 
 /*
@@ -310,14 +344,14 @@ api_call_async(PG_FUNCTION_ARGS)
 		qc_http_validate_header("Idempotency-Key", key);
 
 	request_begin(&r);
-	request_url(&r, fcinfo, url, 4);
+	request_url(&r, fcinfo, call, 4);
 	request_text(&r, "method", call->method, call->method);
 	if (headers != NULL)
 		request_json(&r, "headers", JsonbToCString(NULL, &headers->root, VARSIZE(headers)),
 					 shown_headers(headers));
 	if (body != NULL)
 		request_text(&r, "body", body, qc_redact_text(body));
-	PG_RETURN_INT64(insert_request(fcinfo, QC_FUNC_API_CALL_ASYNC, &r, 5, key));
+	PG_RETURN_INT64(insert_request(fcinfo, QC_FUNC_API_CALL_ASYNC, &r, 5, key, call));
 }
 
 /*
@@ -376,5 +410,5 @@ llm_chat_tools_async(PG_FUNCTION_ARGS)
 		request_json(&r, "output_schema", JsonbToCString(NULL, &schema->root, VARSIZE(schema)),
 					 NULL);
 	}
-	PG_RETURN_INT64(insert_request(fcinfo, QC_FUNC_LLM_CHAT_TOOLS_ASYNC, &r, 6, NULL));
+	PG_RETURN_INT64(insert_request(fcinfo, QC_FUNC_LLM_CHAT_TOOLS_ASYNC, &r, 6, NULL, NULL));
 }

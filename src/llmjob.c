@@ -68,6 +68,7 @@ struct QcLlmJob
 	Jsonb	   *schema;			/* output_schema, or NULL */
 	bool		with_messages;
 	bool		in_background;
+	const char *query;			/* QcLlmSpec.query, or NULL */
 	void	   *owner;
 	bool		retried;		/* the answer was asked for again, once */
 	QcLlmOutcome out;
@@ -432,6 +433,7 @@ qc_llm_job_new(const QcLlmSpec *spec)
 	job->cxt = cxt;
 	job->with_messages = spec->with_messages;
 	job->in_background = spec->in_background;
+	job->query = spec->query ? pstrdup(spec->query) : NULL;
 	job->owner = spec->owner;
 	job->out.usage.prompt_tokens = job->out.usage.completion_tokens =
 		job->out.usage.total_tokens = -1;
@@ -477,7 +479,8 @@ tools_array(JsonbContainer *tools)
 }
 
 QcLlmJob *
-qc_llm_job_from_request(Jsonb *request, const char *audit_extra, void *owner)
+qc_llm_job_from_request(Jsonb *request, const char *audit_extra, const char *query,
+						void *owner)
 {
 	JsonbContainer *r = &request->root;
 	JsonbContainer *tools = qc_jsonb_get_array(r, "tools");
@@ -502,6 +505,7 @@ qc_llm_job_from_request(Jsonb *request, const char *audit_extra, void *owner)
 		spec.output_schema = JsonbValueToJsonb(schema);
 	spec.in_background = true;
 	spec.audit_extra = audit_extra;
+	spec.query = query;
 	spec.owner = owner;
 	return qc_llm_job_new(&spec);
 }
@@ -727,15 +731,26 @@ job_step_run(void *arg)
 
 /*
  * One step of a job run among many, in a subtransaction: its failure ends
- * the job with that error and leaves the others going.
+ * the job with that error and leaves the others going.  The calls it
+ * starts, its tool calls' included, are made for the job's statement.
  */
 static void
 job_step(QcLlmJob *job, JobStepKind kind)
 {
 	JobStep		step = {job, kind};
 	MemoryContext callercxt = MemoryContextSwitchTo(job->cxt);
-	ErrorData  *edata = qc_subxact_run(job_step_run, &step);
+	const char *outer = qc_call_make_for(job->query);
+	ErrorData  *volatile edata;
 
+	PG_TRY();
+	{
+		edata = qc_subxact_run(job_step_run, &step);
+	}
+	PG_FINALLY();
+	{
+		(void) qc_call_make_for(outer);
+	}
+	PG_END_TRY();
 	MemoryContextSwitchTo(callercxt);
 	if (edata != NULL)
 	{

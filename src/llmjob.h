@@ -42,6 +42,8 @@ typedef struct QcLlmSpec
 	 */
 	bool		in_background;
 	const char *audit_extra;	/* more members for every audit row, or NULL */
+	const char *query;			/* the statement its calls are made for, when
+								 * not the one under way (QcCall.query) */
 	void	   *owner;			/* the caller's, untouched (the queued request) */
 } QcLlmSpec;
 
@@ -82,12 +84,13 @@ extern void qc_llm_job_free(QcLlmJob *job);
  * request is queryclaw.requests.request (or its secrets row), {"prompt",
  * "tools", "system", "model", "max_rounds", "output_schema"}, an absent
  * key being a NULL argument; audit_extra (or NULL) goes into the detail of
- * every audit row of the run (the request id and attempt), owner is kept
- * for the caller.  Checked again as the SQL function checks its arguments,
- * as the current user: raises what it would raise.
+ * every audit row of the run (the request id and attempt), query (or NULL)
+ * is their statement (its enqueuing statement), owner is kept for the
+ * caller.  Checked again as the SQL function checks its arguments, as the
+ * current user: raises what it would raise.
  */
 extern QcLlmJob *qc_llm_job_from_request(Jsonb *request, const char *audit_extra,
-										 void *owner);
+										 const char *query, void *owner);
 
 extern const QcLlmOutcome *qc_llm_job_outcome(const QcLlmJob *job);
 /* The failure of a job run by qc_llm_jobs_run(), or NULL. */

@@ -218,37 +218,24 @@ refuse(QcVerdict *refusal, char *message, char *detail, char *hint)
 	qc_verdict_refuse(refusal, ERRCODE_INSUFFICIENT_PRIVILEGE, message, detail, hint, 0);
 }
 
-bool
-qc_policy_check_trusted_url(const QcUrl *url, QcVerdict *refusal)
+/* Only http and https are spoken. */
+static bool
+check_scheme(const QcUrl *url, QcVerdict *refusal)
 {
-	if (!qc_enabled)
-	{
-		refuse(refusal, pstrdup("queryclaw is disabled"),
-			   pstrdup("Network requests are refused while queryclaw.enabled is off."),
-			   pstrdup("A superuser can enable it with ALTER SYSTEM SET queryclaw.enabled = on and SELECT pg_reload_conf()."));
-		refusal->sqlerrcode = ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE;
-		return false;
-	}
-	if (strcmp(url->scheme, "http") != 0 && strcmp(url->scheme, "https") != 0)
-	{
-		refuse(refusal,
-			   psprintf("URL scheme \"%s\" is not allowed", url->scheme),
-			   pstrdup("Only http and https URLs can be requested."), NULL);
-		return false;
-	}
-	return true;
+	if (strcmp(url->scheme, "http") == 0 || strcmp(url->scheme, "https") == 0)
+		return true;
+	refuse(refusal,
+		   psprintf("URL scheme \"%s\" is not allowed", url->scheme),
+		   pstrdup("Only http and https URLs can be requested."), NULL);
+	return false;
 }
 
-bool
-qc_policy_check_url(const QcUrl *url, const char *method, QcVerdict *refusal)
+/* queryclaw.denied_hosts, then queryclaw.allowed_hosts. */
+static bool
+check_hosts(const QcUrl *url, QcVerdict *refusal)
 {
 	const QcHostRule *rule;
-	QcAddrClass cls;
-	QcInetAddr	addrs[2];
-	int			naddrs;
 
-	if (!qc_policy_check_trusted_url(url, refusal))
-		return false;
 	if ((rule = qc_host_list_match(qc_denied_hosts_parsed, url->host, url->port)) != NULL)
 	{
 		refuse(refusal,
@@ -268,7 +255,17 @@ qc_policy_check_url(const QcUrl *url, const char *method, QcVerdict *refusal)
 			   psprintf("Add \"%s\" to queryclaw.allowed_hosts to allow it.", url->host));
 		return false;
 	}
-	naddrs = qc_url_literal_addresses(url, addrs);
+	return true;
+}
+
+/* queryclaw.block_local on the addresses the URL names without a lookup. */
+static bool
+check_literal_addresses(const QcUrl *url, QcVerdict *refusal)
+{
+	QcAddrClass cls;
+	QcInetAddr	addrs[2];
+	int			naddrs = qc_url_literal_addresses(url, addrs);
+
 	for (int i = 0; i < naddrs; i++)
 	{
 		if (!qc_policy_address_permitted(&addrs[i], url->port, &cls))
@@ -277,15 +274,48 @@ qc_policy_check_url(const QcUrl *url, const char *method, QcVerdict *refusal)
 			return false;
 		}
 	}
-	if (qc_read_only && strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0)
+	return true;
+}
+
+/* queryclaw.read_only: GET and HEAD only. */
+static bool
+check_method(const char *method, QcVerdict *refusal)
+{
+	if (!qc_read_only || strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0)
+		return true;
+	refuse(refusal,
+		   psprintf("method %s is not allowed", method),
+		   pstrdup("queryclaw.read_only is on, so only GET and HEAD requests are allowed."),
+		   pstrdup("A superuser can turn queryclaw.read_only off."));
+	return false;
+}
+
+bool
+qc_policy_check_trusted_url(const QcUrl *url, QcVerdict *refusal)
+{
+	if (!qc_enabled)
 	{
-		refuse(refusal,
-			   psprintf("method %s is not allowed", method),
-			   pstrdup("queryclaw.read_only is on, so only GET and HEAD requests are allowed."),
-			   pstrdup("A superuser can turn queryclaw.read_only off."));
+		refuse(refusal, pstrdup("queryclaw is disabled"),
+			   pstrdup("Network requests are refused while queryclaw.enabled is off."),
+			   pstrdup("A superuser can enable it with ALTER SYSTEM SET queryclaw.enabled = on and SELECT pg_reload_conf()."));
+		refusal->sqlerrcode = ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE;
 		return false;
 	}
-	return true;
+	return check_scheme(url, refusal);
+}
+
+bool
+qc_policy_check_url(const QcUrl *url, const char *method, QcVerdict *refusal)
+{
+	return qc_policy_check_trusted_url(url, refusal) && check_hosts(url, refusal) &&
+		check_literal_addresses(url, refusal) && check_method(method, refusal);
+}
+
+bool
+qc_policy_check_url_rules(const QcUrl *url, const char *method, QcVerdict *refusal)
+{
+	return check_scheme(url, refusal) && check_hosts(url, refusal) &&
+		check_method(method, refusal);
 }
 
 bool

@@ -49,6 +49,15 @@ extern bool qc_policy_check_url(const QcUrl *url, const char *method,
 								QcVerdict *refusal);
 
 /*
+ * The rules of qc_policy_check_url() that hold for the URL and method
+ * whatever the moment and the addresses: the scheme, denied and allowed
+ * hosts, read_only (not the master switch, not block_local).  What a
+ * request is checked for when it is queued, to be sent later.
+ */
+extern bool qc_policy_check_url_rules(const QcUrl *url, const char *method,
+									  QcVerdict *refusal);
+
+/*
  * The part of qc_policy_check_url() that applies even to a trusted endpoint
  * (the DBA's queryclaw.llm_url or search_url): the master switch and the
  * http/https rule.

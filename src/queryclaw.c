@@ -41,6 +41,8 @@
  *	queue.c		the asynchronous requests' queue: shared memory, wake-up
  *	enqueue.c	web_fetch_async, api_call_async, llm_chat_tools_async
  *	qwait.c		wait() and cancel_requests() on queued requests
+ *	qretry.c	retry_requests(): failed and cancelled requests queued again
+ *	hostlimits.c	host_limits(): the rate and cap the queue applies to a host
  *	asyncworker.c	the async workers: claim, recovery, retention
  *	asyncrun.c	a role's requests run as that role: retries, final states, callbacks
  *
@@ -53,6 +55,7 @@
 
 #include "asyncworker.h"
 #include "auditq.h"
+#include "bgsession.h"
 #include "budget.h"
 #include "compat.h"
 #include "guc.h"
@@ -77,6 +80,7 @@ _PG_init(void)
 	 */
 	if (!process_shared_preload_libraries_in_progress)
 		return;
+	qc_bgsession_init();
 	qc_auditq_init();
 	qc_worker_init();
 	qc_ratelimit_init();

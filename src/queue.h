@@ -11,9 +11,11 @@
  * - A row is written by an enqueue function, as the table's owner, in the
  *   caller's transaction, state 'queued'.  When redacting the arguments
  *   changed something, the arguments as given are in
- *   queryclaw.request_secrets under the same id: a worker reads that row
- *   when it exists, else requests.request, and deletes it when the request
- *   is final.
+ *   queryclaw.request_secrets under the same id (and requests.redacted
+ *   is true): a worker reads that row when it exists, else
+ *   requests.request, and deletes it when the request is final.
+ * - retry_requests (qretry.c) puts a failed or cancelled request back to
+ *   'queued' under its id, unless it was redacted: its secrets are gone.
  * - callback is text: the callback's regprocedure output (schema-qualified
  *   signature), looked up again when it is called (see the 0.1--0.2
  *   script for why it is not a regprocedure column).
@@ -87,9 +89,10 @@ extern void qc_queue_wake_at_commit(void);
 /*
  * Admit one more request of role's (queryclaw.max_queued_per_role): 53400
  * when the role has that many unfinished ones.  The caller is connected to
- * SPI as the table's owner.  The count is read once per transaction and
- * then kept up by this backend: concurrent transactions may each go a
- * little past the limit, never far.
+ * SPI as the table's owner.  The count is read once per transaction,
+ * under the role's enqueue lock (held to the end of the transaction, so
+ * that concurrent transactions of the role count one after the other),
+ * and then kept up by this backend.
  */
 extern void qc_queue_admit(Oid role);
 

@@ -119,13 +119,18 @@ return_rows(ReturnSetInfo *rsinfo)
 /*
  * wait(ids bigint[], timeout interval DEFAULT '30 seconds')
  *	returns SETOF queryclaw.requests
+ *
+ * Called on NULL input: NULL ids name no request (no rows, at once); a
+ * NULL timeout waits until every request is final, as long as
+ * statement_timeout (or a cancel) lets it.
  */
 Datum
 queue_wait(PG_FUNCTION_ARGS)
 {
-	ArrayType  *ids = PG_GETARG_ARRAYTYPE_P(0);
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	TimestampTz deadline;
+	ArrayType  *ids;
+	bool		forever = PG_ARGISNULL(1);
+	TimestampTz deadline = 0;
 	ConditionVariable *finished;
 	bool		sleeping = false;
 
@@ -138,17 +143,22 @@ queue_wait(PG_FUNCTION_ARGS)
 				 errdetail("Its snapshot does not change, so it would not see the async workers' progress."),
 				 errhint("Call queryclaw.wait() in a READ COMMITTED transaction.")));
 	InitMaterializedSRF(fcinfo, 0);
-	deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
-										   timeout_ms(PG_GETARG_INTERVAL_P(1)));
+	if (PG_ARGISNULL(0))
+		return (Datum) 0;
+	ids = PG_GETARG_ARRAYTYPE_P(0);
+	if (!forever)
+		deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+											   timeout_ms(PG_GETARG_INTERVAL_P(1)));
 	finished = &qc_queue_shared()->finished;
 
 	for (;;)
 	{
-		long		left;
+		long		left = QC_WAIT_POLL_MS;
 
 		if (SPI_connect() != SPI_OK_CONNECT)
 			elog(ERROR, "SPI_connect failed");
-		left = TimestampDifferenceMilliseconds(GetCurrentTimestamp(), deadline);
+		if (!forever)
+			left = TimestampDifferenceMilliseconds(GetCurrentTimestamp(), deadline);
 		if (look(ids) || left <= 0)
 			break;
 		SPI_finish();

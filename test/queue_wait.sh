@@ -8,8 +8,10 @@
 # superuser session finishes the row by hand a second later, as a worker
 # would.  The waiter must return the row final within a moment of that
 # commit, not at its timeout; while it waits, pg_stat_activity shows the
-# wait event.  A second waiter is cancelled with pg_cancel_backend and
-# must stop at once with 57014.  Prints TAP-style "ok - ..." / "not ok -
+# wait event.  A waiter without a timeout (NULL) waits as long as the
+# row is not final, and returns at the commit that makes it so.  A last
+# waiter is cancelled with pg_cancel_backend and must stop at once with
+# 57014.  Prints TAP-style "ok - ..." / "not ok -
 # ..." lines.
 #
 # Arguments: the work directory and the bin directory of the running
@@ -59,6 +61,23 @@ sql -c "UPDATE queryclaw.requests SET state = 'done', finished_at = now(), resul
 wait "$waiter"
 qc_check "wait() returned the row once another session finished it, before its timeout" \
 	"$(cat "$QC_WORK/wait.out")" "done true"
+
+# With a NULL timeout the waiter waits until the row is final, and
+# returns at that commit.
+sql -c "UPDATE queryclaw.requests SET state = 'queued', finished_at = NULL WHERE id = $id"
+# (statement_timeout, so that a waiter that never returned fails the check)
+sql -c "SET ROLE $role" -c "SET statement_timeout = '20s'" \
+	-c "SELECT state || ' ' || (clock_timestamp() - statement_timestamp() < interval '4 s')
+	FROM queryclaw.wait(ARRAY[$id]::bigint[], NULL)" >"$QC_WORK/wait.out" 2>&1 &
+waiter=$!
+until_true "$waiting"
+sleep 2
+qc_check "wait(ids, NULL) is still waiting after 2 s" "$(kill -0 "$waiter" 2>/dev/null && echo waiting)" waiting
+sql -c "UPDATE queryclaw.requests SET state = 'failed', finished_at = now(), error = 'by hand'
+	WHERE id = $id"
+wait "$waiter"
+qc_check "wait(ids, NULL) returned the row at the commit that made it final" \
+	"$(cat "$QC_WORK/wait.out")" "failed true"
 
 # A cancel stops a wait at once.
 sql -c "UPDATE queryclaw.requests SET state = 'queued', finished_at = NULL WHERE id = $id"

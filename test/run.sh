@@ -14,9 +14,11 @@
 # settings, with restarts), then test/queue_wait.sh (wait() against other
 # sessions), then test/queue_admit.sh (max_queued_per_role against
 # concurrent transactions), then test/queue_locks.sh (the async worker
-# against rows a user's transaction holds), then test/async_restart.sh (the async queue through a crash
-# and a killed worker), then pg_regress over test/nopreload/ on a cluster without
-# preload, then the upgrade from release 0.1 (test/upgrade/) and a
+# against rows a user's transaction holds), then test/async_restart.sh (the
+# async queue through a crash and a killed worker), then
+# test/worker_database.sh (the workers before queryclaw.database exists, on
+# a cluster of their own), then pg_regress over test/nopreload/ on a cluster
+# without preload, then the upgrade from release 0.1 (test/upgrade/) and a
 # pg_dump/pg_restore round trip on a third cluster, then the README's SQL
 # examples (test/readme/) on a fourth, shows the diffs of any failure,
 # stops everything, and ends with "N passed, N failed".
@@ -129,7 +131,7 @@ if [ -z "${QC_ISOLATED:-}" ] && [[ " $tests " == *" 019_dns "* ]]; then
 fi
 # the attack on the audit worker, the waits on the queue and the queue
 # through restarts are scripts, not pg_regress tests (below)
-tests=$(echo $tests | sed 's/\bworker_hijack\b//; s/\bqueue_wait\b//; s/\bqueue_admit\b//; s/\bqueue_locks\b//; s/\basync_restart\b//')
+tests=$(echo $tests | sed 's/\bworker_hijack\b//; s/\bqueue_wait\b//; s/\bqueue_admit\b//; s/\bqueue_locks\b//; s/\basync_restart\b//; s/\bworker_database\b//')
 qc_log "regression tests"
 qc_run_suite "$suite" queryclaw_regression $tests
 
@@ -179,6 +181,14 @@ if [ -z "${QC_TESTS:-}" ] || [[ " $QC_TESTS " == *" async_restart "* ]]; then
 	run_checks bash "$QC_ROOT/test/async_restart.sh" "$QC_WORK" "$QC_PGDATA" "$QC_BINDIR"
 fi
 qc_stop_cluster
+
+# The workers while queryclaw.database does not exist yet, on a cluster of
+# their own (test/worker_database.sh); with QC_TESTS, only when it names
+# worker_database.
+if [ -z "${QC_TESTS:-}" ] || [[ " $QC_TESTS " == *" worker_database "* ]]; then
+	qc_log "the workers before their database exists"
+	run_checks bash "$QC_ROOT/test/worker_database.sh" "$QC_WORK" "$QC_BINDIR"
+fi
 
 # The same setup without preload: what works, and how the audit then
 # behaves (test/nopreload/).

@@ -47,4 +47,6 @@ SELECT queryclaw.api_call_async(NULL);
 SELECT queryclaw.llm_chat_tools_async('hi');
 SELECT * FROM queryclaw.wait('{1}');
 SELECT queryclaw.cancel_requests('{1}');
+SELECT queryclaw.retry_requests('{1}');
+SELECT * FROM queryclaw.wait(NULL, NULL);
 SELECT name FROM pg_settings WHERE name = 'queryclaw.async_workers';

@@ -211,6 +211,12 @@ SELECT queryclaw.cancel_requests(:'async_ids') AS cancelled;
 COMMIT;
 SELECT func, state, error FROM queryclaw.wait(:'async_ids') ORDER BY id;
 SELECT role = current_user::regrole AS own, state, requests FROM queryclaw.queue_status;
+-- queued again, they are sent; wait() without a timeout returns once all are done
+SELECT queryclaw.retry_requests(:'async_ids') AS retried;
+SELECT func, state, attempts, error FROM queryclaw.wait(:'async_ids', NULL) ORDER BY id;
+-- the hosts they went to (the model's request names no URL), and the limits of one
+SELECT count(*) AS hosts, sum(done_last_minute) AS done FROM queryclaw.queue_hosts;
+SELECT * FROM queryclaw.host_limits('api.example.com');
 
 -- The updated database holds the same objects as a fresh install: every
 -- member of the extension with its comment, initial privileges and whole
