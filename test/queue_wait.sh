@@ -19,24 +19,9 @@
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 QC_WORK=$1 QC_BINDIR=$2
-db=queryclaw_regression
 role=qc_waiter
 
-# Run SQL (stdin or -c) in the database, as the superuser; rows unaligned.
-sql() {
-	qc_as_pg "$QC_BINDIR/psql" -X -q -At -v ON_ERROR_STOP=1 -h "$QC_WORK" -p 5432 -d "$db" "$@"
-}
-
-# Poll (every 50 ms, at most 10 s) until the SQL $1 prints t.
-until_true() {
-	for _ in $(seq 200); do
-		[ "$(sql -c "$1")" = t ] && return 0
-		sleep 0.05
-	done
-	return 1
-}
-
-id=$(sql <<SQL
+id=$(qc_sql <<SQL
 CREATE ROLE $role;
 ALTER ROLE $role SET queryclaw.enabled = off;
 GRANT EXECUTE ON FUNCTION queryclaw.api_call_async(text, text, jsonb, text, integer, regprocedure, jsonb, text),
@@ -48,15 +33,15 @@ SQL
 echo "ok - a request was queued"
 
 # The waiter: the state it got back, and whether it came before the timeout.
-sql -c "SET ROLE $role" -c "SELECT state || ' ' || (clock_timestamp() - statement_timestamp() < interval '8 s')
+qc_sql -c "SET ROLE $role" -c "SELECT state || ' ' || (clock_timestamp() - statement_timestamp() < interval '8 s')
 	FROM queryclaw.wait(ARRAY[$id]::bigint[], '10 s')" >"$QC_WORK/wait.out" 2>&1 &
 waiter=$!
 waiting="SELECT EXISTS (SELECT FROM pg_stat_activity WHERE query LIKE '%queryclaw.wait(%'
 	AND wait_event IN ('Extension', 'QueryclawRequestsWait') AND pid <> pg_backend_pid())"
-until_true "$waiting"
+qc_until_true "$waiting"
 qc_check "the waiter shows its wait event in pg_stat_activity" "$?" 0
 sleep 1
-sql -c "UPDATE queryclaw.requests SET state = 'done', finished_at = now(), result = '{\"ok\": true}'
+qc_sql -c "UPDATE queryclaw.requests SET state = 'done', finished_at = now(), result = '{\"ok\": true}'
 	WHERE id = $id"
 wait "$waiter"
 qc_check "wait() returned the row once another session finished it, before its timeout" \
@@ -64,29 +49,29 @@ qc_check "wait() returned the row once another session finished it, before its t
 
 # With a NULL timeout the waiter waits until the row is final, and
 # returns at that commit.
-sql -c "UPDATE queryclaw.requests SET state = 'queued', finished_at = NULL WHERE id = $id"
+qc_sql -c "UPDATE queryclaw.requests SET state = 'queued', finished_at = NULL WHERE id = $id"
 # (statement_timeout, so that a waiter that never returned fails the check)
-sql -c "SET ROLE $role" -c "SET statement_timeout = '20s'" \
+qc_sql -c "SET ROLE $role" -c "SET statement_timeout = '20s'" \
 	-c "SELECT state || ' ' || (clock_timestamp() - statement_timestamp() < interval '4 s')
 	FROM queryclaw.wait(ARRAY[$id]::bigint[], NULL)" >"$QC_WORK/wait.out" 2>&1 &
 waiter=$!
-until_true "$waiting"
+qc_until_true "$waiting"
 sleep 2
 qc_check "wait(ids, NULL) is still waiting after 2 s" "$(kill -0 "$waiter" 2>/dev/null && echo waiting)" waiting
-sql -c "UPDATE queryclaw.requests SET state = 'failed', finished_at = now(), error = 'by hand'
+qc_sql -c "UPDATE queryclaw.requests SET state = 'failed', finished_at = now(), error = 'by hand'
 	WHERE id = $id"
 wait "$waiter"
 qc_check "wait(ids, NULL) returned the row at the commit that made it final" \
 	"$(cat "$QC_WORK/wait.out")" "failed true"
 
 # A cancel stops a wait at once.
-sql -c "UPDATE queryclaw.requests SET state = 'queued', finished_at = NULL WHERE id = $id"
-sql -c "SET ROLE $role" -c "SELECT count(*) FROM queryclaw.wait(ARRAY[$id]::bigint[], '30 s')" \
+qc_sql -c "UPDATE queryclaw.requests SET state = 'queued', finished_at = NULL WHERE id = $id"
+qc_sql -c "SET ROLE $role" -c "SELECT count(*) FROM queryclaw.wait(ARRAY[$id]::bigint[], '30 s')" \
 	>"$QC_WORK/wait.out" 2>&1 &
 waiter=$!
-until_true "$waiting"
+qc_until_true "$waiting"
 start=$(date +%s%N)
-sql -c "SELECT pg_cancel_backend(pid) FROM pg_stat_activity
+qc_sql -c "SELECT pg_cancel_backend(pid) FROM pg_stat_activity
 	WHERE query LIKE '%queryclaw.wait(%' AND pid <> pg_backend_pid()" >/dev/null
 wait "$waiter"
 elapsed_ms=$((($(date +%s%N) - start) / 1000000))
@@ -94,4 +79,4 @@ qc_check "a cancelled wait() stops with 57014" \
 	"$(grep -c 'canceling statement due to user request' "$QC_WORK/wait.out")" 1
 qc_check "within half a second" "$([ "$elapsed_ms" -lt 500 ] && echo yes || echo "no: $elapsed_ms ms")" yes
 
-sql -c "DELETE FROM queryclaw.requests WHERE id = $id" -c "DROP OWNED BY $role" -c "DROP ROLE $role"
+qc_sql -c "DELETE FROM queryclaw.requests WHERE id = $id" -c "DROP OWNED BY $role" -c "DROP ROLE $role"
