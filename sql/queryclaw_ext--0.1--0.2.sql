@@ -197,6 +197,7 @@ CREATE TABLE queryclaw.requests (
 	attempts		integer NOT NULL DEFAULT 0,
 	created_at		timestamptz NOT NULL DEFAULT pg_catalog.now(),
 	next_attempt_at timestamptz NOT NULL DEFAULT pg_catalog.now(),
+	waiting			text,
 	finished_at		timestamptz,
 	request			jsonb NOT NULL,
 	callback		text,
@@ -208,6 +209,9 @@ CREATE TABLE queryclaw.requests (
 );
 COMMENT ON TABLE queryclaw.requests IS
 'The asynchronous requests: one row per web_fetch_async, api_call_async or llm_chat_tools_async call, from queued to done, failed or cancelled; request holds the arguments with secrets redacted.  Each role sees its own rows; queryclaw_admin sees all.';
+
+COMMENT ON COLUMN queryclaw.requests.waiting IS
+'Why a queued or retrying request waits, in words a DBA acts on (a pause, a host rate limit, a spent budget, a retry after a status); NULL when it does not.';
 
 -- The arguments as given, secrets included, when the redaction of
 -- request changed something; nobody but the owner and the workers read

@@ -101,6 +101,7 @@
 #include "response.h"
 #include "retry.h"
 #include "rolesession.h"
+#include "rules.h"
 #include "subxact.h"
 
 #define QC_WRITER_ROLE			"queryclaw_writer"
@@ -200,12 +201,16 @@ set_failed(QcAsyncRequest *r, int sqlerrcode, const char *error)
 	set_final(r, QC_ASYNC_FAILED, NULL, error, sqlerrcode, NIL);
 }
 
-/* Back to the queue until after_ms from now; the attempt does not count. */
+/*
+ * Back to the queue until after_ms from now, waiting says why; the attempt
+ * does not count.
+ */
 static void
-set_wait(QcAsyncRequest *r, int64 after_ms)
+set_wait(QcAsyncRequest *r, int64 after_ms, char *waiting)
 {
 	r->outcome = QC_ASYNC_WAIT;
 	r->next_at = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), after_ms);
+	r->waiting = waiting;
 }
 
 /*
@@ -222,7 +227,9 @@ set_calls_wait(QcAsyncRequest *r, TimestampTz reopens)
 {
 	TimestampTz now = GetCurrentTimestamp();
 
-	set_wait(r, QC_BUDGET_WAIT_MS);
+	set_wait(r, QC_BUDGET_WAIT_MS,
+			 psprintf("max_calls_per_hour %d spent until %s", qc_max_calls_per_hour,
+					  timestamptz_to_str(reopens)));
 	r->next_at = Max(r->next_at,
 					 Min(reopens, TimestampTzPlusMilliseconds(now, QC_CALLS_WAIT_MAX_MS)));
 }
@@ -349,22 +356,22 @@ static const char *const statements[STMT_COUNT] = {
 	" FOR UPDATE SKIP LOCKED",
 	[STMT_EXISTS] = "SELECT FROM queryclaw.requests WHERE id OPERATOR(pg_catalog.=) $1",
 	[STMT_FINAL] = "UPDATE queryclaw.requests SET state = $2, result = $3, error = $4,"
-	" sqlstate = $5, finished_at = pg_catalog.now()"
+	" sqlstate = $5, finished_at = pg_catalog.now(), waiting = NULL"
 	" WHERE id OPERATOR(pg_catalog.=) $1",
 	[STMT_RETRY] = "UPDATE queryclaw.requests SET state = 'retrying', next_attempt_at = $2,"
-	" result = $3, error = $4, sqlstate = $5"
+	" result = $3, error = $4, sqlstate = $5, waiting = $6"
 	" WHERE id OPERATOR(pg_catalog.=) $1",
 	[STMT_WAIT] = "UPDATE queryclaw.requests SET state = 'queued', next_attempt_at = $2,"
-	" attempts = attempts OPERATOR(pg_catalog.-) 1"
+	" attempts = attempts OPERATOR(pg_catalog.-) 1, waiting = $6"
 	" WHERE id OPERATOR(pg_catalog.=) $1",
 	[STMT_CANCELLED] = "UPDATE queryclaw.requests SET finished_at = pg_catalog.now()"
 	" WHERE id OPERATOR(pg_catalog.=) $1 AND finished_at IS NULL",
 	[STMT_SECRETS] = "DELETE FROM queryclaw.request_secrets WHERE id OPERATOR(pg_catalog.=) $1",
 };
 
-static const int nargs[STMT_COUNT] = {1, 1, 5, 5, 2, 1, 1};
-static const Oid argtypes[5] = {INT8OID, TEXTOID, JSONBOID, TEXTOID, TEXTOID};
-static const Oid retry_types[5] = {INT8OID, TIMESTAMPTZOID, JSONBOID, TEXTOID, TEXTOID};
+static const int nargs[STMT_COUNT] = {1, 1, 5, 6, 6, 1, 1};
+static const Oid argtypes[6] = {INT8OID, TEXTOID, JSONBOID, TEXTOID, TEXTOID, TEXTOID};
+static const Oid retry_types[6] = {INT8OID, TIMESTAMPTZOID, JSONBOID, TEXTOID, TEXTOID, TEXTOID};
 
 /* One statement's rows affected (or returned). */
 static uint64
@@ -423,8 +430,8 @@ record_outcome(void *arg)
 {
 	Record	   *rec = arg;
 	QcAsyncRequest *r = rec->r;
-	Datum		values[5] = {Int64GetDatum(r->id)};
-	char		nulls[5] = {' ', ' ', ' ', ' ', ' '};
+	Datum		values[6] = {Int64GetDatum(r->id)};
+	char		nulls[6] = {' ', ' ', ' ', ' ', ' ', ' '};
 	char	   *state;
 	bool		running;
 
@@ -434,6 +441,8 @@ record_outcome(void *arg)
 	nulls[3] = r->error ? ' ' : 'n';
 	values[4] = r->sqlstate ? CStringGetTextDatum(r->sqlstate) : (Datum) 0;
 	nulls[4] = r->sqlstate ? ' ' : 'n';
+	values[5] = r->waiting ? CStringGetTextDatum(r->waiting) : (Datum) 0;
+	nulls[5] = r->waiting ? ' ' : 'n';
 	if ((state = lock_row(rec, values)) == NULL)
 		return;
 	running = strcmp(state, "running") == 0;
@@ -502,6 +511,7 @@ copy_request(const QcAsyncRequest *r)
 	c->error = copy_text(r->error);
 	c->sqlstate = copy_text(r->sqlstate);
 	c->query = copy_text(r->query);
+	c->waiting = copy_text(r->waiting);
 	return c;
 }
 
@@ -641,6 +651,9 @@ retry_or_fail(QcAsyncRequest *r, int64 retry_after_ms, const char *what)
 	{
 		r->outcome = QC_ASYNC_RETRY;
 		r->next_at = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), wait_ms);
+		r->waiting = psprintf("retry %d of %d after %s%s", r->attempts, s.max_retries, what,
+							  retry_after_ms >= 0 ?
+							  psprintf(" (Retry-After %lld s)", (long long) (retry_after_ms / 1000)) : "");
 		return;
 	}
 	r->outcome = QC_ASYNC_FAILED;
@@ -660,7 +673,7 @@ decide(QcAsyncRequest *r, QcCall *call)
 	if (call->error_code == ERRCODE_CONFIGURATION_LIMIT_EXCEEDED)
 		set_calls_wait(r, call->retry_at);	/* spent meanwhile */
 	else if (call->error_code == ERRCODE_INSUFFICIENT_RESOURCES && call->status == 0)
-		set_wait(r, QC_PAUSE_MS);	/* no room in the audit queue */
+		set_wait(r, QC_PAUSE_MS, pstrdup("no room in the audit queue (queryclaw.audit_queue_size)"));
 	else if (call->status == 0 && call->error_code != 0)
 	{
 		bool		connect = call->error_code == ERRCODE_SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION;
@@ -846,6 +859,7 @@ note_promise(int64 id)
 static bool
 host_admits(QcAsyncRequest *r, QcCall *call)
 {
+	const QcRateRule *rule;
 	QcUrl		url;
 	char	   *error;
 	TimestampTz now = GetCurrentTimestamp();
@@ -857,6 +871,9 @@ host_admits(QcAsyncRequest *r, QcCall *call)
 	note_promise(r->id);
 	r->outcome = QC_ASYNC_WAIT;
 	r->next_at = go_at;
+	rule = qc_rate_list_match(qc_host_rate_limit_parsed, url.host);
+	r->waiting = rule ? psprintf("host rate limit %s=%g/s", url.host, rule->per_second) :
+		psprintf("host rate limit of %s", url.host);
 	return false;
 }
 
@@ -994,7 +1011,8 @@ static void
 llm_failed(QcAsyncRequest *r, const ErrorData *edata)
 {
 	if (edata->sqlerrcode == ERRCODE_CONFIGURATION_LIMIT_EXCEEDED)
-		set_wait(r, QC_BUDGET_WAIT_MS); /* a budget spent: wait, never fail */
+		set_wait(r, QC_BUDGET_WAIT_MS,	/* a budget spent: wait, never fail */
+				 psprintf("max_tokens_per_day %d spent", qc_max_tokens_per_day));
 	else
 		set_failed(r, edata->sqlerrcode, edata->message);
 }
@@ -1091,7 +1109,7 @@ admit(RoleRun *run, Oid *callbacks)
 			callbacks[i] = InvalidOid;
 		}
 		else if (!qc_enabled)
-			set_wait(r, QC_PAUSE_MS);	/* paused: queryclaw.enabled is off */
+			set_wait(r, QC_PAUSE_MS, qc_queue_paused_reason(r->role));
 		else if (calls_left <= 0)
 		{
 			if (reopens == 0)

@@ -42,6 +42,7 @@ typedef struct QcAsyncRequest
 
 	QcAsyncOutcome outcome;
 	TimestampTz next_at;		/* RETRY and WAIT */
+	char	   *waiting;		/* RETRY and WAIT: why, in words a DBA acts on */
 	Jsonb	   *result;
 	char	   *error;
 	char	   *sqlstate;

@@ -198,7 +198,7 @@ claim_rows(void *arg)
 	int			rc;
 
 	rc = SPI_execute_with_args("UPDATE queryclaw.requests r SET state = 'running',"
-							   " attempts = r.attempts OPERATOR(pg_catalog.+) 1"
+							   " attempts = r.attempts OPERATOR(pg_catalog.+) 1, waiting = NULL"
 							   " WHERE r.id OPERATOR(pg_catalog.=) ANY (ARRAY("
 							   "  SELECT q.id FROM queryclaw.requests q"
 							   "   WHERE q.state OPERATOR(pg_catalog.=) ANY ('{queued,retrying}'::pg_catalog.text[])"
@@ -277,6 +277,48 @@ due_roles(void *arg)
 }
 
 /*
+ * The paused roles whose waiting requests say so already (mark_paused):
+ * a role's are marked once as its pause begins, not at every pass.
+ */
+static List *marked_paused = NIL;
+
+/* As the worker: requests.waiting of a paused role's waiting requests. */
+static void
+mark_paused_rows(void *arg)
+{
+	Oid			role = *(Oid *) arg;
+	Oid			types[2] = {OIDOID, TEXTOID};
+	Datum		values[2] = {ObjectIdGetDatum(role),
+	CStringGetTextDatum(qc_queue_paused_reason(role))};
+
+	if (SPI_execute_with_args("UPDATE queryclaw.requests r SET waiting = $2"
+							  " WHERE r.role::pg_catalog.oid OPERATOR(pg_catalog.=) $1"
+							  "   AND r.state OPERATOR(pg_catalog.=) ANY ('{queued,retrying}'::pg_catalog.text[])"
+							  "   AND r.waiting IS DISTINCT FROM $2",
+							  2, types, values, NULL, false, 0) != SPI_OK_UPDATE)
+		elog(ERROR, "could not mark a paused role's requests");
+}
+
+/* Note whether role is paused, marking its requests as its pause begins. */
+static void
+note_pause(Oid role, bool paused)
+{
+	MemoryContext old;
+
+	if (!paused)
+	{
+		marked_paused = list_delete_oid(marked_paused, role);
+		return;
+	}
+	if (list_member_oid(marked_paused, role))
+		return;
+	qc_async_as_writer(mark_paused_rows, &role);
+	old = MemoryContextSwitchTo(TopMemoryContext);
+	marked_paused = lappend_oid(marked_paused, role);
+	MemoryContextSwitchTo(old);
+}
+
+/*
  * The roles whose due requests a pass may claim, as an oid[] (NULL when
  * there are none): not those for
  * which queryclaw.enabled is off, whose requests are left as they are,
@@ -301,8 +343,11 @@ claimable_roles(List **due)
 		Oid			role = lfirst_oid(lc);
 
 		/* a dropped role's requests go, to fail for that reason */
-		if (!SearchSysCacheExists1(AUTHOID, ObjectIdGetDatum(role)) ||
-			!qc_role_paused(role))
+		bool		paused = SearchSysCacheExists1(AUTHOID, ObjectIdGetDatum(role)) &&
+			qc_role_paused(role);
+
+		note_pause(role, paused);
+		if (!paused)
 			going[ngoing++] = ObjectIdGetDatum(role);
 	}
 	if (ngoing == 0)

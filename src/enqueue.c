@@ -214,10 +214,10 @@ insert_request(FunctionCallInfo fcinfo, const char *func, RequestJson *r, int ar
 {
 	static SPIPlanPtr insert_plan = NULL;
 	static SPIPlanPtr secret_plan = NULL;
-	Oid			types[8] = {REGROLEOID, TEXTOID, JSONBOID, TEXTOID, JSONBOID, TEXTOID,
-	BOOLOID, TEXTOID};
-	Datum		values[8];
-	char		nulls[8] = {' ', ' ', ' ', 'n', 'n', 'n', ' ', 'n'};
+	Oid			types[9] = {REGROLEOID, TEXTOID, JSONBOID, TEXTOID, JSONBOID, TEXTOID,
+	BOOLOID, TEXTOID, TEXTOID};
+	Datum		values[9];
+	char		nulls[9] = {' ', ' ', ' ', 'n', 'n', 'n', ' ', 'n', 'n'};
 	Oid			role = GetUserId();
 	char	   *query = qc_audit_statement(call);
 	QcQueueAsOwner save;
@@ -248,13 +248,20 @@ insert_request(FunctionCallInfo fcinfo, const char *func, RequestJson *r, int ar
 		values[7] = CStringGetTextDatum(query);
 		nulls[7] = ' ';
 	}
+	/* a role paused at login waits from the start, and says so */
+	if (!qc_enabled)
+	{
+		values[8] = CStringGetTextDatum(qc_queue_paused_reason(role));
+		nulls[8] = ' ';
+	}
 
 	qc_queue_begin_as_owner(&save);
 	qc_queue_admit(role);
 	qc_queue_plan(&insert_plan,
 				  "INSERT INTO queryclaw.requests"
-				  " (role, func, request, callback, context, idempotency_key, redacted, query)"
-				  " VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id", 8, types);
+				  " (role, func, request, callback, context, idempotency_key, redacted, query,"
+				  " waiting)"
+				  " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING id", 9, types);
 	if (SPI_execute_plan(insert_plan, values, nulls, false, 1) != SPI_OK_INSERT_RETURNING ||
 		SPI_processed != 1)
 		elog(ERROR, "could not insert a request");

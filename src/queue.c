@@ -234,6 +234,13 @@ lock_role_enqueue(Oid role)
 	(void) LockAcquire(&tag, ExclusiveLock, false, false);
 }
 
+char *
+qc_queue_paused_reason(Oid role)
+{
+	return psprintf("paused: queryclaw.enabled is off for role %s",
+					quote_identifier(GetUserNameFromId(role, false)));
+}
+
 void
 qc_queue_admit(Oid role)
 {

@@ -96,6 +96,9 @@ extern void qc_queue_wake_at_commit(void);
  */
 extern void qc_queue_admit(Oid role);
 
+/* What requests.waiting says of a request whose role is paused. */
+extern char *qc_queue_paused_reason(Oid role);
+
 /*
  * A callback: a function or procedure (not returning a set) taking
  * (bigint, jsonb, text, jsonb) that the current role may execute; 22023 or
