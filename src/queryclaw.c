@@ -45,6 +45,7 @@
  *	hostlimits.c	host_limits(): the rate and cap the queue applies to a host
  *	asyncworker.c	the async workers: claim, recovery, retention
  *	asyncrun.c	a role's requests run as that role: retries, final states, callbacks
+ *	rolesession.c	a role's session in a worker: settings, identity, bounded callbacks
  *
  *-------------------------------------------------------------------------
  */
