@@ -138,7 +138,7 @@ RESET ROLE;
 SELECT qc_test.wait_until($c$(SELECT count(*) FROM queryclaw.requests
                                WHERE state NOT IN ('done', 'failed', 'cancelled')) = 0$c$) AS settled;
 SELECT qc_test.audit_flush();
-SELECT func, query FROM queryclaw.audit_log ORDER BY id;
+SELECT func, query FROM queryclaw.audit_log ORDER BY query COLLATE "C";
 SELECT s AS secret, pg_temp.found(s) AS found FROM unnest(ARRAY['PREPASYNC12', 'FMTASYNC13']) AS s;
 
 TRUNCATE queryclaw.requests CASCADE;
