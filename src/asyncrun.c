@@ -101,7 +101,6 @@
 #include "response.h"
 #include "retry.h"
 #include "rolesession.h"
-#include "rules.h"
 #include "subxact.h"
 
 #define QC_WRITER_ROLE			"queryclaw_writer"
@@ -859,7 +858,7 @@ note_promise(int64 id)
 static bool
 host_admits(QcAsyncRequest *r, QcCall *call)
 {
-	const QcRateRule *rule;
+	char	   *rate;
 	QcUrl		url;
 	char	   *error;
 	TimestampTz now = GetCurrentTimestamp();
@@ -871,13 +870,11 @@ host_admits(QcAsyncRequest *r, QcCall *call)
 	note_promise(r->id);
 	r->outcome = QC_ASYNC_WAIT;
 	r->next_at = go_at;
-	rule = qc_rate_list_match(qc_host_rate_limit_parsed, url.host);
-	r->waiting = rule ? psprintf("host rate limit %s=%g/s", url.host, rule->per_second) :
-		psprintf("host rate limit of %s", url.host);
+	rate = qc_hostrate_limit_text(url.host);
+	r->waiting = psprintf("host rate limit %s=%s", url.host, rate ? rate : "?");
 	return false;
 }
 
-/* Build the web and API requests' calls, and run those that may go. */
 /* ---- cancels while the requests run ---- */
 
 /* The ids of the run's requests not yet over, as an int8[]; NULL if none. */
@@ -969,6 +966,7 @@ drop_cancelled(RoleRun *run)
 			run->reqs[i]->outcome = QC_ASYNC_CANCELLED;
 }
 
+/* Build the web and API requests' calls, and run those that may go. */
 static void
 run_calls(RoleRun *run)
 {

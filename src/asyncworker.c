@@ -63,12 +63,12 @@
 #include "utils/wait_event.h"
 
 #include "asyncrun.h"
-#include "rolesession.h"
 #include "asyncworker.h"
 #include "bgsession.h"
 #include "compat.h"
 #include "guc.h"
 #include "queue.h"
+#include "rolesession.h"
 
 #define QC_ASYNC_RESTART_S		5
 #define QC_ASYNC_NAP_MS			1000	/* longest sleep between passes */
@@ -277,12 +277,15 @@ due_roles(void *arg)
 }
 
 /*
- * The paused roles whose waiting requests say so already (mark_paused):
- * a role's are marked once as its pause begins, not at every pass.
+ * The paused roles whose waiting requests say so already (note_pause): a
+ * role's are marked once as its pause begins, not at every pass.
  */
 static List *marked_paused = NIL;
 
-/* As the worker: requests.waiting of a paused role's waiting requests. */
+/*
+ * As the worker: requests.waiting of a paused role's waiting requests.  A
+ * row a user's transaction holds (a cancel) is skipped, not waited for.
+ */
 static void
 mark_paused_rows(void *arg)
 {
@@ -291,10 +294,13 @@ mark_paused_rows(void *arg)
 	Datum		values[2] = {ObjectIdGetDatum(role),
 	CStringGetTextDatum(qc_queue_paused_reason(role))};
 
-	if (SPI_execute_with_args("UPDATE queryclaw.requests r SET waiting = $2"
-							  " WHERE r.role::pg_catalog.oid OPERATOR(pg_catalog.=) $1"
+	if (SPI_execute_with_args("UPDATE queryclaw.requests u SET waiting = $2"
+							  " WHERE u.id OPERATOR(pg_catalog.=) ANY (ARRAY("
+							  "  SELECT r.id FROM queryclaw.requests r"
+							  "   WHERE r.role::pg_catalog.oid OPERATOR(pg_catalog.=) $1"
 							  "   AND r.state OPERATOR(pg_catalog.=) ANY ('{queued,retrying}'::pg_catalog.text[])"
-							  "   AND r.waiting IS DISTINCT FROM $2",
+							  "   AND r.waiting IS DISTINCT FROM $2"
+							  "   FOR UPDATE SKIP LOCKED))",
 							  2, types, values, NULL, false, 0) != SPI_OK_UPDATE)
 		elog(ERROR, "could not mark a paused role's requests");
 }

@@ -16,8 +16,6 @@
  */
 #include "postgres.h"
 
-#include <math.h>
-
 #include "access/htup_details.h"
 #include "fmgr.h"
 #include "funcapi.h"
@@ -25,7 +23,7 @@
 
 #include "guc.h"
 #include "hostname.h"
-#include "rules.h"
+#include "hostrate.h"
 
 PG_FUNCTION_INFO_V1(host_limits);
 
@@ -48,22 +46,6 @@ host_of(const char *text)
 }
 
 /*
- * A rate as host_rate_limit is written: "N/s" for a whole number a second,
- * else "N/min" for a whole number a minute (as "30/min" was given).
- */
-static char *
-rate_text(double per_second)
-{
-	double		per_minute = per_second * 60;
-
-	if (per_second == rint(per_second))
-		return psprintf("%.0f/s", per_second);
-	if (fabs(per_minute - rint(per_minute)) < 1e-6)
-		return psprintf("%.0f/min", rint(per_minute));
-	return psprintf("%g/s", per_second);
-}
-
-/*
  * host_limits(host text, OUT rate_limit text, OUT max_concurrency int)
  *	returns record: rate_limit NULL when no host_rate_limit entry applies
  *	(or host is no host name)
@@ -81,11 +63,11 @@ host_limits(PG_FUNCTION_ARGS)
 		elog(ERROR, "return type must be a row type");
 	if (qc_host_to_ascii(host_of(text_to_cstring(PG_GETARG_TEXT_PP(0))), &name, why, sizeof(why)))
 	{
-		const QcRateRule *rule = qc_rate_list_match(qc_host_rate_limit_parsed, name.name);
+		char	   *rate = qc_hostrate_limit_text(name.name);
 
-		if (rule != NULL)
+		if (rate != NULL)
 		{
-			values[0] = CStringGetTextDatum(rate_text(rule->per_second));
+			values[0] = CStringGetTextDatum(rate);
 			nulls[0] = false;
 		}
 	}

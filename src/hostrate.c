@@ -25,6 +25,8 @@
  */
 #include "postgres.h"
 
+#include <math.h>
+
 #include "miscadmin.h"
 #include "storage/ipc.h"
 #include "storage/lwlock.h"
@@ -36,6 +38,7 @@
 #include "guc.h"
 #include "hostname.h"
 #include "hostrate.h"
+#include "rules.h"
 
 #define QC_HOSTRATE_NAME "queryclaw_hostrate"
 #define QC_HOSTRATE_HOSTS 1024
@@ -136,4 +139,28 @@ qc_hostrate_admit(const char *host, TimestampTz now, TimestampTz *go_at)
 						   QC_HOSTRATE_HOSTS)));
 	*go_at = now + wait_us;
 	return go;
+}
+
+/*
+ * A rate as host_rate_limit is written: "N/s" for a whole number a second,
+ * else "N/min" for a whole number a minute (as "30/min" was given).
+ */
+static char *
+rate_text(double per_second)
+{
+	double		per_minute = per_second * 60;
+
+	if (per_second == rint(per_second))
+		return psprintf("%.0f/s", per_second);
+	if (fabs(per_minute - rint(per_minute)) < 1e-6)
+		return psprintf("%.0f/min", rint(per_minute));
+	return psprintf("%g/s", per_second);
+}
+
+char *
+qc_hostrate_limit_text(const char *host)
+{
+	const QcRateRule *rule = qc_rate_list_match(qc_host_rate_limit_parsed, host);
+
+	return rule ? rate_text(rule->per_second) : NULL;
 }

@@ -24,4 +24,10 @@ extern void qc_hostrate_init(void);
 extern bool qc_hostrate_admit(const char *host, TimestampTz now,
 							  TimestampTz *go_at);
 
+/*
+ * The rate host_rate_limit sets for host (as policy.c's URL parse maps it),
+ * as it is written ("5/s", "30/min"), or NULL when it sets none.
+ */
+extern char *qc_hostrate_limit_text(const char *host);
+
 #endif							/* QC_HOSTRATE_H */
