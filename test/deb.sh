@@ -28,9 +28,11 @@ if [ "${1:-}" = --in-root ]; then
 	fi
 	deb=$(ls ../"${pkg}"_*.deb)
 	cp "$deb" /tmp/queryclaw-out/
-	if dpkg -i "$deb" >>"$log" 2>&1 &&
-		dpkg -L "$pkg" | grep -q "^/usr/lib/postgresql/$M/lib/queryclaw_ext.so$" &&
-		dpkg -L "$pkg" | grep -q "^/usr/share/postgresql/$M/extension/queryclaw_ext.control$"; then
+	# The file list is read whole before it is searched: `dpkg -L | grep -q`
+	# under pipefail fails whenever grep quits before dpkg has written all.
+	if dpkg -i "$deb" >>"$log" 2>&1 && files=$(dpkg -L "$pkg") &&
+		grep -qx "/usr/lib/postgresql/$M/lib/queryclaw_ext.so" <<<"$files" &&
+		grep -qx "/usr/share/postgresql/$M/extension/queryclaw_ext.control" <<<"$files"; then
 		ok "${deb##*/} installs its library and extension files"
 	else
 		tail -10 "$log"
