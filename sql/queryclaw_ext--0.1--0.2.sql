@@ -437,3 +437,9 @@ COMMENT ON VIEW queryclaw.queue_hosts IS
 ALTER TABLE queryclaw.requests ADD COLUMN query text;
 COMMENT ON COLUMN queryclaw.requests.query IS
 'The statement that queued the request, secrets redacted, as the audit rows of its attempts show it.';
+
+-- The workers claim round-robin between roles, each role's oldest due
+-- requests first: one short index scan per role with due requests,
+-- whatever the size of another role's backlog.
+CREATE INDEX requests_role_due_idx ON queryclaw.requests (role, next_attempt_at, id)
+	WHERE state IN ('queued', 'retrying');

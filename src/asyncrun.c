@@ -84,6 +84,7 @@
 #include "utils/syscache.h"
 
 #include "api.h"
+#include "audit.h"
 #include "asyncrun.h"
 #include "bgsession.h"
 #include "compat.h"
@@ -533,19 +534,28 @@ qc_async_have_deferred(void)
 	return deferred != NIL;
 }
 
-QcAsyncRequest **
-qc_async_take_deferred(int *n)
+QcAsyncFlight **
+qc_async_take_deferred(MemoryContext parent, int *n)
 {
-	QcAsyncRequest **reqs = palloc(Max(list_length(deferred), 1) * sizeof(QcAsyncRequest *));
+	QcAsyncFlight **flights = palloc(Max(list_length(deferred), 1) * sizeof(QcAsyncFlight *));
 	ListCell   *lc;
 
 	*n = 0;
 	foreach(lc, deferred)
-		reqs[(*n)++] = copy_request(lfirst(lc));
+	{
+		QcAsyncFlight *f = palloc0(sizeof(QcAsyncFlight));
+		MemoryContext old;
+
+		f->cxt = AllocSetContextCreate(parent, "queryclaw async request", ALLOCSET_SMALL_SIZES);
+		old = MemoryContextSwitchTo(f->cxt);
+		f->r = copy_request(lfirst(lc));
+		MemoryContextSwitchTo(old);
+		flights[(*n)++] = f;
+	}
 	deferred = NIL;
 	if (deferred_cxt != NULL)
 		MemoryContextReset(deferred_cxt);
-	return reqs;
+	return flights;
 }
 
 /* ---- callbacks ---- */
@@ -690,13 +700,14 @@ decide(QcAsyncRequest *r, QcCall *call)
 	}
 }
 
-/* Shape a call that ended into its request's outcome; runs as each ends. */
+/* Shape a call that ended into its flight's outcome, and audit it. */
 static void
-call_done(QcCall *call, void *arg)
+shape_call(QcAsyncFlight *f, QcCall *call)
 {
-	RoleRun    *run = arg;
-	QcAsyncRequest *r = run->reqs[call->ord];
-	MemoryContext old = MemoryContextSwitchTo(run->scratch);
+	QcAsyncRequest *r = f->r;
+	MemoryContext work = AllocSetContextCreate(f->cxt, "queryclaw async response",
+											   ALLOCSET_DEFAULT_SIZES);
+	MemoryContext old = MemoryContextSwitchTo(work);
 	Jsonb	   *result = NULL;
 	const char *error;
 	List	   *secrets;
@@ -705,7 +716,7 @@ call_done(QcCall *call, void *arg)
 		result = qc_api_result(call);
 	else
 	{
-		char	   *text = qc_fetch_result(call, run->formats[call->ord]);
+		char	   *text = qc_fetch_result(call, (QcFormat) f->format);
 
 		if (text != NULL)
 		{
@@ -721,16 +732,15 @@ call_done(QcCall *call, void *arg)
 	/* shaping may have failed too: the error is read once it is done */
 	error = qc_call_error_text(call);
 	secrets = qc_call_secrets(call->url, call->final_url, call->headers);
-	MemoryContextSwitchTo(run->keep);
+	MemoryContextSwitchTo(f->cxt);
 	set_final(r, result ? QC_ASYNC_DONE : QC_ASYNC_FAILED, result, error,
 			  call->error_code, secrets);
 	decide(r, call);
-	MemoryContextSwitchTo(old);
-	/* audited now: a failure found while shaping is in the scratch */
+	MemoryContextSwitchTo(work);
 	qc_call_end(call);
-	/* the raw response is no longer needed */
+	MemoryContextSwitchTo(old);
+	MemoryContextDelete(work);
 	qc_call_drop_response(call);
-	MemoryContextReset(run->scratch);
 }
 
 /* A text member of the arguments, or NULL. */
@@ -754,9 +764,9 @@ audit_extra(const QcAsyncRequest *r)
 
 /* The call of a web or API request, built as its synchronous twin does. */
 static QcCall *
-build_call(RoleRun *run, int i)
+build_call(QcAsyncFlight *f)
 {
-	QcAsyncRequest *r = run->reqs[i];
+	QcAsyncRequest *r = f->r;
 	int64		max_chars = 0;
 	bool		given = qc_jsonb_get_int64(&r->args->root, "max_chars", &max_chars);
 	QcCall	   *call;
@@ -778,21 +788,19 @@ build_call(RoleRun *run, int i)
 	{
 		char	   *format = arg_text(r, "format");
 
-		run->formats[i] = qc_format_parse(format ? format : "text");
+		f->format = (int) qc_format_parse(format ? format : "text");
 		call = qc_call_new(r->func, "GET", arg_text(r, "url"));
 		call->max_chars = qc_clamp_max_chars(given, (int) Min(max_chars, PG_INT32_MAX));
 	}
 	call->audit_extra = audit_extra(r);
 	call->query = r->query;
-	call->ord = i;
 	return call;
 }
 
 /* A call to build, and the call built. */
 typedef struct Build
 {
-	RoleRun    *run;
-	int			i;
+	QcAsyncFlight *f;
 	QcCall	   *call;
 } Build;
 
@@ -801,20 +809,36 @@ build(void *arg)
 {
 	Build	   *b = arg;
 
-	b->call = build_call(b->run, b->i);
+	b->call = build_call(b->f);
 }
 
-/* Build a call in a subtransaction: invalid arguments fail the request alone. */
+/*
+ * Build a call in a subtransaction, in the flight's memory: invalid
+ * arguments fail the request alone.
+ */
 static QcCall *
-try_build_call(RoleRun *run, int i)
+try_build_call(QcAsyncFlight *f)
 {
-	Build		b = {run, i, NULL};
-	ErrorData  *edata;
+	Build		b = {f, NULL};
+	MemoryContext old = MemoryContextSwitchTo(f->cxt);
+	ErrorData  *edata = qc_subxact_try(build, &b);
 
-	if ((edata = qc_subxact_try(build, &b)) == NULL)
-		return b.call;
-	set_failed(run->reqs[i], edata->sqlerrcode, edata->message);
-	return NULL;
+	if (edata != NULL)
+		set_failed(f->r, edata->sqlerrcode, edata->message);
+	MemoryContextSwitchTo(old);
+	return b.call;
+}
+
+/* A table of the worker's, for as long as it lives, keyed by its bytes. */
+static HTAB *
+worker_hash(const char *name, Size keysize, Size entrysize)
+{
+	HASHCTL		ctl;
+
+	ctl.keysize = keysize;
+	ctl.entrysize = entrysize;
+	ctl.hcxt = TopMemoryContext;
+	return hash_create(name, 64, &ctl, HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
 }
 
 /*
@@ -839,15 +863,7 @@ static void
 note_promise(int64 id)
 {
 	if (promised == NULL)
-	{
-		HASHCTL		ctl;
-
-		ctl.keysize = sizeof(int64);
-		ctl.entrysize = sizeof(int64);
-		ctl.hcxt = TopMemoryContext;
-		promised = hash_create("queryclaw promised tokens", 1024, &ctl,
-							   HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
-	}
+		promised = worker_hash("queryclaw promised tokens", sizeof(int64), sizeof(int64));
 	(void) hash_search(promised, &id, HASH_ENTER, NULL);
 }
 
@@ -875,118 +891,170 @@ host_admits(QcAsyncRequest *r, QcCall *call)
 	return false;
 }
 
-/* ---- cancels while the requests run ---- */
-
-/* The ids of the run's requests not yet over, as an int8[]; NULL if none. */
-static ArrayType *
-open_ids(RoleRun *run)
-{
-	Datum	   *ids = palloc(run->n * sizeof(Datum));
-	int			n = 0;
-
-	for (int i = 0; i < run->n; i++)
-		if (run->reqs[i]->outcome == QC_ASYNC_PENDING && !run->reqs[i]->cancel_seen)
-			ids[n++] = Int64GetDatum(run->reqs[i]->id);
-	return n == 0 ? NULL : construct_array(ids, n, INT8OID, 8, true, TYPALIGN_DOUBLE);
-}
-
-/* What a look for cancels reads, and found. */
-typedef struct CancelLook
-{
-	RoleRun    *run;
-	bool		found;
-} CancelLook;
-
-/* As the worker: which of the run's open requests were cancelled since. */
-static void
-look_for_cancels(void *arg)
-{
-	CancelLook *look = arg;
-	static SPIPlanPtr plan = NULL;
-	Oid			type = INT8ARRAYOID;
-	ArrayType  *ids = open_ids(look->run);
-	Datum		value;
-
-	if (ids == NULL)
-		return;
-	value = PointerGetDatum(ids);
-	qc_queue_plan(&plan, "SELECT id FROM queryclaw.requests"
-				  " WHERE id OPERATOR(pg_catalog.=) ANY ($1)"
-				  " AND state OPERATOR(pg_catalog.=) 'cancelled'", 1, &type);
-	/* under the latest snapshot: what cancels committed since the claim */
-	if (SPI_execute_snapshot(plan, &value, NULL, GetLatestSnapshot(), InvalidSnapshot,
-							 true, false, 0) != SPI_OK_SELECT)
-		elog(ERROR, "could not read cancelled requests");
-	for (uint64 t = 0; t < SPI_processed; t++)
-	{
-		bool		isnull;
-		int64		id = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[t],
-													 SPI_tuptable->tupdesc, 1, &isnull));
-
-		for (int i = 0; i < look->run->n; i++)
-			if (look->run->reqs[i]->id == id)
-				look->run->reqs[i]->cancel_seen = true;
-		look->found = true;
-	}
-	SPI_freetuptable(SPI_tuptable);
-}
-
-/* The transport's watch: were any of the run's requests cancelled? */
-static bool
-cancels_since(void *arg)
-{
-	CancelLook	look = {arg, false};
-
-	qc_async_as_writer(look_for_cancels, &look);
-	return look.found;
-}
-
-/* The transport's question: was this call's request cancelled? */
-static bool
-request_cancelled(QcCall *call, void *arg)
-{
-	RoleRun    *run = arg;
-
-	return run->reqs[call->ord]->cancel_seen;
-}
-
-static const QcCallWatch cancel_watch = {cancels_since, request_cancelled};
+/* ---- the calls each host has on the wire ---- */
 
 /*
- * Requests cancelled between their claim and now are not sent: only their
- * callbacks are due (as for a request cancelled while queued).
+ * A role's calls out to a host from this worker, and how long the host's
+ * responses take: at queryclaw.max_host_concurrency (the role's: the
+ * transport caps every role's together at the worker's), a request waits
+ * in the queue (not on the wire, so "running" means sent) for about one
+ * response time of the host's; the worker then claims fewer requests at a
+ * time (qc_async_blocked_count).
+ */
+typedef struct HostLoadKey
+{
+	Oid			role;
+	char		host[QC_HOST_MAX + 1];
+} HostLoadKey;
+
+typedef struct HostLoad
+{
+	HostLoadKey key;
+	int			out;
+	double		mean_ms;		/* of its responses, smoothed */
+} HostLoad;
+
+#define QC_HOST_FIRST_MEAN_MS	1000.0
+#define QC_HOST_MIN_WAIT_MS		100
+
+/* Requests put back for a host's concurrency since the worker last asked. */
+static int	blocked_count = 0;
+
+/* The worker's max_host_concurrency, which the transport holds all roles to. */
+static int	worker_host_cap = 0;
+
+static HTAB *host_loads = NULL;
+
+static HostLoad *
+host_load(Oid role, const char *host)
+{
+	HostLoadKey key;
+	bool		found;
+	HostLoad   *h;
+
+	if (host_loads == NULL)
+		host_loads = worker_hash("queryclaw host loads", sizeof(HostLoadKey), sizeof(HostLoad));
+	memset(&key, 0, sizeof(key));
+	key.role = role;
+	strlcpy(key.host, host, sizeof(key.host));
+	h = hash_search(host_loads, &key, HASH_ENTER, &found);
+	if (!found)
+	{
+		h->out = 0;
+		h->mean_ms = QC_HOST_FIRST_MEAN_MS;
+	}
+	return h;
+}
+
+/*
+ * The host a call goes to first, noted on the call (in its memory, which
+ * outlives the transaction) for the transport.
+ */
+static const char *
+first_host(QcCall *call)
+{
+	QcUrl		url;
+	char	   *error;
+
+	if (call->host == NULL)
+	{
+		MemoryContext old = MemoryContextSwitchTo(GetMemoryChunkContext(call));
+
+		call->host = qc_url_parse(call->url, &url, &error) ? url.host : "";
+		MemoryContextSwitchTo(old);
+	}
+	return call->host;
+}
+
+/*
+ * Has the call's host room for one more call of this worker's?  Otherwise
+ * the request waits (see HostLoad).
+ */
+static bool
+host_has_room(QcAsyncRequest *r, QcCall *call)
+{
+	HostLoad   *h = host_load(r->role, first_host(call));
+	int			cap = Min(qc_max_host_concurrency, worker_host_cap);
+
+	if (h->out < cap)
+		return true;
+	set_wait(r, Max((int64) h->mean_ms, QC_HOST_MIN_WAIT_MS),
+			 psprintf("host concurrency %d reached", cap));
+	blocked_count++;
+	return false;
+}
+
+int
+qc_async_blocked_count(void)
+{
+	int			n = blocked_count;
+
+	blocked_count = 0;
+	return n;
+}
+
+void
+qc_async_hosts_reset(void)
+{
+	blocked_count = 0;
+	if (host_loads != NULL)
+		hash_destroy(host_loads);
+	host_loads = NULL;
+}
+
+void
+qc_async_call_ended(QcCall *call)
+{
+	QcAsyncFlight *f = call->owner;
+	HostLoad   *h = host_load(f->r->role, first_host(call));
+	MemoryContext old = MemoryContextSwitchTo(f->cxt);
+
+	h->out--;
+	if (call->status != 0)
+		h->mean_ms = 0.8 * h->mean_ms + 0.2 * call->elapsed_ms;
+	f->out--;
+	f->ended = lappend(f->ended, call);
+	MemoryContextSwitchTo(old);
+}
+
+/*
+ * Admit a call of the flight's and count it out (appended to *calls), or
+ * end it at once: a refusal (the rate limit's), or no room yet for its
+ * audit record, which makes it fail as a call with no room does; a web or
+ * API request then waits (decide).
  */
 static void
-drop_cancelled(RoleRun *run)
+send_call(QcAsyncFlight *f, QcCall *call, List **calls)
 {
-	if (!cancels_since(run))
-		return;
-	for (int i = 0; i < run->n; i++)
-		if (run->reqs[i]->cancel_seen && run->reqs[i]->outcome == QC_ASYNC_PENDING)
-			run->reqs[i]->outcome = QC_ASYNC_CANCELLED;
-}
+	const char *message;
+	char	   *detail;
+	const char *hint;
+	/* what the call keeps (a refusal's words) outlives the transaction */
+	MemoryContext old = MemoryContextSwitchTo(f->cxt);
 
-/* Build the web and API requests' calls, and run those that may go. */
-static void
-run_calls(RoleRun *run)
-{
-	QcCall	  **send = palloc(run->n * sizeof(QcCall *));
-	int			nsend = 0;
-
-	for (int i = 0; i < run->n; i++)
+	call->owner = f;
+	switch (qc_call_admit_detached(call))
 	{
-		QcAsyncRequest *r = run->reqs[i];
-		QcCall	   *call;
-
-		if (r->outcome != QC_ASYNC_PENDING || strcmp(r->func, "llm_chat_tools_async") == 0)
-			continue;
-		call = try_build_call(run, i);
-		if (call != NULL && host_admits(r, call))
-			send[nsend++] = call;
+		case QC_ADMIT_START:
+			f->out++;
+			host_load(f->r->role, first_host(call))->out++;
+			*calls = lappend(*calls, call);
+			MemoryContextSwitchTo(old);
+			return;
+		case QC_ADMIT_LATER:
+			qc_audit_queue_full(0, call->timeout_setting, &message, &detail, &hint);
+			qc_call_set_failure(call, QC_OUTCOME_ERROR, ERRCODE_INSUFFICIENT_RESOURCES,
+								message, detail, hint);
+			call->audited = true;
+			break;
+		case QC_ADMIT_ENDED:
+			break;
 	}
-	if (nsend > 0)
-		qc_call_run_watched(send, nsend, qc_async_concurrency, call_done, &cancel_watch, run);
+	f->ended = lappend(f->ended, call);
+	MemoryContextSwitchTo(old);
 }
+
+/* ---- LLM requests ---- */
 
 /* Starting one LLM request: the request, and the job made of it. */
 typedef struct LlmStart
@@ -1015,84 +1083,121 @@ llm_failed(QcAsyncRequest *r, const ErrorData *edata)
 		set_failed(r, edata->sqlerrcode, edata->message);
 }
 
-/*
- * llm_chat_tools_async: each request is a job of the tool loop
- * (llmjob.c), and the role's jobs run all at once until each has ended:
- * every round's model requests, and the HTTP requests of the tool calls,
- * go out together, queryclaw.async_concurrency at a time.  A model's
- * retryable failure makes its job wait for the next attempt while the
- * others go on.  The result is what llm_chat_tools returns; an error is
- * its error.
- */
+/* The next calls of an LLM request's job, sent. */
 static void
-run_llms(RoleRun *run)
+llm_next(QcAsyncFlight *f, List **calls)
 {
-	List	   *jobs = NIL;
+	MemoryContext old = MemoryContextSwitchTo(f->cxt);
+	List	   *next = qc_llm_job_calls(f->job);
 	ListCell   *lc;
 
-	for (int i = 0; i < run->n; i++)
-	{
-		LlmStart	s = {run->reqs[i], NULL};
-		ErrorData  *edata;
+	foreach(lc, next)
+		send_call(f, lfirst(lc), calls);
+	list_free(next);
+	MemoryContextSwitchTo(old);
+}
 
-		if (s.r->outcome != QC_ASYNC_PENDING || strcmp(s.r->func, "llm_chat_tools_async") != 0)
-			continue;
-		if ((edata = qc_subxact_try(start_llm, &s)) == NULL)
-			jobs = lappend(jobs, s.job);
-		else
-			llm_failed(s.r, edata);
+/* The job is over: its result or its error is the request's outcome. */
+static void
+llm_settle(QcAsyncFlight *f)
+{
+	QcLlmJob   *job = f->job;
+	MemoryContext old = MemoryContextSwitchTo(f->cxt);
+
+	if (qc_llm_job_error(job) != NULL)
+		llm_failed(f->r, qc_llm_job_error(job));
+	else
+		set_final(f->r, QC_ASYNC_DONE, qc_llm_job_result(job), NULL, 0,
+				  qc_llm_job_secrets(job));
+	qc_llm_job_free(job);
+	f->job = NULL;
+	MemoryContextSwitchTo(old);
+}
+
+/*
+ * The calls an LLM request's job sent have all ended: each audited as it
+ * would be in a direct call (a failure before the job reads it, a response
+ * once read), the job moved on.
+ */
+static void
+llm_take(QcAsyncFlight *f)
+{
+	ListCell   *lc;
+
+	foreach(lc, f->ended)
+	{
+		QcCall	   *call = lfirst(lc);
+
+		if (call->error_code != 0)
+			qc_call_end(call);
 	}
-	if (jobs == NIL)
+	qc_llm_job_take(f->job);
+	foreach(lc, f->ended)
+		qc_call_end(lfirst(lc));
+	list_free(f->ended);
+	f->ended = NIL;
+	qc_llm_job_advance(f->job);
+}
+
+/*
+ * An LLM request between two steps of its job: a request cancelled
+ * meanwhile stops; a worker that is stopping puts it back in the queue,
+ * to start again (an LLM request is repeatable); a job that is over
+ * settles; else its next calls go once its wait is over.
+ */
+static void
+llm_continue(QcAsyncFlight *f, List **calls)
+{
+	if (f->ended != NIL)
+		llm_take(f);
+	if (f->r->cancel_seen || qc_bgsession_stop)
+	{
+		qc_llm_job_free(f->job);
+		f->job = NULL;
+		if (f->r->cancel_seen)
+			f->r->outcome = QC_ASYNC_CANCELLED;
+		else
+			set_wait(f->r, 0, NULL);
 		return;
-	/* the database tools read as a statement does */
-	PushActiveSnapshot(GetTransactionSnapshot());
-	qc_llm_jobs_run(jobs, qc_async_concurrency);
-	PopActiveSnapshot();
-	foreach(lc, jobs)
-	{
-		QcLlmJob   *job = lfirst(lc);
-		QcAsyncRequest *r = qc_llm_job_owner(job);
-
-		if (qc_llm_job_error(job) != NULL)
-			llm_failed(r, qc_llm_job_error(job));
-		else
-			set_final(r, QC_ASYNC_DONE, qc_llm_job_result(job), NULL, 0,
-					  qc_llm_job_secrets(job));
-		qc_llm_job_free(job);
 	}
-	list_free(jobs);
+	if (!qc_llm_job_done(f->job) && qc_llm_job_not_before(f->job) <= GetCurrentTimestamp())
+		llm_next(f, calls);
+	if (qc_llm_job_done(f->job) && f->out == 0 && f->ended == NIL)
+		llm_settle(f);
 }
 
 /*
  * Before anything is built: the pauses that make all of the role's
- * requests wait, and the refusals that fail one.  callbacks[i] gets each
- * request's callback.
+ * requests wait, and the refusals that fail one; each flight gets its
+ * callback.  Flights whose outcome is set already (recovered, cancelled)
+ * only get their callback.
  */
 static void
-admit(RoleRun *run, Oid *callbacks)
+admit(QcAsyncFlight **flights, int n)
 {
-	bool		role_exists = SearchSysCacheExists1(AUTHOID, ObjectIdGetDatum(run->reqs[0]->role));
+	Oid			role = flights[0]->r->role;
+	bool		role_exists = SearchSysCacheExists1(AUTHOID, ObjectIdGetDatum(role));
 	int64		calls_left = PG_INT64_MAX;
 	TimestampTz reopens = 0;
 	List	   *checks = NIL;
 
 	if (role_exists && qc_max_calls_per_hour > 0)
 	{
-		int64		used = qc_ratelimit_used(run->reqs[0]->role);
+		int64		used = qc_ratelimit_used(role);
 
 		calls_left = used < 0 ? 0 : qc_max_calls_per_hour - used;
 	}
-	for (int i = 0; i < run->n; i++)
+	for (int i = 0; i < n; i++)
 	{
-		QcAsyncRequest *r = run->reqs[i];
+		QcAsyncRequest *r = flights[i]->r;
+		Oid		   *callback = &flights[i]->callback;
 		char	   *why;
 
-		callbacks[i] = InvalidOid;
+		*callback = InvalidOid;
 		if (r->outcome != QC_ASYNC_PENDING)
 		{
-			/* recovered or cancelled: only its callback is due */
-			if (role_exists && refusal(r, &checks, &callbacks[i]) != NULL)
-				callbacks[i] = InvalidOid;
+			if (role_exists && refusal(r, &checks, callback) != NULL)
+				*callback = InvalidOid;
 			continue;
 		}
 		if (!role_exists)
@@ -1101,10 +1206,10 @@ admit(RoleRun *run, Oid *callbacks)
 					   psprintf("role with OID %u does not exist", r->role));
 			continue;
 		}
-		if ((why = refusal(r, &checks, &callbacks[i])) != NULL)
+		if ((why = refusal(r, &checks, callback)) != NULL)
 		{
 			set_failed(r, ERRCODE_INSUFFICIENT_PRIVILEGE, why);
-			callbacks[i] = InvalidOid;
+			*callback = InvalidOid;
 		}
 		else if (!qc_enabled)
 			set_wait(r, QC_PAUSE_MS, qc_queue_paused_reason(r->role));
@@ -1120,30 +1225,140 @@ admit(RoleRun *run, Oid *callbacks)
 	list_free_deep(checks);
 }
 
-void
-qc_async_run_role(QcAsyncRequest **reqs, int n)
-{
-	RoleRun		run = {0};
-	Oid		   *callbacks = palloc(n * sizeof(Oid));
-	QcRoleScope scope;
+/* ---- flights ---- */
 
-	run.reqs = reqs;
-	run.n = n;
-	run.settings = qc_role_settings_load(reqs[0]->role);
-	run.keep = CurrentMemoryContext;
-	run.scratch = AllocSetContextCreate(CurrentMemoryContext, "queryclaw async response",
-										ALLOCSET_DEFAULT_SIZES);
-	run.formats = palloc0(n * sizeof(QcFormat));
-	qc_role_enter(run.settings, &scope);
-	admit(&run, callbacks);
-	drop_cancelled(&run);
-	run_calls(&run);
-	run_llms(&run);
-	qc_role_leave(&scope);
+QcAsyncFlight *
+qc_async_flight_new(MemoryContext parent, HeapTuple tuple, TupleDesc desc)
+{
+	MemoryContext cxt = AllocSetContextCreate(parent, "queryclaw async request",
+											  ALLOCSET_SMALL_SIZES);
+	MemoryContext old = MemoryContextSwitchTo(cxt);
+	QcAsyncFlight *f = palloc0(sizeof(QcAsyncFlight));
+
+	f->cxt = cxt;
+	f->r = qc_async_request_from_tuple(tuple, desc);
+	MemoryContextSwitchTo(old);
+	return f;
+}
+
+void
+qc_async_flight_free(QcAsyncFlight *f)
+{
+	if (f->job != NULL)
+		qc_llm_job_free(f->job);
+	MemoryContextDelete(f->cxt);
+}
+
+bool
+qc_async_flight_over(const QcAsyncFlight *f)
+{
+	return f->recorded;
+}
+
+bool
+qc_async_flight_ready(const QcAsyncFlight *f, TimestampTz now)
+{
+	if (f->recorded || f->out > 0)
+		return false;
+	/* a worker that stops does not wait for an LLM request's retry */
+	return f->ended != NIL ||
+		(f->job != NULL && (qc_llm_job_not_before(f->job) <= now || qc_bgsession_stop));
+}
+
+/* Take in what ended for a flight with no call out, or move its job on. */
+static void
+take_in(QcAsyncFlight *f, List **calls)
+{
+	if (f->job != NULL)
+		llm_continue(f, calls);
+	else if (f->ended != NIL)
+	{
+		QcCall	   *call = linitial(f->ended);
+
+		list_free(f->ended);
+		f->ended = NIL;
+		shape_call(f, call);
+	}
+}
+
+/* Start a claimed request that may go: its job, or its call. */
+static void
+start_flight(QcAsyncFlight *f, List **calls)
+{
+	QcAsyncRequest *r = f->r;
+
+	if (strcmp(r->func, "llm_chat_tools_async") == 0)
+	{
+		LlmStart	s = {r, NULL};
+		MemoryContext old = MemoryContextSwitchTo(f->cxt);
+		ErrorData  *edata = qc_subxact_try(start_llm, &s);
+
+		MemoryContextSwitchTo(old);
+		if (edata != NULL)
+			llm_failed(r, edata);
+		else
+		{
+			f->job = s.job;
+			llm_next(f, calls);
+		}
+	}
+	else
+	{
+		QcCall	   *call = try_build_call(f);
+
+		if (call != NULL && host_admits(r, call) && host_has_room(r, call))
+			send_call(f, call, calls);
+	}
+}
+
+/* Record each flight whose outcome is set and that has nothing out. */
+static void
+record_settled(QcAsyncFlight **flights, int n, const QcRoleSettings *settings, int *done)
+{
 	for (int i = 0; i < n; i++)
 	{
+		QcAsyncFlight *f = flights[i];
+
+		if (f->recorded || f->r->outcome == QC_ASYNC_PENDING || f->out > 0 ||
+			f->job != NULL || f->ended != NIL)
+			continue;
 		CHECK_FOR_INTERRUPTS();
-		finish(reqs[i], callbacks[i], run.settings);
+		finish(f->r, f->callback, settings);
+		f->recorded = true;
+		(*done)++;
 	}
-	MemoryContextDelete(run.scratch);
+}
+
+void
+qc_async_start_role(QcAsyncFlight **flights, int n, List **calls, int *done)
+{
+	QcRoleSettings *settings = qc_role_settings_load(flights[0]->r->role);
+	QcRoleScope scope;
+
+	worker_host_cap = qc_max_host_concurrency;
+	qc_role_enter(settings, &scope);
+	admit(flights, n);
+	for (int i = 0; i < n; i++)
+	{
+		if (flights[i]->r->outcome == QC_ASYNC_PENDING)
+			start_flight(flights[i], calls);
+		/* a call that ended at once (not admitted) is taken in now */
+		if (flights[i]->out == 0 && flights[i]->ended != NIL)
+			take_in(flights[i], calls);
+	}
+	qc_role_leave(&scope);
+	record_settled(flights, n, settings, done);
+}
+
+void
+qc_async_continue_role(QcAsyncFlight **flights, int n, List **calls, int *done)
+{
+	QcRoleSettings *settings = qc_role_settings_load(flights[0]->r->role);
+	QcRoleScope scope;
+
+	qc_role_enter(settings, &scope);
+	for (int i = 0; i < n; i++)
+		take_in(flights[i], calls);
+	qc_role_leave(&scope);
+	record_settled(flights, n, settings, done);
 }

@@ -14,6 +14,8 @@
 #include "executor/spi.h"
 #include "utils/jsonb.h"
 
+#include "callrec.h"
+
 /* What became of a request in this pass. */
 typedef enum QcAsyncOutcome
 {
@@ -56,20 +58,75 @@ typedef struct QcAsyncRequest
 extern QcAsyncRequest *qc_async_request_from_tuple(HeapTuple tuple, TupleDesc desc);
 
 /*
- * In a transaction, connected to SPI, as the worker: run the n requests
- * of one role (reqs[0]->role) and record each one's outcome, final or not,
- * with its callback, each in a subtransaction of its own.  Requests whose
- * outcome is already set (recovery, cancellation) are only recorded.
+ * A claimed request while the worker has it: from its claim to its
+ * recorded outcome.  Everything it needs (its row, its call or its LLM
+ * job, their responses) lives in cxt, freed with it.
  */
-extern void qc_async_run_role(QcAsyncRequest **reqs, int n);
+typedef struct QcAsyncFlight
+{
+	QcAsyncRequest *r;
+	MemoryContext cxt;
+	Oid			callback;		/* checked at its start; InvalidOid: none */
+	int			format;			/* web_fetch_async's QcFormat */
+	struct QcLlmJob *job;		/* an LLM request's */
+	List	   *ended;			/* its calls that ended, not yet taken in */
+	int			out;			/* its calls on the wire */
+	bool		recorded;		/* its outcome is recorded: it is over */
+} QcAsyncFlight;
+
+/* A new flight for a request claimed now (in its own memory context). */
+extern QcAsyncFlight *qc_async_flight_new(MemoryContext parent, HeapTuple tuple,
+										  TupleDesc desc);
+extern void qc_async_flight_free(QcAsyncFlight *f);
+
+/*
+ * In a transaction, connected to SPI, as the worker: start the n flights
+ * of one role (flights[0]->r->role) that were just claimed (or, with their
+ * outcome set already, only record them: recovery, cancellation): the
+ * role's checks, pauses and budgets, then each one's first calls, built as
+ * the role, admitted and appended to *calls (each call's owner is its
+ * flight).  A flight whose outcome is set meanwhile is recorded at once
+ * with its callback, and *done counts it.
+ */
+extern void qc_async_start_role(QcAsyncFlight **flights, int n, List **calls, int *done);
+
+/*
+ * In a transaction, as the worker: take in what ended for the n flights
+ * of one role (each with no call out, and ended calls or an LLM job whose
+ * wait is over): the outcome, recorded at once with its callback, or the
+ * next calls, appended to *calls.  *done counts the flights recorded.
+ */
+extern void qc_async_continue_role(QcAsyncFlight **flights, int n, List **calls, int *done);
+
+/*
+ * A call of a flight's ended (the fed run's done hook, outside any
+ * transaction): it waits in the flight, to be taken in.
+ */
+extern void qc_async_call_ended(QcCall *call);
+
+/*
+ * How many requests were put back since the last call because their host
+ * had as many of their role's calls out as queryclaw.max_host_concurrency
+ * allows: the worker then claims only as many as calls ended, and a few.
+ */
+extern int	qc_async_blocked_count(void);
+
+/* Forget the calls counted out per host (after a failed run dropped them). */
+extern void qc_async_hosts_reset(void);
+
+/* Is the flight over (its outcome recorded): the caller frees it. */
+extern bool qc_async_flight_over(const QcAsyncFlight *f);
+
+/* Does the flight wait for nothing but time (an LLM job's retry), and until when. */
+extern bool qc_async_flight_ready(const QcAsyncFlight *f, TimestampTz now);
 
 /*
  * The requests whose outcome could not be recorded because a user's
  * transaction held their row (a cancel not yet committed), copied into the
- * current memory context, their outcomes set: a pass records them again
- * through qc_async_run_role.  They stay 'running' meanwhile.
+ * flights below parent, their outcomes set: recorded again through
+ * qc_async_start_role.  They stay 'running' meanwhile.
  */
-extern QcAsyncRequest **qc_async_take_deferred(int *n);
+extern QcAsyncFlight **qc_async_take_deferred(MemoryContext parent, int *n);
 extern bool qc_async_have_deferred(void);
 
 /*

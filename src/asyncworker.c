@@ -8,20 +8,30 @@
  * queryclaw.async_workers of them are registered when the library is
  * preloaded; each connects to queryclaw.database as the audit worker does
  * (bgsession.c: the database's and role's settings cannot steer it) and
- * loops as worker_spi does, waiting on its latch, which a transaction that
- * enqueued sets as it commits (queue.c), or until the next request is due.
- * A pass:
+ * runs the queue as a service (README, "How the queue runs"):
  *
- * 1. claims up to 4 x queryclaw.async_concurrency requests that are due,
- *    oldest first, in a transaction of its own: state 'running', one more
- *    attempt (FOR UPDATE SKIP LOCKED, so workers never claim the same);
- *    the requests of roles for which queryclaw.enabled is off are not
- *    claimed, nor written (claimable_roles);
- * 2. runs them, one role after another (asyncrun.c), in one transaction,
- *    which also records each outcome: final, retrying, or queued again;
- * 3. calls the callbacks of requests cancelled while queued;
- * 4. once a minute (or as often as the retention, when shorter) deletes
- *    finished requests older than queryclaw.async_retention (queue.c).
+ * - It keeps up to queryclaw.async_concurrency calls on the wire through
+ *   one fed run of the transport (call.c, qc_call_run_fed), which asks the
+ *   worker for more whenever slots are free.  Outside the short
+ *   transactions below, no transaction, snapshot or row lock is held: not
+ *   while requests are on the wire.
+ * - A service step (one short transaction, at most every
+ *   QC_TRANSPORT_FEED_MS while calls are out) records the outcome of each
+ *   request whose response arrived since, with its callback, each in a
+ *   subtransaction (asyncrun.c), moves LLM requests on to their next
+ *   round, and claims as many due requests as there are free slots:
+ *   round-robin between the roles with due requests (one slot's turn
+ *   each), oldest first within a role, never a paused role's.  A claimed
+ *   request is 'running' and goes on the wire as the step commits.
+ * - Every QC_ASYNC_CHORES_MS it also looks for requests cancelled while
+ *   out (their transfers are aborted), records outcomes a user's
+ *   transaction held back, and calls the callbacks of requests cancelled
+ *   while queued; once a minute (or as often as the retention, when
+ *   shorter) it deletes finished requests older than
+ *   queryclaw.async_retention (queue.c).
+ * - With nothing out and nothing due, it sleeps on its latch, which a
+ *   transaction that enqueued sets as it commits (queue.c), until the
+ *   next request is due.
  *
  * Crashes: a request is 'running' only between its claim and the commit
  * of its outcome.  When the server starts (or restarts after a crash,
@@ -29,16 +39,18 @@
  * requests left 'running' back in the queue, as at-least-once delivery
  * wants, except a POST or PATCH without an idempotency key, which may have
  * been sent: it fails, "interrupted; not sent again", its callback called.
- * The other workers claim nothing until that is done.  An error in a pass
- * applies the same rule to the requests of that pass, and the worker goes
- * on a second later.
+ * The other workers claim nothing until that is done.  An error in the run
+ * applies the same rule to the requests the worker had, and the worker
+ * goes on a second later.
  *
  * The worker's statements run as queryclaw_writer inside a
  * security-restricted operation with the pinned settings, and name their
  * schema and operators; the requests and callbacks run as their roles.
  *
- * SIGTERM ends the worker after the pass in flight; it exits with code 1,
- * so that the postmaster starts it again (except during a shutdown).
+ * SIGTERM: the worker claims nothing more, lets the calls on the wire end
+ * (an LLM request between rounds goes back to the queue), and exits with
+ * code 1, so that the postmaster starts it again (except during a
+ * shutdown).
  *
  *-------------------------------------------------------------------------
  */
@@ -64,6 +76,8 @@
 
 #include "asyncrun.h"
 #include "asyncworker.h"
+#include "audit.h"
+#include "call.h"
 #include "bgsession.h"
 #include "compat.h"
 #include "guc.h"
@@ -71,10 +85,13 @@
 #include "rolesession.h"
 
 #define QC_ASYNC_RESTART_S		5
-#define QC_ASYNC_NAP_MS			1000	/* longest sleep between passes */
-#define QC_ASYNC_RETRY_MS		1000	/* after a failed pass */
-#define QC_ASYNC_CLAIM_FACTOR	4	/* requests claimed per pass, per concurrency */
+#define QC_ASYNC_NAP_MS			1000	/* longest sleep while idle */
+#define QC_ASYNC_RETRY_MS		1000	/* after a failed run */
+#define QC_ASYNC_CHORES_MS		250 /* cancels, held-back outcomes */
 #define QC_ASYNC_CANCELLED_BATCH 100
+#define QC_ASYNC_PROBE			8	/* claimed beyond the calls that ended,
+									 * while hosts are at their limit */
+#define QC_BLOCKED_LOOK_MS		100 /* and how often it then looks */
 #define QC_RETENTION_EVERY_MS	60000	/* or the retention, when shorter */
 #define QC_RETENTION_BATCH		10000
 
@@ -99,13 +116,26 @@ static TimestampTz next_due = 0;	/* when the next queued request is due */
 	" AND pg_catalog.upper(r.request OPERATOR(pg_catalog.->>) 'method')" \
 	" OPERATOR(pg_catalog.=) ANY ('{POST,PATCH}'::pg_catalog.text[]))"
 
-/* Requests read by a statement, in the pass's memory. */
-typedef struct Claimed
+/*
+ * What the worker has: the requests it claimed and not yet recorded, and
+ * the admitted calls waiting for a slot (an LLM round may bring more than
+ * there are).  Lives across runs: an LLM request waiting for its retry
+ * stays while nothing is on the wire.
+ */
+typedef struct Worker
 {
-	MemoryContext cxt;
-	int			n;
-	QcAsyncRequest **reqs;
-} Claimed;
+	MemoryContext cxt;			/* the flights' parent */
+	List	   *flights;		/* of QcAsyncFlight *, in cxt */
+	List	   *unsent;			/* of QcCall *, in cxt */
+	bool		exhausted;		/* the last claim found fewer than it asked */
+	bool		blocked;		/* its last claim put requests back for a
+								 * host's concurrency */
+	int			freed;			/* calls ended since the last claim */
+	int			rotation;		/* whose turn comes first at the next claim */
+	TimestampTz chores_at;
+} Worker;
+
+static Worker worker;
 
 void
 qc_asyncworker_init(void)
@@ -117,45 +147,93 @@ qc_asyncworker_init(void)
 							  Int32GetDatum(slot));
 }
 
-/* Keep the rows a statement returned as requests, in c->cxt. */
-static void
-keep_rows(Claimed *c)
+/* A new flight for each row a statement returned, added to the worker's. */
+static List *
+take_rows(void)
 {
-	MemoryContext old = MemoryContextSwitchTo(c->cxt);
+	List	   *taken = NIL;
 
-	c->reqs = palloc(Max(SPI_processed, 1) * sizeof(QcAsyncRequest *));
-	c->n = 0;
 	for (uint64 i = 0; i < SPI_processed; i++)
-		c->reqs[c->n++] = qc_async_request_from_tuple(SPI_tuptable->vals[i],
-													  SPI_tuptable->tupdesc);
-	MemoryContextSwitchTo(old);
+	{
+		QcAsyncFlight *f = qc_async_flight_new(worker.cxt, SPI_tuptable->vals[i],
+											   SPI_tuptable->tupdesc);
+		MemoryContext old = MemoryContextSwitchTo(worker.cxt);
+
+		worker.flights = lappend(worker.flights, f);
+		MemoryContextSwitchTo(old);
+		taken = lappend(taken, f);
+	}
+	return taken;
 }
 
 static int
 by_role(const void *a, const void *b)
 {
-	const QcAsyncRequest *ra = *(QcAsyncRequest *const *) a;
-	const QcAsyncRequest *rb = *(QcAsyncRequest *const *) b;
+	const QcAsyncFlight *fa = *(QcAsyncFlight *const *) a;
+	const QcAsyncFlight *fb = *(QcAsyncFlight *const *) b;
 
-	if (ra->role != rb->role)
-		return ra->role < rb->role ? -1 : 1;
-	return ra->id < rb->id ? -1 : ra->id > rb->id;
+	if (fa->r->role != fb->r->role)
+		return fa->r->role < fb->r->role ? -1 : 1;
+	return fa->r->id < fb->r->id ? -1 : fa->r->id > fb->r->id;
 }
 
-/* Run (or only record) c's requests, one role after another. */
-static void
-run_by_role(Claimed *c)
+/* A step of asyncrun.c's on one role's flights. */
+typedef void (*RoleStep) (QcAsyncFlight **flights, int n, List **calls, int *done);
+
+/*
+ * Run step on flights (a List), one role after another; the calls they
+ * send join the worker's unsent calls.  Returns how many were recorded.
+ */
+static int
+by_roles(List *flights, RoleStep step)
 {
-	qsort(c->reqs, c->n, sizeof(QcAsyncRequest *), by_role);
-	for (int start = 0; start < c->n;)
+	int			n = list_length(flights);
+	QcAsyncFlight **sorted = palloc(Max(n, 1) * sizeof(QcAsyncFlight *));
+	List	   *calls = NIL;
+	int			done = 0;
+	int			i = 0;
+	ListCell   *lc;
+	MemoryContext old;
+
+	foreach(lc, flights)
+		sorted[i++] = lfirst(lc);
+	qsort(sorted, n, sizeof(QcAsyncFlight *), by_role);
+	for (int start = 0; start < n;)
 	{
 		int			end = start + 1;
 
-		while (end < c->n && c->reqs[end]->role == c->reqs[start]->role)
+		while (end < n && sorted[end]->r->role == sorted[start]->r->role)
 			end++;
-		qc_async_run_role(c->reqs + start, end - start);
+		step(sorted + start, end - start, &calls, &done);
 		start = end;
 	}
+	old = MemoryContextSwitchTo(worker.cxt);
+	worker.unsent = list_concat(worker.unsent, calls);
+	MemoryContextSwitchTo(old);
+	pfree(sorted);
+	return done;
+}
+
+/* Free the flights that are over. */
+static void
+drop_over(void)
+{
+	List	   *kept = NIL;
+	ListCell   *lc;
+	MemoryContext old = MemoryContextSwitchTo(worker.cxt);
+
+	foreach(lc, worker.flights)
+	{
+		QcAsyncFlight *f = lfirst(lc);
+
+		if (qc_async_flight_over(f))
+			qc_async_flight_free(f);
+		else
+			kept = lappend(kept, f);
+	}
+	list_free(worker.flights);
+	worker.flights = kept;
+	MemoryContextSwitchTo(old);
 }
 
 /* Run work in a transaction of its own, connected to SPI. */
@@ -178,48 +256,56 @@ in_transaction(const char *activity, void (*work) (void *arg), void *arg)
 
 /* ---- claiming ---- */
 
-/* What a claim takes: up to its limit of the due requests of these roles. */
+/* What a claim takes: up to limit due requests of these roles, in turns. */
 typedef struct ClaimScope
 {
-	Claimed    *claimed;
-	ArrayType  *roles;			/* oid[]: the roles found not paused */
+	int			limit;
+	ArrayType  *roles;			/* oid[]: the roles found not paused, in turn order */
+	List	   *claimed;		/* out: the flights */
 } ClaimScope;
 
 static void next_due_time(void *arg);
 
+/*
+ * Claim up to limit due requests, round-robin between the roles: each
+ * role's oldest first (through requests_role_due_idx), the first of every
+ * role before the second of any, the roles in the order given.
+ */
 static void
 claim_rows(void *arg)
 {
 	ClaimScope *scope = arg;
-	Claimed    *c = scope->claimed;
-	Datum		limit = Int32GetDatum(qc_async_concurrency * QC_ASYNC_CLAIM_FACTOR);
 	Oid			types[2] = {INT4OID, OIDARRAYOID};
-	Datum		values[2] = {limit, PointerGetDatum(scope->roles)};
+	Datum		values[2] = {Int32GetDatum(scope->limit), PointerGetDatum(scope->roles)};
 	int			rc;
 
 	rc = SPI_execute_with_args("UPDATE queryclaw.requests r SET state = 'running',"
 							   " attempts = r.attempts OPERATOR(pg_catalog.+) 1, waiting = NULL"
 							   " WHERE r.id OPERATOR(pg_catalog.=) ANY (ARRAY("
-							   "  SELECT q.id FROM queryclaw.requests q"
-							   "   WHERE q.state OPERATOR(pg_catalog.=) ANY ('{queued,retrying}'::pg_catalog.text[])"
-							   "     AND q.next_attempt_at OPERATOR(pg_catalog.<=) pg_catalog.now()"
-							   "     AND q.role::pg_catalog.oid OPERATOR(pg_catalog.=) ANY ($2)"
-							   "   ORDER BY q.next_attempt_at, q.id LIMIT $1 FOR UPDATE SKIP LOCKED))"
+							   "  SELECT c.id FROM pg_catalog.unnest($2) WITH ORDINALITY AS g(role, turn),"
+							   "  LATERAL (SELECT d.id, pg_catalog.row_number() OVER"
+							   "    (ORDER BY d.next_attempt_at, d.id) AS place FROM ("
+							   "   SELECT q.id, q.next_attempt_at FROM queryclaw.requests q"
+							   "    WHERE q.role::pg_catalog.oid OPERATOR(pg_catalog.=) g.role"
+							   "      AND q.state OPERATOR(pg_catalog.=) ANY ('{queued,retrying}'::pg_catalog.text[])"
+							   "      AND q.next_attempt_at OPERATOR(pg_catalog.<=) pg_catalog.now()"
+							   "    ORDER BY q.next_attempt_at, q.id LIMIT $1 FOR UPDATE SKIP LOCKED) d) c"
+							   "  ORDER BY c.place, g.turn LIMIT $1))"
 							   " RETURNING " REQUEST_COLUMNS,
 							   2, types, values, NULL, false, 0);
 	if (rc != SPI_OK_UPDATE_RETURNING)
 		elog(ERROR, "could not claim requests: %s", SPI_result_code_string(rc));
-	keep_rows(c);
-	if (c->n == DatumGetInt32(limit))
-		next_due = 0;
-	else
+	scope->claimed = take_rows();
+	worker.exhausted = list_length(scope->claimed) < scope->limit;
+	if (worker.exhausted)
 		next_due_time(NULL);
 }
 
 /*
- * When the next request falls due, after a claim.  One due now is a paused
- * role's (the next nap looks at it again), another worker's (locked), or
- * queued since the roles were read (see claim): none is waited for here.
+ * When the next request falls due, after a claim that found fewer than it
+ * asked.  One due now is a paused role's (the next nap looks at it again),
+ * another worker's (locked), or queued since the roles were read (see
+ * claim): none is waited for here.
  */
 static void
 next_due_time(void *arg)
@@ -325,13 +411,14 @@ note_pause(Oid role, bool paused)
 }
 
 /*
- * The roles whose due requests a pass may claim, as an oid[] (NULL when
- * there are none): not those for
- * which queryclaw.enabled is off, whose requests are left as they are,
- * queued and untouched (a paused queue of any size costs no write), and
- * looked at again at the next pass, at most a nap later.  Only the roles
- * read here are claimed from, so that a request queued since (its role
- * perhaps paused) is not seen running before a pass looks at its role.
+ * The roles whose due requests a claim may take, as an oid[] in turn
+ * order (NULL when there are none): not those for which queryclaw.enabled
+ * is off, whose requests are left as they are, queued and untouched (a
+ * paused queue of any size costs no write), and looked at again at the
+ * next claim.  The order turns by one role at every claim, so that with
+ * fewer free slots than roles each role's turn comes.  Only the roles read
+ * here are claimed from, so that a request queued since (its role perhaps
+ * paused) is not seen running before a claim looks at its role.
  */
 static ArrayType *
 claimable_roles(List **due)
@@ -339,14 +426,15 @@ claimable_roles(List **due)
 	List	   *roles = NIL;
 	Datum	   *going;
 	int			ngoing = 0;
-	ListCell   *lc;
+	int			nroles;
 
 	qc_async_as_writer(due_roles, &roles);
 	*due = roles;
-	going = palloc(Max(list_length(roles), 1) * sizeof(Datum));
-	foreach(lc, roles)
+	nroles = list_length(roles);
+	going = palloc(Max(nroles, 1) * sizeof(Datum));
+	for (int i = 0; i < nroles; i++)
 	{
-		Oid			role = lfirst_oid(lc);
+		Oid			role = list_nth_oid(roles, (i + worker.rotation) % nroles);
 
 		/* a dropped role's requests go, to fail for that reason */
 		bool		paused = SearchSysCacheExists1(AUTHOID, ObjectIdGetDatum(role)) &&
@@ -356,6 +444,7 @@ claimable_roles(List **due)
 		if (!paused)
 			going[ngoing++] = ObjectIdGetDatum(role);
 	}
+	worker.rotation++;
 	if (ngoing == 0)
 		return NULL;
 	return construct_array(going, ngoing, OIDOID, sizeof(Oid), true, TYPALIGN_INT);
@@ -375,54 +464,53 @@ new_due_role(List *seen)
 	return false;
 }
 
-static void
-claim(void *arg)
+/* Claim up to limit requests and start them; returns how many were recorded. */
+static int
+claim(int limit)
 {
 	List	   *seen;
-	ClaimScope	scope = {arg, claimable_roles(&seen)};
+	ClaimScope	scope = {limit, claimable_roles(&seen), NIL};
+	int			done = 0;
 
 	/* with none, no index scan passes over a paused queue's requests */
 	if (scope.roles != NULL)
 		qc_async_as_writer(claim_rows, &scope);
 	else
+	{
+		worker.exhausted = true;
 		qc_async_as_writer(next_due_time, NULL);
-	/* its requests were not claimed: the next pass looks at its role now */
-	if (next_due != 0 && new_due_role(seen))
+	}
+	/* its requests were not claimed: the next claim looks at its role now */
+	if (worker.exhausted && new_due_role(seen))
 		next_due = 0;
-}
-
-static void
-run_claimed(void *arg)
-{
-	run_by_role(arg);
+	if (scope.claimed != NIL)
+		done = by_roles(scope.claimed, qc_async_start_role);
+	list_free(scope.claimed);
+	return done;
 }
 
 /* ---- recovery ---- */
 
-/* The ids of c's requests as an int8[], or NULL for all. */
-static Datum
-ids_array(const Claimed *c)
+/* Requests to put back in the queue: those left 'running', or these. */
+typedef struct Requeue
 {
-	Datum	   *ids = palloc(Max(c->n, 1) * sizeof(Datum));
-
-	for (int i = 0; i < c->n; i++)
-		ids[i] = Int64GetDatum(c->reqs[i]->id);
-	return PointerGetDatum(construct_array(ids, c->n, INT8OID, 8, true, TYPALIGN_DOUBLE));
-}
+	ArrayType  *ids;			/* int8[], or NULL for all */
+	List	   *failed;			/* out: the unrepeatable ones, as flights */
+} Requeue;
 
 /*
- * Requests left 'running' (all of them, or only those of the pass that
- * failed, c->n > 0): back in the queue; the unrepeatable ones are read
- * into c, to be failed.  A row a user's transaction holds (a cancel not
- * yet committed) is skipped, not waited for: that cancel ends it.
+ * Requests left 'running' (all of them, or those of ids): back in the
+ * queue; the unrepeatable ones are read as flights, to be failed.  A row
+ * a user's transaction holds (a cancel not yet committed) is skipped, not
+ * waited for: that cancel ends it.
  */
 static void
 requeue_running(void *arg)
 {
-	Claimed    *c = arg;
+	Requeue    *rq = arg;
 	Oid			type = INT8ARRAYOID;
-	Datum		ids = c->n > 0 ? ids_array(c) : (Datum) 0;
-	const char *nulls = c->n > 0 ? " " : "n";
+	Datum		ids = rq->ids ? PointerGetDatum(rq->ids) : (Datum) 0;
+	const char *nulls = rq->ids ? " " : "n";
 	int			rc;
 
 	rc = SPI_execute_with_args("UPDATE queryclaw.requests u SET state = 'queued',"
@@ -446,130 +534,120 @@ requeue_running(void *arg)
 							   1, &type, &ids, nulls, false, 0);
 	if (rc != SPI_OK_SELECT)
 		elog(ERROR, "could not read interrupted requests: %s", SPI_result_code_string(rc));
-	keep_rows(c);
+	rq->failed = take_rows();
 }
 
 static void
 recover(void *arg)
 {
-	Claimed    *c = arg;
+	Requeue    *rq = arg;
+	ListCell   *lc;
 
-	qc_async_as_writer(requeue_running, c);
-	for (int i = 0; i < c->n; i++)
+	qc_async_as_writer(requeue_running, rq);
+	foreach(lc, rq->failed)
 	{
-		c->reqs[i]->outcome = QC_ASYNC_FAILED;
-		c->reqs[i]->error = "interrupted; not sent again";
-		c->reqs[i]->sqlstate = pstrdup(unpack_sql_state(ERRCODE_OPERATOR_INTERVENTION));
+		QcAsyncRequest *r = ((QcAsyncFlight *) lfirst(lc))->r;
+
+		r->outcome = QC_ASYNC_FAILED;
+		r->error = "interrupted; not sent again";
+		r->sqlstate = pstrdup(unpack_sql_state(ERRCODE_OPERATOR_INTERVENTION));
 	}
-	if (c->n > 0)
+	if (rq->failed != NIL)
 		ereport(LOG,
-				(errmsg("queryclaw async worker failed %d interrupted POST or PATCH request(s)", c->n),
+				(errmsg("queryclaw async worker failed %d interrupted POST or PATCH request(s)",
+						list_length(rq->failed)),
 				 errdetail("They may have been sent, and carry no idempotency key: they are not sent again.")));
-	run_by_role(c);
+	(void) by_roles(rq->failed, qc_async_start_role);
+	drop_over();
 }
 
 /* Slot 0 recovers once per server start; the others wait for it. */
 static bool
-recovered(MemoryContext cxt)
+recovered(void)
 {
 	QcQueueShared *shared = qc_queue_shared();
 	bool		done;
+	Requeue		rq = {NULL, NIL};
 
 	SpinLockAcquire(&shared->mutex);
 	done = shared->recovered;
 	SpinLockRelease(&shared->mutex);
 	if (done || my_slot != 0)
 		return done;
-	{
-		Claimed		c = {cxt, 0, NULL};
-
-		in_transaction("recovering interrupted requests", recover, &c);
-	}
+	in_transaction("recovering interrupted requests", recover, &rq);
 	SpinLockAcquire(&shared->mutex);
 	shared->recovered = true;
 	SpinLockRelease(&shared->mutex);
 	return true;
 }
 
-/* ---- outcomes held back, cancelled requests and retention ---- */
+/* ---- chores: outcomes held back, cancelled requests, retention ---- */
 
-/* Outcomes a user's transaction held back in an earlier pass: recorded now. */
-static void
-record_deferred(void *arg)
+/* Outcomes a user's transaction held back: recorded again now. */
+static int
+record_deferred(void)
 {
-	Claimed    *c = arg;
-	MemoryContext old = MemoryContextSwitchTo(c->cxt);
+	int			n;
+	QcAsyncFlight **taken = qc_async_take_deferred(worker.cxt, &n);
+	List	   *flights = NIL;
+	MemoryContext old = MemoryContextSwitchTo(worker.cxt);
+	int			done;
 
-	c->reqs = qc_async_take_deferred(&c->n);
+	for (int i = 0; i < n; i++)
+	{
+		worker.flights = lappend(worker.flights, taken[i]);
+		flights = lappend(flights, taken[i]);
+	}
 	MemoryContextSwitchTo(old);
-	run_by_role(c);
+	done = by_roles(flights, qc_async_start_role);
+	list_free(flights);
+	return done;
 }
 
+static ArrayType *flight_ids(bool all);
+
+/*
+ * Requests cancelled that no callback was called for yet, but those this
+ * worker has out: their cancel is seen as they come back (cancels_since).
+ */
 static void
 read_cancelled(void *arg)
 {
-	Claimed    *c = arg;
+	Oid			type = INT8ARRAYOID;
+	ArrayType  *out = flight_ids(true);
+	Datum		ids = out ? PointerGetDatum(out) : (Datum) 0;
 	int			rc;
 
-	rc = SPI_execute("SELECT " REQUEST_COLUMNS " FROM queryclaw.requests r"
-					 " WHERE r.state OPERATOR(pg_catalog.=) 'cancelled' AND r.finished_at IS NULL"
-					 " LIMIT " CppAsString2(QC_ASYNC_CANCELLED_BATCH) " FOR UPDATE SKIP LOCKED",
-					 false, 0);
+	rc = SPI_execute_with_args("SELECT " REQUEST_COLUMNS " FROM queryclaw.requests r"
+							   " WHERE r.state OPERATOR(pg_catalog.=) 'cancelled' AND r.finished_at IS NULL"
+							   "   AND ($1 IS NULL OR r.id OPERATOR(pg_catalog.<>) ALL ($1))"
+							   " LIMIT " CppAsString2(QC_ASYNC_CANCELLED_BATCH) " FOR UPDATE SKIP LOCKED",
+							   1, &type, &ids, out ? " " : "n", false, 0);
 	if (rc != SPI_OK_SELECT)
 		elog(ERROR, "could not read cancelled requests: %s", SPI_result_code_string(rc));
-	keep_rows(c);
+	*(List **) arg = take_rows();
 }
 
-static void
-finish_cancelled(void *arg)
+/* The callbacks of requests cancelled while they waited in the queue. */
+static int
+finish_cancelled(void)
 {
-	Claimed    *c = arg;
+	List	   *flights = NIL;
+	ListCell   *lc;
+	int			done;
 
-	qc_async_as_writer(read_cancelled, c);
-	for (int i = 0; i < c->n; i++)
-		c->reqs[i]->outcome = QC_ASYNC_CANCELLED;
-	run_by_role(c);
+	qc_async_as_writer(read_cancelled, &flights);
+	foreach(lc, flights)
+		((QcAsyncFlight *) lfirst(lc))->r->outcome = QC_ASYNC_CANCELLED;
+	done = by_roles(flights, qc_async_start_role);
+	list_free(flights);
+	return done;
 }
 
 static void
 purge(void *arg)
 {
 	(void) qc_queue_purge(QC_RETENTION_BATCH);
-}
-
-static void
-purge_as_writer(void *arg)
-{
-	qc_async_as_writer(purge, arg);
-}
-
-/* ---- the loop ---- */
-
-/* After a failed pass: its requests left 'running' go back (or fail). */
-static void
-release(Claimed *c)
-{
-	MemoryContext cxt = CurrentMemoryContext;
-
-	PG_TRY();
-	{
-		in_transaction("releasing requests of a failed pass", recover, c);
-	}
-	PG_CATCH();
-	{
-		/* left 'running': the next server start recovers them */
-		MemoryContextSwitchTo(cxt);
-		EmitErrorReport();
-		FlushErrorState();
-		AbortCurrentTransaction();
-	}
-	PG_END_TRY();
-}
-
-static void
-find_queue(void *arg)
-{
-	*(bool *) arg = OidIsValid(qc_async_statement_role());
 }
 
 /*
@@ -584,61 +662,297 @@ retention_every_ms(void)
 	return (ms > 0 && ms < QC_RETENTION_EVERY_MS) ? (long) ms : QC_RETENTION_EVERY_MS;
 }
 
-/*
- * One pass (see the file header); true when there may be more to do now.
- * c gets the requests it claimed, for safe_pass when the pass fails.
- */
-static bool
-pass(Claimed *c)
+/* The chores, in the service step's transaction; how many were recorded. */
+static int
+chores(TimestampTz now)
 {
-	bool		busy = false;
+	int			done = 0;
+
+	if (qc_async_have_deferred())
+		done += record_deferred();
+	done += finish_cancelled();
+	if (now >= retention_at)
+	{
+		qc_async_as_writer(purge, NULL);
+		retention_at = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), retention_every_ms());
+	}
+	worker.chores_at = TimestampTzPlusMilliseconds(now, QC_ASYNC_CHORES_MS);
+	return done;
+}
+
+/* ---- the fed run ---- */
+
+static bool
+any_ready(TimestampTz now)
+{
+	ListCell   *lc;
+
+	foreach(lc, worker.flights)
+		if (qc_async_flight_ready(lfirst(lc), now))
+			return true;
+	return false;
+}
+
+/* A service step: what it may claim, and how many outcomes it recorded. */
+typedef struct Service
+{
+	int			room;
+	int			done;
+} Service;
+
+/* See the file header. */
+static void
+service(void *arg)
+{
+	Service    *sv = arg;
+	TimestampTz now = GetCurrentTimestamp();
+	List	   *ready = NIL;
+	ListCell   *lc;
+
+	foreach(lc, worker.flights)
+		if (qc_async_flight_ready(lfirst(lc), now))
+			ready = lappend(ready, lfirst(lc));
+	if (ready != NIL)
+		sv->done += by_roles(ready, qc_async_continue_role);
+	list_free(ready);
+	if (now >= worker.chores_at)
+		sv->done += chores(now);
+	if (sv->room > 0)
+	{
+		sv->done += claim(sv->room);
+		worker.blocked = qc_async_blocked_count() > 0;
+		worker.freed = 0;
+		/* the requests put back come due in about a response time */
+		if (worker.blocked && !worker.exhausted)
+			next_due = TimestampTzPlusMilliseconds(now, QC_BLOCKED_LOOK_MS);
+	}
+	drop_over();
+}
+
+/*
+ * The fed run's feed: a service step when something waits for one (an
+ * outcome to record, a slot to fill with a due request, the chores), then
+ * the calls to send, as many as there is room for.  A set latch (a commit
+ * that enqueued, a configuration reload) makes the next claim look again
+ * even when the last found nothing due.
+ */
+static int
+feed(QcCall **calls, int room, void *arg)
+{
+	TimestampTz now = GetCurrentTimestamp();
+	Service		sv = {0, 0};
+	int			n = 0;
+	bool		nudged = false;
+
+	if (MyLatch->is_set)
+	{
+		if (qc_bgsession_next_pass())
+			retention_at = 0;	/* a new retention applies at once */
+		nudged = true;
+	}
+	if (next_due <= now)
+		nudged = true;
+	if (nudged)
+		worker.exhausted = false;
+	if (!qc_bgsession_stop && !worker.exhausted)
+		sv.room = room - list_length(worker.unsent);
+	/*
+	 * While hosts are full, a claim takes what their ended calls freed, and
+	 * looks a little further when nudged (see claim).
+	 */
+	if (worker.blocked)
+		sv.room = Min(sv.room, worker.freed + (nudged ? QC_ASYNC_PROBE : 0));
+	if (sv.room > 0 || any_ready(now) || now >= worker.chores_at)
+	{
+		in_transaction("running requests", service, &sv);
+		if (sv.done > 0)
+			qc_queue_notify_finished();
+	}
+	while (n < room && worker.unsent != NIL)
+	{
+		calls[n++] = linitial(worker.unsent);
+		worker.unsent = list_delete_first(worker.unsent);
+	}
+	return n;
+}
+
+static void
+call_ended(QcCall *call, void *arg)
+{
+	worker.freed++;
+	qc_async_call_ended(call);
+}
+
+/*
+ * The ids of the worker's requests, as an int8[] (NULL for none): all, or
+ * those whose cancel is not seen yet.
+ */
+static ArrayType *
+flight_ids(bool all)
+{
+	Datum	   *ids = palloc(Max(list_length(worker.flights), 1) * sizeof(Datum));
+	int			n = 0;
+	ListCell   *lc;
+
+	foreach(lc, worker.flights)
+	{
+		QcAsyncFlight *f = lfirst(lc);
+
+		if (!qc_async_flight_over(f) && (all || !f->r->cancel_seen))
+			ids[n++] = Int64GetDatum(f->r->id);
+	}
+	return n == 0 ? NULL : construct_array(ids, n, INT8OID, 8, true, TYPALIGN_DOUBLE);
+}
+
+/* As the worker: which of the flights were cancelled since they were claimed. */
+static void
+look_for_cancels(void *arg)
+{
+	static SPIPlanPtr plan = NULL;
+	Oid			type = INT8ARRAYOID;
+	ArrayType  *ids = flight_ids(false);
+	Datum		value;
+
+	if (ids == NULL)
+		return;
+	value = PointerGetDatum(ids);
+	qc_queue_plan(&plan, "SELECT id FROM queryclaw.requests"
+				  " WHERE id OPERATOR(pg_catalog.=) ANY ($1)"
+				  " AND state OPERATOR(pg_catalog.=) 'cancelled'", 1, &type);
+	if (SPI_execute_plan(plan, &value, NULL, true, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not read cancelled requests");
+	for (uint64 t = 0; t < SPI_processed; t++)
+	{
+		bool		isnull;
+		int64		id = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[t],
+													 SPI_tuptable->tupdesc, 1, &isnull));
+		ListCell   *lc;
+
+		foreach(lc, worker.flights)
+			if (((QcAsyncFlight *) lfirst(lc))->r->id == id)
+				((QcAsyncFlight *) lfirst(lc))->r->cancel_seen = true;
+		*(bool *) arg = true;
+	}
+}
+
+static void
+cancels_as_writer(void *arg)
+{
+	qc_async_as_writer(look_for_cancels, arg);
+}
+
+/* The transport's watch: were any of the requests out cancelled? */
+static bool
+cancels_since(void *arg)
+{
+	bool		found = false;
+
+	if (worker.flights != NIL)
+		in_transaction("looking for cancelled requests", cancels_as_writer, &found);
+	return found;
+}
+
+/* The transport's question: was this call's request cancelled? */
+static bool
+request_cancelled(QcCall *call, void *arg)
+{
+	return ((QcAsyncFlight *) call->owner)->r->cancel_seen;
+}
+
+static const QcCallWatch cancel_watch = {cancels_since, request_cancelled};
+static const QcCallFeed fed_run = {feed, call_ended, &cancel_watch, NULL};
+
+/* ---- the loop ---- */
+
+static void
+find_queue(void *arg)
+{
+	*(bool *) arg = OidIsValid(qc_async_statement_role());
+}
+
+/*
+ * When to look again once the run is over: the next request due, an LLM
+ * request's retry, or the chores while outcomes are held back.
+ */
+static void
+plan_wake(void)
+{
+	TimestampTz now = GetCurrentTimestamp();
+
+	if (worker.flights != NIL || qc_async_have_deferred())
+		next_due = Min(next_due, TimestampTzPlusMilliseconds(now, QC_ASYNC_CHORES_MS));
+}
+
+/* One run of the queue (see the file header), until nothing is out or due. */
+static void
+pass(void)
+{
 	bool		present = false;
 
 	in_transaction("looking for the queue", find_queue, &present);
 	if (!present)
 	{
 		next_due = DT_NOEND;	/* no queue here yet: a commit wakes us */
-		return false;
+		return;
 	}
-	if (!recovered(c->cxt))
-		return false;
-	if (qc_async_have_deferred())
-	{
-		in_transaction("recording outcomes held back", record_deferred, c);
-		qc_queue_notify_finished();
-		c->n = 0;
-	}
-	in_transaction("claiming requests", claim, c);
-	if (c->n > 0)
-	{
-		in_transaction("running requests", run_claimed, c);
-		qc_queue_notify_finished();
-		busy = true;
-	}
-	c->n = 0;
-	in_transaction("calling the callbacks of cancelled requests", finish_cancelled, c);
-	if (c->n > 0)
-		qc_queue_notify_finished();
-	busy |= (c->n == QC_ASYNC_CANCELLED_BATCH);
-	c->n = 0;
-	if (GetCurrentTimestamp() >= retention_at)
-	{
-		in_transaction("applying queryclaw.async_retention", purge_as_writer, NULL);
-		retention_at = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), retention_every_ms());
-	}
-	return busy;
+	if (!recovered())
+		return;
+	worker.exhausted = false;
+	qc_call_run_fed(qc_async_concurrency, &fed_run);
+	plan_wake();
 }
 
-/* A pass; an error is logged, and the pass's requests released. */
-static bool
-safe_pass(MemoryContext cxt)
+/*
+ * After a failed run: the calls that ended but were not taken in, and
+ * those not sent, give their audit room back (one that ended keeps the
+ * row made as its response arrived); the requests the worker had go back
+ * to the queue (or fail, unrepeatable), and everything it held is freed.
+ */
+static void
+release(void)
 {
-	volatile bool busy = false;
-	Claimed		c = {cxt, 0, NULL};
+	MemoryContext cxt = CurrentMemoryContext;
+	Requeue		rq = {flight_ids(true), NIL};
+	ListCell   *lc;
 
+	foreach(lc, worker.flights)
+	{
+		ListCell   *c;
+
+		foreach(c, ((QcAsyncFlight *) lfirst(lc))->ended)
+			qc_audit_abandon(lfirst(c));
+	}
+	foreach(lc, worker.unsent)
+		qc_audit_abandon(lfirst(lc));
+	MemoryContextReset(worker.cxt);
+	worker.flights = worker.unsent = NIL;
+	qc_async_hosts_reset();
+	if (rq.ids == NULL)
+		return;
 	PG_TRY();
 	{
-		busy = pass(&c);
+		in_transaction("releasing the requests of a failed run", recover, &rq);
+	}
+	PG_CATCH();
+	{
+		/* left 'running': the next server start recovers them */
+		MemoryContextSwitchTo(cxt);
+		EmitErrorReport();
+		FlushErrorState();
+		AbortCurrentTransaction();
+		MemoryContextReset(worker.cxt);
+		worker.flights = worker.unsent = NIL;
+	}
+	PG_END_TRY();
+}
+
+/* A run; an error is logged, and the worker's requests released. */
+static void
+safe_pass(MemoryContext cxt)
+{
+	PG_TRY();
+	{
+		pass();
 	}
 	PG_CATCH();
 	{
@@ -647,13 +961,11 @@ safe_pass(MemoryContext cxt)
 		FlushErrorState();
 		AbortCurrentTransaction();
 		pgstat_report_activity(STATE_IDLE, NULL);
-		if (c.n > 0)
-			release(&c);
+		release();
 		next_due = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), QC_ASYNC_RETRY_MS);
 	}
 	PG_END_TRY();
 	MemoryContextReset(cxt);
-	return busy;
 }
 
 /* Sleep until the latch is set, the next request is due, or a nap passed. */
@@ -683,6 +995,8 @@ qc_async_worker_main(Datum main_arg)
 	qc_queue_attach_worker(my_slot);
 	cxt = AllocSetContextCreate(TopMemoryContext, "queryclaw async worker pass",
 								ALLOCSET_DEFAULT_SIZES);
+	worker.cxt = AllocSetContextCreate(TopMemoryContext, "queryclaw async requests",
+									   ALLOCSET_DEFAULT_SIZES);
 	ereport(LOG,
 			(errmsg("queryclaw async worker %d started in database \"%s\"", my_slot, qc_database)));
 
@@ -690,8 +1004,9 @@ qc_async_worker_main(Datum main_arg)
 	{
 		if (qc_bgsession_next_pass())
 			retention_at = 0;	/* a new retention applies at once */
-		if (!safe_pass(cxt))
-			wait_for_work();
+		MemoryContextSwitchTo(cxt);
+		safe_pass(cxt);
+		wait_for_work();
 	}
 	proc_exit(1);
 }

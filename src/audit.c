@@ -125,7 +125,8 @@ typedef struct QcAuditPending
 	QcCall	   *call;
 	Oid			roleid;
 	char		role[NAMEDATALEN];	/* looked up while catalogs are safe */
-	int			nest_level;		/* of the (sub)transaction it began in */
+	int			nest_level;		/* of the (sub)transaction it began in; -1
+								 * once detached from it */
 	StringInfoData fallback;	/* record for an unexpected end, once the
 								 * response arrived; data NULL until then */
 } PendingCall;
@@ -712,7 +713,8 @@ finish_pending_with(PendingCall *p, const QcAuditRecord *rec)
 }
 
 /*
- * Every pending call begun at nest_level or deeper ended without its row.
+ * Every pending call begun at nest_level or deeper ended without its row
+ * (a detached one is not of any).
  * Its QcCall is not touched (after an abort its memory may be gone); such
  * a call is never used again.
  */
@@ -817,6 +819,25 @@ qc_audit_begin(QcCall *call, bool may_defer)
 	dlist_push_tail(&pending_calls, &p->node);
 	call->audit_pending = p;
 	return QC_AUDIT_ROOM;
+}
+
+void
+qc_audit_detach(QcCall *call)
+{
+	if (call->audit_pending != NULL)
+		call->audit_pending->nest_level = -1;
+}
+
+void
+qc_audit_abandon(QcCall *call)
+{
+	PendingCall *p = call->audit_pending;
+
+	if (p == NULL)
+		return;
+	call->audit_pending = NULL;
+	call->audited = true;
+	finish_pending(p, p->fallback.data, p->fallback.len);
 }
 
 void

@@ -75,6 +75,20 @@ typedef enum QcAuditRoom
  */
 extern QcAuditRoom qc_audit_begin(QcCall *call, bool may_defer);
 extern void qc_audit_response(QcCall *call);
+
+/*
+ * The call outlives the transaction it began in (the async worker sends
+ * its calls between transactions): its reservation stays until the call
+ * ends, whatever transactions end meanwhile.
+ */
+extern void qc_audit_detach(QcCall *call);
+
+/*
+ * The call's owner dropped it (the async worker, after a failed run): the
+ * record made as its response arrived is queued, if there is one, else its
+ * room is given back.  Reads nothing but the call's reservation.
+ */
+extern void qc_audit_abandon(QcCall *call);
 extern void qc_audit_interrupted(QcCall *call);
 
 /* The error of a call that found no room for its record within waited_ms. */

@@ -128,6 +128,8 @@ typedef struct ServerSettings
 
 /* The server's values of the pinned settings, kept for qc_bgsession_unpin. */
 static char *server_pinned[lengthof(pinned)];
+/* and whether each came from the configuration files then */
+static bool pinned_from_file[lengthof(pinned)];
 
 static struct config_generic **
 guc_variables(int *n)
@@ -177,6 +179,92 @@ take_server_settings(void)
 		server->n++;
 	}
 	return server;
+}
+
+/* Where a setting's value came from (PGC_S_DEFAULT when it is unknown). */
+static GucSource
+find_option_source(const char *name)
+{
+	int			n;
+	struct config_generic **vars = guc_variables(&n);
+
+	for (int i = 0; i < n; i++)
+		if (pg_strcasecmp(vars[i]->name, name) == 0)
+			return vars[i]->source;
+	return PGC_S_DEFAULT;
+}
+
+/* A setting's built-in value, as text (NULL for a kind not pinned). */
+static char *
+boot_value(const char *name)
+{
+	int			n;
+	struct config_generic **vars = guc_variables(&n);
+
+	for (int i = 0; i < n; i++)
+	{
+		struct config_generic *var = vars[i];
+
+		if (pg_strcasecmp(var->name, name) != 0)
+			continue;
+		switch (var->vartype)
+		{
+			case PGC_BOOL:
+				return pstrdup(((struct config_bool *) var)->boot_val ? "on" : "off");
+			case PGC_INT:
+				return psprintf("%d", ((struct config_int *) var)->boot_val);
+			case PGC_REAL:
+				return psprintf("%g", ((struct config_real *) var)->boot_val);
+			case PGC_STRING:
+				return pstrdup(((struct config_string *) var)->boot_val ?
+							   ((struct config_string *) var)->boot_val : "");
+			case PGC_ENUM:
+				return pstrdup(config_enum_lookup_by_value((struct config_enum *) var,
+														   ((struct config_enum *) var)->boot_val));
+		}
+	}
+	return NULL;
+}
+
+/*
+ * After a configuration reload: the server's values of the pinned
+ * settings as the files now say (the worker's own are pinned, so the
+ * reload cannot be read from them).  A setting the files no longer name
+ * goes back to its built-in value if the files gave the one it had; one
+ * set otherwise (the command line) keeps it.  Else roles' requests would
+ * keep, until the worker restarts, a value a DBA took back (ALTER SYSTEM
+ * RESET default_transaction_read_only).
+ */
+static void
+reread_server_pinned(void)
+{
+	ConfigVariable *head = NULL;
+	ConfigVariable *tail = NULL;
+	MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
+
+	/* depth 0: the top of an include chain; the auto file lives in the data directory */
+	if (!ParseConfigFile(ConfigFileName, false, NULL, 0, 0, DEBUG1, &head, &tail) ||
+		!ParseConfigFile(PG_AUTOCONF_FILENAME, false, NULL, 0, 0, DEBUG1, &head, &tail))
+	{
+		FreeConfigVariables(head);
+		MemoryContextSwitchTo(old);
+		return;					/* the reload itself reports what is wrong */
+	}
+	for (int i = 0; i < lengthof(pinned); i++)
+	{
+		const char *value = NULL;
+
+		for (ConfigVariable *item = head; item != NULL; item = item->next)
+			if (pg_strcasecmp(item->name, pinned[i].name) == 0)
+				value = item->value;	/* the last one wins */
+		if (value != NULL)
+			server_pinned[i] = pstrdup(value);
+		else if (pinned_from_file[i])
+			server_pinned[i] = boot_value(pinned[i].name);
+		pinned_from_file[i] |= value != NULL;
+	}
+	FreeConfigVariables(head);
+	MemoryContextSwitchTo(old);
 }
 
 static const ServerSetting *
@@ -318,6 +406,7 @@ bgsession_connect(const char *dbname)
 
 		if (kept != NULL && kept->value != NULL)
 			server_pinned[i] = MemoryContextStrdup(TopMemoryContext, kept->value);
+		pinned_from_file[i] = find_option_source(pinned[i].name) == PGC_S_FILE;
 	}
 	BackgroundWorkerInitializeConnection(dbname, NULL, BGWORKER_BYPASS_ALLOWCONN);
 	/* some settings' checks look up the catalog */
@@ -461,5 +550,6 @@ qc_bgsession_next_pass(void)
 		return false;
 	ConfigReloadPending = false;
 	ProcessConfigFile(PGC_SIGHUP);
+	reread_server_pinned();
 	return true;
 }

@@ -126,7 +126,7 @@ static void
 run_calls(QcCall **calls, int ncalls, int concurrency, CallRun *run)
 {
 	QcTransportHooks hooks = {admit_call, call_ended, call_interrupted,
-		run->watch ? watch_calls : NULL, run->watch ? call_abandoned : NULL, run};
+		run->watch ? watch_calls : NULL, run->watch ? call_abandoned : NULL, NULL, run};
 
 	qc_http_execute_many(calls, ncalls, concurrency, &hooks);
 }
@@ -145,6 +145,63 @@ qc_call_run_watched(QcCall **calls, int ncalls, int concurrency,
 	CallRun		run = {on_done, arg, true, watch};
 
 	run_calls(calls, ncalls, concurrency, &run);
+}
+
+QcAdmission
+qc_call_admit_detached(QcCall *call)
+{
+	QcAdmission admission = admit_call(call, true, NULL);
+
+	if (admission == QC_ADMIT_START)
+		qc_audit_detach(call);
+	return admission;
+}
+
+/*
+ * A fed run's done hook: the record for an unexpected end is made now (no
+ * catalog needed), the rest is the owner's, in a transaction.
+ */
+static void
+fed_call_ended(QcCall *call, void *arg)
+{
+	const QcCallFeed *fed = arg;
+
+	qc_audit_response(call);
+	fed->on_done(call, fed->arg);
+}
+
+static int
+fed_calls(QcCall **calls, int room, void *arg)
+{
+	const QcCallFeed *fed = arg;
+
+	return fed->feed(calls, room, fed->arg);
+}
+
+static bool
+fed_watch(void *arg)
+{
+	const QcCallFeed *fed = arg;
+
+	return fed->watch->watch(fed->arg);
+}
+
+static bool
+fed_abandoned(QcCall *call, void *arg)
+{
+	const QcCallFeed *fed = arg;
+
+	return fed->watch->abandoned(call, fed->arg);
+}
+
+void
+qc_call_run_fed(int concurrency, const QcCallFeed *feed)
+{
+	QcTransportHooks hooks = {NULL, fed_call_ended, call_interrupted,
+		feed->watch ? fed_watch : NULL, feed->watch ? fed_abandoned : NULL,
+	fed_calls, (void *) feed};
+
+	qc_http_execute_many(NULL, 0, concurrency, &hooks);
 }
 
 bool

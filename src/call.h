@@ -21,6 +21,7 @@
 #define QC_CALL_H
 
 #include "callrec.h"
+#include "http.h"
 
 /* Called as each call of a batch ends, in completion order. */
 typedef void (*QcCallDone) (QcCall *call, void *arg);
@@ -53,6 +54,31 @@ typedef struct QcCallWatch
 extern void qc_call_run_watched(QcCall **calls, int ncalls, int concurrency,
 								QcCallDone on_done, const QcCallWatch *watch,
 								void *arg);
+
+/*
+ * A fed run (the async worker's): the calls come from feed, as slots come
+ * free, each admitted already (qc_call_admit_detached); as each ends, it
+ * goes to on_done unshaped and unaudited, outside any transaction: its
+ * owner shapes it and ends it (qc_call_end) later, in a transaction.  The
+ * run ends once nothing is in flight and feed gives nothing (http.h).
+ */
+typedef struct QcCallFeed
+{
+	int			(*feed) (QcCall **calls, int room, void *arg);
+	QcCallDone	on_done;
+	const QcCallWatch *watch;	/* may be NULL */
+	void	   *arg;
+} QcCallFeed;
+
+extern void qc_call_run_fed(int concurrency, const QcCallFeed *feed);
+
+/*
+ * Admit a call that a fed run will send: room for its audit record
+ * (never waited for: QC_ADMIT_LATER when there is none yet), then the rate
+ * limit's verdict (QC_ADMIT_ENDED, the refusal recorded).  Admitted, its
+ * reservation outlives the transaction (qc_audit_detach).
+ */
+extern QcAdmission qc_call_admit_detached(QcCall *call);
 
 /*
  * Run one call.  Returns true when a response (of any status) arrived: the

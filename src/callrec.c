@@ -48,6 +48,7 @@ qc_call_new(const char *func, const char *method, const char *url)
 	call->timeout_ms = qc_timeout;
 	call->timeout_setting = "queryclaw.timeout";
 	call->max_bytes = QC_MAX_BYTES();
+	call->policy = qc_policy_capture();
 	return call;
 }
 

@@ -19,6 +19,7 @@
 #include "utils/timestamp.h"
 
 #include "compat.h"
+#include "policy.h"
 #include "verdict.h"
 
 /* A request header, validated by qc_http_validate_header(). */
@@ -71,6 +72,11 @@ typedef struct QcCall
 	 * leaves the trusted URL, so every later hop gets the whole policy.
 	 */
 	bool		trusted;
+
+	/* the settings it is judged and sent under: those in force when made */
+	const QcPolicy *policy;
+
+	void	   *owner;			/* its maker's, untouched (the async worker's request) */
 
 	/*
 	 * The statement the call is made for, when it is not the one this

@@ -47,13 +47,14 @@ append_json_text(StringInfo out, const char *key, const char *value)
  * addresses (the proxy does both), so neither does the check.
  */
 static bool
-resolve_and_check(const QcUrl *url, StringInfo addresses, QcVerdict *refusal)
+resolve_and_check(const QcPolicy *policy, const QcUrl *url, StringInfo addresses,
+				  QcVerdict *refusal)
 {
 	QcInetAddr	addrs[32];
 	int			naddrs;
 
 	naddrs = qc_url_literal_addresses(url, addrs);
-	if (naddrs == 0 && qc_proxy[0] != '\0')
+	if (naddrs == 0 && policy->proxy[0] != '\0')
 	{
 		appendStringInfoString(addresses, "[]");
 		return true;
@@ -83,7 +84,7 @@ resolve_and_check(const QcUrl *url, StringInfo addresses, QcVerdict *refusal)
 		appendStringInfoString(addresses, i ? ", " : "");
 		escape_json(addresses, text);
 		if (refusal->message == NULL &&
-			!qc_policy_address_permitted(&addrs[i], url->port, &cls))
+			!qc_policy_address_permitted(policy, &addrs[i], url->port, &cls))
 			qc_policy_address_refusal(&addrs[i], url->port, &cls, refusal);
 	}
 	appendStringInfoChar(addresses, ']');
@@ -146,12 +147,12 @@ qc_check_url_json(const char *given, char *audit_extra)
 	}
 	else
 	{
-		allowed = qc_policy_check_url(&url, "GET", &refusal);
+		allowed = qc_policy_check_url(call->policy, &url, "GET", &refusal);
 		appendStringInfo(&out, ", \"port\": %d", url.port);
 		append_json_text(&out, "host", url.host);
 		if (allowed)
 		{
-			allowed = resolve_and_check(&url, &addresses, &refusal);
+			allowed = resolve_and_check(call->policy, &url, &addresses, &refusal);
 			if (addresses.len > 0)
 				appendStringInfo(&out, ", \"addresses\": %s", addresses.data);
 			else

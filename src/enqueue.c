@@ -193,7 +193,7 @@ check_url(QcCall *call)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("invalid URL"),
 				 errdetail("%s", error)));
-	if (!qc_policy_check_url_rules(&parsed, call->method, &refusal))
+	if (!qc_policy_check_url_rules(call->policy, &parsed, call->method, &refusal))
 	{
 		qc_call_set_refusal(call, &refusal);
 		qc_call_raise(call);

@@ -82,6 +82,7 @@ typedef struct Transfer
 	bool		head_overflow;
 	bool		out_of_memory;
 	bool		check_addresses;	/* false when a trusted proxy connects */
+	const QcPolicy *policy;		/* the call's: read by the callbacks */
 	bool		refused;
 	QcInetAddr	refused_addr;
 	int			refused_port;
@@ -170,7 +171,7 @@ address_ok(Transfer *t, const QcInetAddr *addr, int port)
 {
 	QcAddrClass cls;
 
-	if (!t->check_addresses || qc_policy_address_permitted(addr, port, &cls))
+	if (!t->check_addresses || qc_policy_address_permitted(t->policy, addr, port, &cls))
 		return true;
 	if (t->refused)
 		return false;			/* report the first refused address */
@@ -298,6 +299,8 @@ configure(CURL *h, Transfer *t, const char *url, const char *method,
 		  const char *body, size_t body_len, struct curl_slist *headers,
 		  long timeout_ms)
 {
+	const QcPolicy *policy = t->policy;
+
 	curl_easy_reset(h);
 	curl_easy_setopt(h, CURLOPT_URL, url);
 	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
@@ -306,12 +309,12 @@ configure(CURL *h, Transfer *t, const char *url, const char *method,
 	curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
 	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, timeout_ms);
 	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, timeout_ms);
-	curl_easy_setopt(h, CURLOPT_USERAGENT, qc_user_agent);
+	curl_easy_setopt(h, CURLOPT_USERAGENT, policy->user_agent);
 	/* an empty proxy also makes libcurl ignore the proxy environment */
-	curl_easy_setopt(h, CURLOPT_PROXY, qc_proxy);
+	curl_easy_setopt(h, CURLOPT_PROXY, policy->proxy);
 	curl_easy_setopt(h, CURLOPT_ACCEPT_ENCODING, "");
-	if (qc_ca_file[0] != '\0')
-		curl_easy_setopt(h, CURLOPT_CAINFO, qc_ca_file);
+	if (policy->ca_file[0] != '\0')
+		curl_easy_setopt(h, CURLOPT_CAINFO, policy->ca_file);
 	curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers);
 	curl_easy_setopt(h, CURLOPT_ERRORBUFFER, t->errbuf);
 	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, write_cb);
@@ -543,8 +546,8 @@ start_hop(Slot *slot, const char *target)
 								call->redirect_held);
 		return false;
 	}
-	if (trusted ? !qc_policy_check_trusted_url(&slot->hop, &refusal) :
-		!qc_policy_check_url(&slot->hop, slot->method, &refusal))
+	if (trusted ? !qc_policy_check_trusted_url(call->policy, &slot->hop, &refusal) :
+		!qc_policy_check_url(call->policy, &slot->hop, slot->method, &refusal))
 	{
 		qc_call_set_refusal(call, &refusal);
 		return false;
@@ -562,7 +565,8 @@ start_hop(Slot *slot, const char *target)
 
 	memset(&slot->t, 0, sizeof(slot->t));
 	slot->t.body_limit = call->max_bytes;
-	slot->t.check_addresses = (qc_proxy[0] == '\0') && !trusted;
+	slot->t.policy = call->policy;
+	slot->t.check_addresses = (call->policy->proxy[0] == '\0') && !trusted;
 	/* a name is resolved first (resolve_hosts), unless a proxy connects */
 	slot->must_resolve = slot->t.check_addresses &&
 		qc_url_literal_addresses(&slot->hop, addrs) == 0;
@@ -643,7 +647,7 @@ hop_resolved(Slot *slot, int naddrs, const QcInetAddr *addrs)
 	}
 	for (int i = 0; i < naddrs; i++)
 	{
-		if (!qc_policy_address_permitted(&addrs[i], slot->hop.port, &cls))
+		if (!qc_policy_address_permitted(call->policy, &addrs[i], slot->hop.port, &cls))
 		{
 			qc_policy_address_refusal(&addrs[i], slot->hop.port, &cls, &refusal);
 			qc_call_set_refusal(call, &refusal);
@@ -777,13 +781,14 @@ finish_hop(Slot *slot, CURLcode rc)
 	if (failed || location == NULL)
 		return false;
 
-	if (call->redirects >= qc_max_redirects)
+	if (call->redirects >= call->policy->max_redirects)
 	{
 		qc_call_set_failure(call, QC_OUTCOME_ERROR, ERRCODE_EXTERNAL_ROUTINE_EXCEPTION,
 							psprintf("too many redirects from %s", qc_redact_url(call->url)),
-							qc_max_redirects == 1 ?
+							call->policy->max_redirects == 1 ?
 							pstrdup("queryclaw.max_redirects allows 1 redirect.") :
-							psprintf("queryclaw.max_redirects allows %d redirects.", qc_max_redirects),
+							psprintf("queryclaw.max_redirects allows %d redirects.",
+									 call->policy->max_redirects),
 							NULL);
 		return false;
 	}
@@ -865,6 +870,21 @@ host_has_room(Slot *slots, int nslots, QcCall *call)
 	return busy < qc_max_host_concurrency;
 }
 
+/*
+ * Where the transport's work on a call allocates: a fed run lasts as long
+ * as its owner keeps feeding it (the async worker's, for hours), so what
+ * each call needs (its hops' URLs, its response) goes into the call's own
+ * memory, which its owner frees with it.  A batch's calls share the
+ * batch's.
+ */
+static MemoryContext
+switch_to_call(const QcTransportHooks *hooks, QcCall *call)
+{
+	if (hooks->feed == NULL)
+		return CurrentMemoryContext;
+	return MemoryContextSwitchTo(GetMemoryChunkContext(call));
+}
+
 /* Is a call in flight in any slot? */
 static bool
 any_running(Slot *slots, int nslots)
@@ -891,13 +911,17 @@ resolve_hosts(Slot *slots, int nslots, const QcTransportHooks *hooks)
 {
 	for (int s = 0; s < nslots; s++)
 	{
+		MemoryContext old;
+
 		if (slots[s].call == NULL || !slots[s].must_resolve)
 			continue;
+		old = switch_to_call(hooks, slots[s].call);
 		if (!resolve_hop(&slots[s], any_resolving(slots, nslots)))
 		{
 			drop_lookup(&slots[s]);
 			end_call(&slots[s], hooks);
 		}
+		MemoryContextSwitchTo(old);
 	}
 }
 
@@ -945,54 +969,155 @@ watch_calls(Slot *slots, int nslots, TimestampTz *next_watch,
 		return;
 	for (int s = 0; s < nslots; s++)
 	{
+		MemoryContext old;
+
 		if (slots[s].call == NULL || !abandoned(slots[s].call, hooks))
 			continue;
+		old = switch_to_call(hooks, slots[s].call);
 		drop_lookup(&slots[s]);
 		release_hop(&slots[s]);
 		record_abandoned(slots[s].call);
 		end_call(&slots[s], hooks);
+		MemoryContextSwitchTo(old);
 	}
 }
 
+/*
+ * The calls of a run not yet started, in order: calls[first] is the first
+ * that waits (those after it may have started, out of order, when their
+ * host had room).  A fed run appends to it.
+ */
+typedef struct Waiting
+{
+	QcCall	  **calls;
+	bool	   *started;
+	int			n;
+	int			first;
+	int			size;			/* allocated */
+} Waiting;
+
+/* The calls a run begins with (a fed run: none yet). */
+static Waiting *
+waiting_list(QcCall **calls, int ncalls)
+{
+	Waiting    *w = palloc(sizeof(Waiting));
+
+	w->size = Max(ncalls, 1);
+	w->calls = palloc(w->size * sizeof(QcCall *));
+	w->started = palloc0(w->size * sizeof(bool));
+	w->n = ncalls;
+	w->first = 0;
+	if (ncalls > 0)
+		memcpy(w->calls, calls, ncalls * sizeof(QcCall *));
+	return w;
+}
+
+static bool
+anything_waiting(const Waiting *w)
+{
+	return w->first < w->n;
+}
+
 static void
-fill_slots(Slot *slots, int nslots, QcCall **calls, bool *started, int ncalls,
-		   int *first_waiting, bool held_back, const QcTransportHooks *hooks)
+fill_slots(Slot *slots, int nslots, Waiting *w, bool held_back,
+		   const QcTransportHooks *hooks)
 {
 	for (int s = 0; s < nslots; s++)
 	{
 		if (slots[s].call != NULL)
 			continue;
-		while (*first_waiting < ncalls && started[*first_waiting])
-			(*first_waiting)++;
-		for (int i = *first_waiting; i < ncalls && i < *first_waiting + QC_LOOKAHEAD; i++)
+		while (w->first < w->n && w->started[w->first])
+			w->first++;
+		for (int i = w->first; i < w->n && i < w->first + QC_LOOKAHEAD; i++)
 		{
-			QcAdmission admission;
+			QcCall	   *call = w->calls[i];
+			QcAdmission admission = QC_ADMIT_START;
+			MemoryContext old;
+			bool		started;
 
-			if (started[i] || !host_has_room(slots, nslots, calls[i]))
+			if (w->started[i] || !host_has_room(slots, nslots, call))
 				continue;
-			if (abandoned(calls[i], hooks))
+			old = switch_to_call(hooks, call);
+			if (abandoned(call, hooks))
 			{
 				/* never sent: no attempt, no audit row */
-				started[i] = true;
-				record_abandoned(calls[i]);
-				calls[i]->audited = true;
-				call_done(calls[i], hooks);
+				w->started[i] = true;
+				record_abandoned(call);
+				call->audited = true;
+				call_done(call, hooks);
+				MemoryContextSwitchTo(old);
 				continue;
 			}
-			admission = hooks->admit(calls[i], held_back || any_running(slots, nslots),
-									 hooks->arg);
+			/* a fed call was admitted by its owner */
+			if (hooks->feed == NULL)
+				admission = hooks->admit(call, held_back || any_running(slots, nslots),
+										 hooks->arg);
 			/* later, once one of the calls in flight ended */
 			if (admission == QC_ADMIT_LATER)
+			{
+				MemoryContextSwitchTo(old);
 				return;
-			started[i] = true;
-			if (admission == QC_ADMIT_START && start_call(&slots[s], calls[i]))
+			}
+			w->started[i] = true;
+			started = admission == QC_ADMIT_START && start_call(&slots[s], call);
+			if (!started)
+				call_done(call, hooks);
+			MemoryContextSwitchTo(old);
+			if (started)
 				break;
-			call_done(calls[i], hooks);
 		}
 	}
-	/* so that *first_waiting == ncalls once every call has started */
-	while (*first_waiting < ncalls && started[*first_waiting])
-		(*first_waiting)++;
+	/* so that first == n once every call has started */
+	while (w->first < w->n && w->started[w->first])
+		w->first++;
+}
+
+/* How many slots hold no call and are not waited for. */
+static int
+free_room(Slot *slots, int nslots, const Waiting *w)
+{
+	int			room = 0;
+
+	for (int s = 0; s < nslots; s++)
+		if (slots[s].call == NULL)
+			room++;
+	for (int i = w->first; i < w->n; i++)
+		if (!w->started[i])
+			room--;
+	return room;
+}
+
+/*
+ * A fed run: ask the feed for as many calls as there is room for, and
+ * append them, the calls already started dropped from the front first.
+ * Returns how many came.
+ */
+static int
+feed_calls(Slot *slots, int nslots, Waiting *w, const QcTransportHooks *hooks)
+{
+	int			room = free_room(slots, nslots, w);
+	int			fed;
+
+	if (room <= 0)
+		return 0;
+	if (w->first > 0)
+	{
+		w->n -= w->first;
+		memmove(w->calls, w->calls + w->first, w->n * sizeof(QcCall *));
+		memmove(w->started, w->started + w->first, w->n * sizeof(bool));
+		w->first = 0;
+	}
+	if (w->n + room > w->size)
+	{
+		w->size = w->n + room;
+		w->calls = repalloc(w->calls, w->size * sizeof(QcCall *));
+		w->started = repalloc(w->started, w->size * sizeof(bool));
+	}
+	fed = hooks->feed(w->calls + w->n, room, hooks->arg);
+	Assert(fed >= 0 && fed <= room);
+	memset(w->started + w->n, 0, fed * sizeof(bool));
+	w->n += fed;
+	return fed;
 }
 
 /* Make sure the pool has n easy handles and the multi handle exists. */
@@ -1033,7 +1158,7 @@ any_curl_resolving(Slot *slots, int nslots)
 {
 	for (int s = 0; s < nslots; s++)
 		if (slots[s].call != NULL && !slots[s].must_resolve &&
-			(qc_proxy[0] != '\0' ||
+			(slots[s].call->policy->proxy[0] != '\0' ||
 			 (!slots[s].hop.host_is_ip && slots[s].resolve_list == NULL)))
 			return true;
 	return false;
@@ -1065,16 +1190,16 @@ perform(Slot *slots, int nslots, int *running)
 	return mc;
 }
 
-/* Wait for socket activity (or a signal) for at most one slice. */
+/* Wait for socket activity (or a signal) for at most one slice of ms. */
 static void
-wait_for_activity(void)
+wait_for_activity(int ms)
 {
 	CURLMcode	mc;
 
 	CHECK_FOR_INTERRUPTS();
 	pgstat_report_wait_start(qc_wait_event(QC_WAIT_HTTP));
 	/* a signal (cancel, timeout) interrupts the poll at once */
-	mc = curl_multi_poll(qc_multi, NULL, 0, QC_POLL_SLICE_MS, NULL);
+	mc = curl_multi_poll(qc_multi, NULL, 0, ms, NULL);
 	pgstat_report_wait_end();
 	if (mc != CURLM_OK)
 		elog(ERROR, "transfer failed: %s", curl_multi_strerror(mc));
@@ -1109,20 +1234,23 @@ collect_finished(Ended *ended, bool defer, const QcTransportHooks *hooks)
 	while ((msg = curl_multi_info_read(qc_multi, &left)) != NULL)
 	{
 		Slot	   *slot;
+		MemoryContext old;
 
 		if (msg->msg != CURLMSG_DONE)
 			continue;
 		curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **) &slot);
+		old = switch_to_call(hooks, slot->call);
 		if (finish_hop(slot, msg->data.result))
-			continue;
-		if (!defer)
-		{
+			;					/* the next hop is under way */
+		else if (!defer)
 			end_call(slot, hooks);
-			continue;
+		else
+		{
+			slot->call->elapsed_ms = qc_call_elapsed_ms(slot->call);
+			ended->calls[ended->n++] = slot->call;
+			slot->call = NULL;
 		}
-		slot->call->elapsed_ms = qc_call_elapsed_ms(slot->call);
-		ended->calls[ended->n++] = slot->call;
-		slot->call = NULL;
+		MemoryContextSwitchTo(old);
 	}
 }
 
@@ -1148,11 +1276,10 @@ void
 qc_http_execute_many(QcCall **calls, int ncalls, int concurrency,
 					 const QcTransportHooks *hooks)
 {
-	volatile int nslots = Max(1, Min(concurrency, ncalls));
+	volatile int nslots = Max(1, hooks->feed ? concurrency : Min(concurrency, ncalls));
 	Slot	   *volatile slots = ensure_slots(nslots);
-	bool	   *started = palloc0(Max(ncalls, 1) * sizeof(bool));
-	int			first_waiting = 0;
-	/* in memory, not in a local the error path could see stale */
+	/* in memory, not in locals the error path could see stale */
+	Waiting    *w = waiting_list(calls, ncalls);
 	Ended	   *ended = palloc0(sizeof(Ended));
 	TimestampTz next_watch = 0;
 
@@ -1163,12 +1290,15 @@ qc_http_execute_many(QcCall **calls, int ncalls, int concurrency,
 		{
 			int			running;
 			CURLMcode	mc;
+			bool		fed = false;
 
 			watch_calls(slots, nslots, &next_watch, hooks);
-			fill_slots(slots, nslots, calls, started, ncalls, &first_waiting,
-					   ended->n > 0, hooks);
+			if (hooks->feed != NULL)
+				fed = feed_calls(slots, nslots, w, hooks) > 0;
+			fill_slots(slots, nslots, w, ended->n > 0, hooks);
 			resolve_hosts(slots, nslots, hooks);
-			if (!any_running(slots, nslots) && first_waiting >= ncalls && ended->n == 0)
+			if (!any_running(slots, nslots) && !anything_waiting(w) && ended->n == 0 &&
+				!fed)
 				break;
 
 			/* send what was just started, then hand back what had ended */
@@ -1176,10 +1306,10 @@ qc_http_execute_many(QcCall **calls, int ncalls, int concurrency,
 			if (mc != CURLM_OK)
 				elog(ERROR, "transfer failed: %s", curl_multi_strerror(mc));
 			hand_back(ended, hooks);
-			collect_finished(ended, first_waiting < ncalls, hooks);
+			collect_finished(ended, anything_waiting(w), hooks);
 			/* slots came free: fill them before waiting */
 			if (ended->n == 0 && (running > 0 || any_resolving(slots, nslots)))
-				wait_for_activity();
+				wait_for_activity(hooks->feed ? QC_TRANSPORT_FEED_MS : QC_POLL_SLICE_MS);
 		}
 	}
 	PG_FINALLY();
@@ -1200,7 +1330,9 @@ qc_http_execute_many(QcCall **calls, int ncalls, int concurrency,
 	PG_END_TRY();
 	pfree(ended->calls);
 	pfree(ended);
-	pfree(started);
+	pfree(w->calls);
+	pfree(w->started);
+	pfree(w);
 }
 
 const char *

@@ -42,6 +42,12 @@ typedef enum QcAdmission
  * abandoned (NULL with watch): has the owner given up this call?  One in
  * flight is cut off, its transfer aborted, and ends recorded as cancelled
  * (57014); one not started yet ends so at once, never sent.
+ * feed (may be NULL): a run that is fed as it goes.  Asked at every turn
+ * of the loop, outside any libcurl callback, for up to room more calls
+ * (room: the slots no call holds or waits for), which it writes into
+ * calls and counts; each is admitted already (admit is not asked for it).
+ * The run ends once nothing is in flight and feed gives nothing; while
+ * calls are in flight, the loop turns at least every QC_TRANSPORT_FEED_MS.
  */
 typedef struct QcTransportHooks
 {
@@ -50,11 +56,14 @@ typedef struct QcTransportHooks
 	void		(*interrupted) (QcCall *call, void *arg);
 	bool		(*watch) (void *arg);
 	bool		(*abandoned) (QcCall *call, void *arg);
+	int			(*feed) (QcCall **calls, int room, void *arg);
 	void	   *arg;
 } QcTransportHooks;
 
 /* How often a run asks its owner's watch hook (milliseconds). */
 #define QC_TRANSPORT_WATCH_MS 250
+/* The longest a fed run waits before it asks its feed again (milliseconds). */
+#define QC_TRANSPORT_FEED_MS 20
 
 /*
  * Run the calls, at most concurrency at once (and at most

@@ -762,6 +762,43 @@ job_step(QcLlmJob *job, JobStepKind kind)
 	}
 }
 
+List *
+qc_llm_job_calls(QcLlmJob *job)
+{
+	List	   *calls;
+
+	job_step(job, STEP_NEXT);
+	calls = job->calls;
+	job->calls = NIL;
+	return calls;
+}
+
+void
+qc_llm_job_take(QcLlmJob *job)
+{
+	if (!job->done)
+		job_step(job, STEP_TAKE);
+}
+
+void
+qc_llm_job_advance(QcLlmJob *job)
+{
+	if (job->reply != NULL || job->spent_runs != NIL)
+		job_step(job, STEP_ADVANCE);
+}
+
+bool
+qc_llm_job_done(const QcLlmJob *job)
+{
+	return job->done;
+}
+
+TimestampTz
+qc_llm_job_not_before(const QcLlmJob *job)
+{
+	return job->not_before;
+}
+
 /* A pass's batch: whose each call is, by its place in the batch. */
 typedef struct Pass
 {

@@ -124,6 +124,25 @@ extern char *qc_llm_quote(const char *text);
 /* The model would not answer `what`: 38000 with its words. */
 extern void qc_llm_fail_refusal(const char *what, const char *refusal) pg_attribute_noreturn();
 
+/*
+ * A job driven by a caller that sends its calls itself (the async worker's
+ * fed run), each step in the caller's transaction and in a subtransaction
+ * of its own (a step that raises ends the job: qc_llm_job_error):
+ *
+ *	 calls		the calls to send now (of QcCall *, in the job's memory), to
+ *				be admitted and sent by the caller; ask only when the job is
+ *				not done and its not-before time has come
+ *	 take		once every call it gave has ended: read them
+ *	 advance	then move on (this may run tools)
+ */
+extern List *qc_llm_job_calls(QcLlmJob *job);
+extern void qc_llm_job_take(QcLlmJob *job);
+/* after take, and after the calls taken were audited: move on (may run tools) */
+extern void qc_llm_job_advance(QcLlmJob *job);
+extern bool qc_llm_job_done(const QcLlmJob *job);
+/* When the job may go on (a retry's wait), 0 when it may now. */
+extern TimestampTz qc_llm_job_not_before(const QcLlmJob *job);
+
 /* Run one job to its end here and now, waiting on the latch; raises its failure. */
 extern void qc_llm_job_run(QcLlmJob *job);
 

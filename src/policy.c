@@ -212,6 +212,38 @@ qc_url_literal_addresses(const QcUrl *url, QcInetAddr *addrs)
 }
 
 /* A refusal by policy (42501): time does not lift it. */
+/* A copy of a list setting's parsed form: flat, so one copy of its bytes. */
+static const void *
+copy_list(const void *list, int count, size_t header, size_t entry)
+{
+	size_t		size = header + count * entry;
+	void	   *copy = palloc(size);
+
+	memcpy(copy, list, size);
+	return copy;
+}
+
+const QcPolicy *
+qc_policy_capture(void)
+{
+	QcPolicy   *p = palloc(sizeof(QcPolicy));
+
+	p->enabled = qc_enabled;
+	p->block_local = qc_block_local;
+	p->read_only = qc_read_only;
+	p->max_redirects = qc_max_redirects;
+	p->allowed_hosts = copy_list(qc_allowed_hosts_parsed, qc_allowed_hosts_parsed->count,
+								 offsetof(QcHostList, rules), sizeof(QcHostRule));
+	p->denied_hosts = copy_list(qc_denied_hosts_parsed, qc_denied_hosts_parsed->count,
+								offsetof(QcHostList, rules), sizeof(QcHostRule));
+	p->local_allowlist = copy_list(qc_local_allowlist_parsed, qc_local_allowlist_parsed->count,
+								   offsetof(QcAddrList, rules), sizeof(QcAddrRule));
+	p->user_agent = pstrdup(qc_user_agent);
+	p->proxy = pstrdup(qc_proxy);
+	p->ca_file = pstrdup(qc_ca_file);
+	return p;
+}
+
 static void
 refuse(QcVerdict *refusal, char *message, char *detail, char *hint)
 {
@@ -232,11 +264,11 @@ check_scheme(const QcUrl *url, QcVerdict *refusal)
 
 /* queryclaw.denied_hosts, then queryclaw.allowed_hosts. */
 static bool
-check_hosts(const QcUrl *url, QcVerdict *refusal)
+check_hosts(const QcPolicy *policy, const QcUrl *url, QcVerdict *refusal)
 {
 	const QcHostRule *rule;
 
-	if ((rule = qc_host_list_match(qc_denied_hosts_parsed, url->host, url->port)) != NULL)
+	if ((rule = qc_host_list_match(policy->denied_hosts, url->host, url->port)) != NULL)
 	{
 		refuse(refusal,
 			   psprintf("host \"%s\" is denied by policy", url->host),
@@ -245,8 +277,8 @@ check_hosts(const QcUrl *url, QcVerdict *refusal)
 			   pstrdup("Remove the entry from queryclaw.denied_hosts to allow it."));
 		return false;
 	}
-	if (qc_allowed_hosts_parsed->count > 0 &&
-		qc_host_list_match(qc_allowed_hosts_parsed, url->host, url->port) == NULL)
+	if (policy->allowed_hosts->count > 0 &&
+		qc_host_list_match(policy->allowed_hosts, url->host, url->port) == NULL)
 	{
 		refuse(refusal,
 			   psprintf("host \"%s\" is not in the allowed hosts", url->host),
@@ -260,7 +292,7 @@ check_hosts(const QcUrl *url, QcVerdict *refusal)
 
 /* queryclaw.block_local on the addresses the URL names without a lookup. */
 static bool
-check_literal_addresses(const QcUrl *url, QcVerdict *refusal)
+check_literal_addresses(const QcPolicy *policy, const QcUrl *url, QcVerdict *refusal)
 {
 	QcAddrClass cls;
 	QcInetAddr	addrs[2];
@@ -268,7 +300,7 @@ check_literal_addresses(const QcUrl *url, QcVerdict *refusal)
 
 	for (int i = 0; i < naddrs; i++)
 	{
-		if (!qc_policy_address_permitted(&addrs[i], url->port, &cls))
+		if (!qc_policy_address_permitted(policy, &addrs[i], url->port, &cls))
 		{
 			qc_policy_address_refusal(&addrs[i], url->port, &cls, refusal);
 			return false;
@@ -279,9 +311,9 @@ check_literal_addresses(const QcUrl *url, QcVerdict *refusal)
 
 /* queryclaw.read_only: GET and HEAD only. */
 static bool
-check_method(const char *method, QcVerdict *refusal)
+check_method(const QcPolicy *policy, const char *method, QcVerdict *refusal)
 {
-	if (!qc_read_only || strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0)
+	if (!policy->read_only || strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0)
 		return true;
 	refuse(refusal,
 		   psprintf("method %s is not allowed", method),
@@ -291,9 +323,9 @@ check_method(const char *method, QcVerdict *refusal)
 }
 
 bool
-qc_policy_check_trusted_url(const QcUrl *url, QcVerdict *refusal)
+qc_policy_check_trusted_url(const QcPolicy *policy, const QcUrl *url, QcVerdict *refusal)
 {
-	if (!qc_enabled)
+	if (!policy->enabled)
 	{
 		refuse(refusal, pstrdup("queryclaw is disabled"),
 			   pstrdup("Network requests are refused while queryclaw.enabled is off."),
@@ -305,25 +337,30 @@ qc_policy_check_trusted_url(const QcUrl *url, QcVerdict *refusal)
 }
 
 bool
-qc_policy_check_url(const QcUrl *url, const char *method, QcVerdict *refusal)
+qc_policy_check_url(const QcPolicy *policy, const QcUrl *url, const char *method,
+					QcVerdict *refusal)
 {
-	return qc_policy_check_trusted_url(url, refusal) && check_hosts(url, refusal) &&
-		check_literal_addresses(url, refusal) && check_method(method, refusal);
+	return qc_policy_check_trusted_url(policy, url, refusal) &&
+		check_hosts(policy, url, refusal) &&
+		check_literal_addresses(policy, url, refusal) &&
+		check_method(policy, method, refusal);
 }
 
 bool
-qc_policy_check_url_rules(const QcUrl *url, const char *method, QcVerdict *refusal)
+qc_policy_check_url_rules(const QcPolicy *policy, const QcUrl *url, const char *method,
+						  QcVerdict *refusal)
 {
-	return check_scheme(url, refusal) && check_hosts(url, refusal) &&
-		check_method(method, refusal);
+	return check_scheme(url, refusal) && check_hosts(policy, url, refusal) &&
+		check_method(policy, method, refusal);
 }
 
 bool
-qc_policy_address_permitted(const QcInetAddr *addr, int port, QcAddrClass *cls)
+qc_policy_address_permitted(const QcPolicy *policy, const QcInetAddr *addr, int port,
+							QcAddrClass *cls)
 {
-	if (qc_inet_classify(addr, cls) || !qc_block_local)
+	if (qc_inet_classify(addr, cls) || !policy->block_local)
 		return true;
-	return qc_addr_list_match(qc_local_allowlist_parsed, addr, port) != NULL;
+	return qc_addr_list_match(policy->local_allowlist, addr, port) != NULL;
 }
 
 void

@@ -9,6 +9,7 @@
 #define QC_POLICY_H
 
 #include "netaddr.h"
+#include "rules.h"
 #include "verdict.h"
 
 /* A URL as libcurl's URL parser understands it. */
@@ -22,6 +23,29 @@ typedef struct QcUrl
 	QcInetAddr	addr;			/* valid when host_is_ip */
 } QcUrl;
 
+
+/*
+ * The settings a call is judged and sent under, as they were when the call
+ * was made: each call carries its own (QcCall.policy), because the async
+ * worker has calls of several roles on the wire at once, each under its
+ * role's settings, while the GUCs in force are the worker's.
+ */
+typedef struct QcPolicy
+{
+	bool		enabled;
+	bool		block_local;
+	bool		read_only;
+	int			max_redirects;
+	const QcHostList *allowed_hosts;
+	const QcHostList *denied_hosts;
+	const QcAddrList *local_allowlist;
+	const char *user_agent;
+	const char *proxy;			/* "" for none */
+	const char *ca_file;		/* "" for the system's */
+} QcPolicy;
+
+/* The settings in force now, copied into the current memory context. */
+extern const QcPolicy *qc_policy_capture(void);
 
 /*
  * Parse an absolute URL and map its host (hostname.c).  Returns false with
@@ -45,7 +69,7 @@ extern int	qc_url_literal_addresses(const QcUrl *url, QcInetAddr *addrs);
  * fills *refusal (a QcVerdict, never raised) when the request must not be
  * sent; *refusal is left alone when it may.
  */
-extern bool qc_policy_check_url(const QcUrl *url, const char *method,
+extern bool qc_policy_check_url(const QcPolicy *policy, const QcUrl *url, const char *method,
 								QcVerdict *refusal);
 
 /*
@@ -54,7 +78,7 @@ extern bool qc_policy_check_url(const QcUrl *url, const char *method,
  * hosts, read_only (not the master switch, not block_local).  What a
  * request is checked for when it is queued, to be sent later.
  */
-extern bool qc_policy_check_url_rules(const QcUrl *url, const char *method,
+extern bool qc_policy_check_url_rules(const QcPolicy *policy, const QcUrl *url, const char *method,
 									  QcVerdict *refusal);
 
 /*
@@ -62,14 +86,14 @@ extern bool qc_policy_check_url_rules(const QcUrl *url, const char *method,
  * (the DBA's queryclaw.llm_url or search_url): the master switch and the
  * http/https rule.
  */
-extern bool qc_policy_check_trusted_url(const QcUrl *url, QcVerdict *refusal);
+extern bool qc_policy_check_trusted_url(const QcPolicy *policy, const QcUrl *url, QcVerdict *refusal);
 
 /*
  * The connect-time rule for one address: may the extension open a
  * connection to addr:port?  Allocates nothing and never raises an error, so
  * libcurl callbacks can call it; *cls says why not.
  */
-extern bool qc_policy_address_permitted(const QcInetAddr *addr, int port,
+extern bool qc_policy_address_permitted(const QcPolicy *policy, const QcInetAddr *addr, int port,
 										QcAddrClass *cls);
 
 /* Describe a refused address (outside any libcurl callback). */

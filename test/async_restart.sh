@@ -3,8 +3,8 @@
 # middle of a queue of hundreds, nor when the async worker is killed (run by
 # test/run.sh on its preloaded cluster, after the suite).
 #
-# Twice, 300 requests are queued (GETs first, answered after 200 ms, then
-# POSTs without an idempotency key, then keyed POSTs), each with a
+# Twice, 300 requests are queued (POSTs without an idempotency key first,
+# then GETs, both answered after 200 ms, then keyed POSTs), each with a
 # callback, in one transaction; once the fixture served some, the server is stopped hard (pg_ctl -m
 # immediate, as a crash or a power cut would) and started again, or the
 # async worker is killed with SIGKILL (the postmaster then restarts every
@@ -51,8 +51,8 @@ GRANT EXECUTE ON FUNCTION qc_restart_note(bigint, jsonb, text, jsonb) TO $role;
 SQL
 
 # Queue the 300 requests in one transaction, in order (the worker takes
-# the oldest first): the worker holds all the GETs and the unkeyed POSTs
-# from its first pass on.
+# the oldest first): the unkeyed POSTs are on the wire first, and some of
+# them when the server stops.
 enqueue() {
 	sql >/dev/null <<SQL
 TRUNCATE queryclaw.requests CASCADE;
@@ -60,14 +60,14 @@ TRUNCATE qc_restart_seen;
 SELECT qc_test.reset_requests();
 BEGIN;
 SET LOCAL ROLE $role;
+SELECT count(queryclaw.api_call_async(qc_test.url('/flaky?fail=0&ms=200&key=unkeyed'), 'POST', body => '{}',
+                                      callback => 'qc_restart_note(bigint,jsonb,text,jsonb)'::regprocedure,
+                                      context => '{"kind": "unkeyed"}'))
+  FROM generate_series(1, 75) i;
 SELECT count(queryclaw.api_call_async(qc_test.url('/slow?ms=200&n=' || i),
                                       callback => 'qc_restart_note(bigint,jsonb,text,jsonb)'::regprocedure,
                                       context => '{"kind": "get"}'))
   FROM generate_series(1, 150) i;
-SELECT count(queryclaw.api_call_async(qc_test.url('/flaky?fail=0&key=unkeyed'), 'POST', body => '{}',
-                                      callback => 'qc_restart_note(bigint,jsonb,text,jsonb)'::regprocedure,
-                                      context => '{"kind": "unkeyed"}'))
-  FROM generate_series(1, 75) i;
 SELECT count(queryclaw.api_call_async(qc_test.url('/flaky?fail=0&key=keyed'), 'POST', body => '{}',
                                       callback => 'qc_restart_note(bigint,jsonb,text,jsonb)'::regprocedure,
                                       context => '{"kind": "keyed"}', idempotency_key => 'k-' || i))
@@ -99,14 +99,16 @@ check_settled() {
 
 # 1. The server stops hard mid-queue, and starts again.
 enqueue
-wait_for "qc_test.requests_served() >= 20" 30 ||
+wait_for "qc_test.requests_served() >= 20 AND EXISTS (SELECT FROM queryclaw.requests
+           WHERE state = 'running' AND context->>'kind' = 'unkeyed')" 30 ||
 	echo "not ok - the worker started on the queue"
 qc_pg_ctl -m immediate restart || { echo "not ok - the server restarted"; exit 1; }
 check_settled "server restarted"
 
 # 2. The async worker is killed mid-queue (the postmaster restarts everything).
 enqueue
-wait_for "qc_test.requests_served() >= 20" 30 ||
+wait_for "qc_test.requests_served() >= 20 AND EXISTS (SELECT FROM queryclaw.requests
+           WHERE state = 'running' AND context->>'kind' = 'unkeyed')" 30 ||
 	echo "not ok - the worker started on the queue"
 pid=$(sql -c "SELECT pid FROM pg_stat_activity WHERE backend_type = 'queryclaw async worker' LIMIT 1")
 if [ -n "$pid" ]; then

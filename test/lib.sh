@@ -249,6 +249,7 @@ http {
         root $web/html;
         location = /small.json { default_type application/json; }
         location = /delay { default_type text/plain; echo_sleep 0.02; echo "done"; }
+        location = /slow { default_type text/plain; echo_sleep 5; echo "slow"; }
     }
 }
 CONF

@@ -14,8 +14,10 @@
 # settings, with restarts), then test/queue_wait.sh (wait() against other
 # sessions), then test/queue_admit.sh (max_queued_per_role against
 # concurrent transactions), then test/queue_locks.sh (the async worker
-# against rows a user's transaction holds), then test/async_restart.sh (the
-# async queue through a crash and a killed worker), then
+# against rows a user's transaction holds), then test/queue_service.sh (the
+# queue as a service: slow hosts beside fast ones, several roles), then
+# test/async_restart.sh (the async queue through a crash and a killed
+# worker), then
 # test/worker_database.sh (the workers before queryclaw.database exists, on
 # a cluster of their own), then pg_regress over test/nopreload/ on a cluster
 # without preload, then the upgrade from release 0.1 (test/upgrade/) and a
@@ -131,7 +133,7 @@ if [ -z "${QC_ISOLATED:-}" ] && [[ " $tests " == *" 019_dns "* ]]; then
 fi
 # the attack on the audit worker, the waits on the queue and the queue
 # through restarts are scripts, not pg_regress tests (below)
-tests=$(echo $tests | sed 's/\bworker_hijack\b//; s/\bqueue_wait\b//; s/\bqueue_admit\b//; s/\bqueue_locks\b//; s/\basync_restart\b//; s/\bworker_database\b//')
+tests=$(echo $tests | sed 's/\bworker_hijack\b//; s/\bqueue_wait\b//; s/\bqueue_admit\b//; s/\bqueue_locks\b//; s/\bqueue_service\b//; s/\basync_restart\b//; s/\bworker_database\b//')
 qc_log "regression tests"
 qc_run_suite "$suite" queryclaw_regression $tests
 
@@ -172,6 +174,14 @@ fi
 if [ -z "${QC_TESTS:-}" ] || [[ " $QC_TESTS " == *" queue_locks "* ]]; then
 	qc_log "the async worker against rows a user's transaction holds"
 	run_checks bash "$QC_ROOT/test/queue_locks.sh" "$QC_WORK" "$QC_BINDIR"
+fi
+
+# The queue as a service: no head-of-line blocking, "running" on the wire,
+# no snapshot held, round-robin between roles (test/queue_service.sh);
+# with QC_TESTS, only when it names queue_service.
+if [ -z "${QC_TESTS:-}" ] || [[ " $QC_TESTS " == *" queue_service "* ]]; then
+	qc_log "the async queue as a service: slow hosts beside fast ones, several roles"
+	run_checks bash "$QC_ROOT/test/queue_service.sh" "$QC_WORK" "$QC_BINDIR"
 fi
 
 # The async queue through a hard stop of the server and a killed worker
