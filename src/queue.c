@@ -14,9 +14,17 @@
  * The wake-up is a transaction callback: an enqueue only notes that its
  * transaction wrote a request; at commit the workers' latches are set, so
  * a worker never looks for rows that are not yet visible, and a rolled-back
- * enqueue wakes nobody.  (A prepared transaction committed later by
- * COMMIT PREPARED wakes nobody either: its requests go at the workers'
- * next poll.)
+ * enqueue wakes nobody.  A transaction that enqueued and is prepared
+ * (PREPARE TRANSACTION, as every multi-shard write on Citus is) has its
+ * GID kept by the session, and its COMMIT PREPARED in that session wakes
+ * the workers once it has run; committed from another session (a
+ * transaction manager's recovery), its requests go at the workers' next
+ * poll.
+ *
+ * Request ids carry the Citus group of the node that queued them (queue.h),
+ * so that ids a pushed-down query returns from several nodes are distinct,
+ * and wait(), cancel_requests() and retry_requests() refuse another node's
+ * rather than act on a request of theirs that has the same number.
  *
  *-------------------------------------------------------------------------
  */
@@ -34,14 +42,18 @@
 #include "storage/ipc.h"
 #include "storage/lock.h"
 #include "storage/shmem.h"
+#include "tcop/utility.h"
 #include "utils/acl.h"
+#include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
+#include "utils/memutils.h"
 #include "utils/regproc.h"
 #include "utils/snapmgr.h"
 #include "utils/syscache.h"
 #include "utils/timestamp.h"
 
+#include "cluster.h"
 #include "compat.h"
 #include "guc.h"
 #include "queue.h"
@@ -63,6 +75,20 @@ static bool xact_callback_registered = false;
 static Oid	counted_role = InvalidOid;
 static int64 counted_open = 0;
 
+/*
+ * The GIDs of the transactions this session prepared after enqueueing or
+ * cancelling, in TopMemoryContext, newest last: their COMMIT PREPARED
+ * wakes the workers.  A few are enough (a session prepares one at a time);
+ * past QC_PREPARED_KEPT the oldest is forgotten, and its requests wait for
+ * the workers' poll.
+ */
+#define QC_PREPARED_KEPT 16
+static List *prepared_wakes = NIL;
+
+static ProcessUtility_hook_type prev_utility_hook = NULL;
+static void queue_utility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree,
+						  ProcessUtilityContext context, ParamListInfo params,
+						  QueryEnvironment *queryEnv, DestReceiver *dest, QueryCompletion *qc);
 static shmem_request_hook_type prev_shmem_request_hook = NULL;
 static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
 
@@ -95,6 +121,8 @@ queue_shmem_startup(void)
 void
 qc_queue_init(void)
 {
+	prev_utility_hook = ProcessUtility_hook;
+	ProcessUtility_hook = queue_utility;
 	prev_shmem_request_hook = shmem_request_hook;
 	shmem_request_hook = queue_shmem_request;
 	prev_shmem_startup_hook = shmem_startup_hook;
@@ -191,6 +219,102 @@ void
 qc_queue_wake_at_commit(void)
 {
 	note(&xact_wakes_workers);
+}
+
+/* Keep gid, prepared by a transaction that wakes the workers. */
+static void
+remember_prepared(const char *gid)
+{
+	MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
+
+	if (list_length(prepared_wakes) >= QC_PREPARED_KEPT)
+	{
+		pfree(linitial(prepared_wakes));
+		prepared_wakes = list_delete_first(prepared_wakes);
+	}
+	prepared_wakes = lappend(prepared_wakes, pstrdup(gid));
+	MemoryContextSwitchTo(old);
+}
+
+/* Forget gid; returns whether it was kept. */
+static bool
+forget_prepared(const char *gid)
+{
+	ListCell   *lc;
+
+	foreach(lc, prepared_wakes)
+	{
+		char	   *kept = lfirst(lc);
+
+		if (strcmp(kept, gid) == 0)
+		{
+			prepared_wakes = foreach_delete_current(prepared_wakes, lc);
+			pfree(kept);
+			return true;
+		}
+	}
+	return false;
+}
+
+/*
+ * PREPARE TRANSACTION of a transaction that enqueued keeps its GID (the
+ * transaction callback only learns that it was prepared, not as what);
+ * COMMIT PREPARED of a GID kept wakes the workers once the commit is done.
+ */
+static void
+queue_utility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree,
+			  ProcessUtilityContext context, ParamListInfo params,
+			  QueryEnvironment *queryEnv, DestReceiver *dest, QueryCompletion *qc)
+{
+	TransactionStmt *stmt = IsA(pstmt->utilityStmt, TransactionStmt) ?
+		(TransactionStmt *) pstmt->utilityStmt : NULL;
+
+	if (stmt != NULL && stmt->kind == TRANS_STMT_PREPARE && xact_wakes_workers)
+		remember_prepared(stmt->gid);
+	if (prev_utility_hook)
+		prev_utility_hook(pstmt, queryString, readOnlyTree, context, params, queryEnv, dest, qc);
+	else
+		standard_ProcessUtility(pstmt, queryString, readOnlyTree, context, params, queryEnv,
+								dest, qc);
+	if (stmt != NULL && (stmt->kind == TRANS_STMT_COMMIT_PREPARED ||
+						 stmt->kind == TRANS_STMT_ROLLBACK_PREPARED) &&
+		forget_prepared(stmt->gid) && stmt->kind == TRANS_STMT_COMMIT_PREPARED)
+		wake_workers();
+}
+
+int64
+qc_queue_id_base(void)
+{
+	return (int64) qc_cluster_group() << QC_NODE_ID_SHIFT;
+}
+
+void
+qc_queue_check_ids(ArrayType *ids, const char *what)
+{
+	Datum	   *elems;
+	bool	   *nulls;
+	int			n;
+	int64		here;
+
+	if (!qc_cluster_active())
+		return;
+	here = qc_cluster_group();
+	deconstruct_array(ids, INT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE, &elems, &nulls, &n);
+	for (int i = 0; i < n; i++)
+	{
+		int64		id = nulls[i] ? 0 : DatumGetInt64(elems[i]);
+
+		/* ids below 1 name no request on any node */
+		if (id > 0 && (id >> QC_NODE_ID_SHIFT) != here)
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("request %lld was queued on another node of the Citus cluster",
+							(long long) id),
+					 errdetail("A request id carries the group of the node that queued it: group %lld, and this node is group %lld.",
+							   (long long) (id >> QC_NODE_ID_SHIFT), (long long) here),
+					 errhint("Call queryclaw.%s() on that node with its own requests' ids, for instance through run_command_on_all_nodes(); docs/citus.md shows how.",
+							 what)));
+	}
 }
 
 /*

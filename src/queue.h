@@ -42,6 +42,7 @@
 #include "storage/condition_variable.h"
 #include "storage/latch.h"
 #include "storage/spin.h"
+#include "utils/array.h"
 #include "utils/jsonb.h"
 
 /* Most async workers (queryclaw.async_workers' maximum). */
@@ -65,6 +66,24 @@ typedef struct QcQueueShared
 	 */
 	bool		recovered;
 } QcQueueShared;
+
+/*
+ * A request id is the node's Citus group id (0 on the coordinator, and
+ * without Citus) shifted by QC_NODE_ID_SHIFT bits, plus a number from the
+ * node's own sequence, as Citus makes its sequences' values unique across
+ * nodes: a node queues 2^48 requests before its ids meet the next node's.
+ */
+#define QC_NODE_ID_SHIFT 48
+
+/* What this node's request ids start from (the caller is in a transaction). */
+extern int64 qc_queue_id_base(void);
+
+/*
+ * On a Citus cluster, raise 0A000 for an id among ids (bigint[]) that
+ * another node queued: what (wait, cancel_requests, retry_requests) would
+ * find no request, or another request, under it here.
+ */
+extern void qc_queue_check_ids(ArrayType *ids, const char *what);
 
 /* _PG_init, while preloading: the shared memory hooks. */
 extern void qc_queue_init(void);
