@@ -299,3 +299,26 @@ csql -c "SELECT run_command_on_all_nodes('ALTER SYSTEM RESET queryclaw.host_rate
 # ---- the audit of the whole cluster
 qc_check "the audit of every node, from the coordinator" \
 	"$(csql -c "SELECT count(*) FROM run_command_on_all_nodes(\$\$SELECT count(*) FROM queryclaw.audit_log\$\$) WHERE result::int > 0")" 3
+
+# ---- QC_CITUS_BENCH=1: 10,000 async requests on one node against two workers
+# (docs/citus.md quotes the figures; not run by default: about a minute)
+if [ -n "${QC_CITUS_BENCH:-}" ]; then
+	n=10000
+	csql <<SQL >/dev/null
+CREATE TABLE bench_local (id bigint PRIMARY KEY, url text);
+INSERT INTO bench_local SELECT i, '$base/slow?ms=20&b=' || i FROM generate_series(1, $n) i;
+CREATE TABLE bench_dist (id bigint PRIMARY KEY, url text);
+SELECT create_distributed_table('bench_dist', 'id');
+INSERT INTO bench_dist SELECT * FROM bench_local;
+SQL
+	# $1: the table; $2: the SQL of the nodes' unfinished bench requests
+	bench() {
+		local start=$(date +%s%N)
+		csql -c "SELECT count(queryclaw.api_call_async(url, context => '{\"bench\": true}')) FROM $1" >/dev/null
+		until_true "SELECT ($2) = 0" 600
+		echo $((($(date +%s%N) - start) / 1000000))
+	}
+	one=$(bench bench_local "SELECT count(*) FROM queryclaw.requests WHERE context ? 'bench' AND finished_at IS NULL")
+	two=$(bench bench_dist "SELECT sum(result::int) FROM run_command_on_workers(\$q\$SELECT count(*) FROM queryclaw.requests WHERE context ? 'bench' AND finished_at IS NULL\$q\$)")
+	echo "== $n api_call_async to a 20 ms loopback API, from the SELECT until all final: $one ms on one node, $two ms on two workers"
+fi

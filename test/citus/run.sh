@@ -23,7 +23,7 @@ set -uo pipefail
 . "$(dirname "$0")/../lib.sh"
 
 # What build.sh needs besides the server's -dev package.
-citus_packages="libkrb5-dev libzstd-dev liblz4-dev"
+citus_packages="libkrb5-dev libzstd-dev liblz4-dev libicu-dev"
 citus_src=${QC_CITUS_SRC:-}
 for dir in "$QC_ROOT/../shared/citus" /tmp/queryclaw-out/citus; do
 	[ -z "$citus_src" ] && [ -r "$dir/build.sh" ] && citus_src=$(cd "$dir" && pwd)
