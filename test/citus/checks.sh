@@ -281,6 +281,21 @@ echo "== max_calls_per_hour = 30 on 3 nodes: $admitted of 60 calls on two worker
 qc_check "max_calls_per_hour holds for the cluster, not for each node" \
 	"$([ "${admitted:-99}" -le 30 ] && [ "${admitted:-0}" -ge 10 ] && echo yes)" yes
 
+# the same budget for queued requests (another role: the first spent its hour)
+csql <<SQL >/dev/null || echo "not ok - the role limited_async"
+CREATE ROLE limited_async LOGIN;
+GRANT SELECT ON companies TO limited_async;
+GRANT EXECUTE ON FUNCTION queryclaw.api_call_async(text, text, jsonb, text, integer, regprocedure, jsonb, text) TO limited_async;
+ALTER ROLE limited_async SET queryclaw.max_calls_per_hour = 30;
+SQL
+csql -c "SET ROLE limited_async" -c "SELECT count(queryclaw.api_call_async(url || '&budget')) FROM companies WHERE id BETWEEN 401 AND 460" >/dev/null
+until_true "SELECT sum(result::int) = 60 FROM run_command_on_workers(\$\$SELECT count(*) FROM queryclaw.requests WHERE role = 'limited_async'::regrole AND (state IN ('done', 'failed') OR waiting LIKE 'max_calls_per_hour%')\$\$)" 20
+states=$(csql -c "SELECT string_agg(result, ' ') FROM run_command_on_workers(\$\$SELECT count(*) FILTER (WHERE state = 'done') || ' done, ' || count(*) FILTER (WHERE state = 'failed') || ' failed, ' || count(*) FILTER (WHERE state NOT IN ('done', 'failed')) || ' waiting;' FROM queryclaw.requests WHERE role = 'limited_async'::regrole\$\$)")
+done_async=$(on_workers_sum "SELECT count(*) FROM queryclaw.requests WHERE role = 'limited_async'::regrole AND state = 'done'")
+echo "== max_calls_per_hour = 30 on 3 nodes, 60 queued requests on two workers: $states"
+qc_check "max_calls_per_hour holds for the cluster's queued requests too" \
+	"$([ "${done_async:-99}" -le 30 ] && [ "${done_async:-0}" -ge 10 ] && echo yes)" yes
+
 csql -c "SELECT run_command_on_all_nodes('ALTER SYSTEM SET queryclaw.host_rate_limit = ''127.0.0.1=30/s''')" \
 	-c "SELECT run_command_on_all_nodes('SELECT pg_reload_conf()')" >/dev/null ||
 	echo "not ok - host_rate_limit set on every node"
