@@ -15,11 +15,12 @@
  * transaction wrote a request; at commit the workers' latches are set, so
  * a worker never looks for rows that are not yet visible, and a rolled-back
  * enqueue wakes nobody.  A transaction that enqueued and is prepared
- * (PREPARE TRANSACTION, as every multi-shard write on Citus is) has its
- * GID kept by the session, and its COMMIT PREPARED in that session wakes
- * the workers once it has run; committed from another session (a
- * transaction manager's recovery), its requests go at the workers' next
- * poll.
+ * (PREPARE TRANSACTION, as every multi-node write on Citus is) has its
+ * GID kept in shared memory, and its COMMIT PREPARED, in any session,
+ * wakes the workers once it has run.  The last QC_PREPARED_KEPT such GIDs
+ * are kept, and none across a restart: a transaction committed after
+ * that many others were prepared, or after a restart, waits for the
+ * workers' next poll.
  *
  * Request ids carry the Citus group of the node that queued them (queue.h),
  * so that ids a pushed-down query returns from several nodes are distinct,
@@ -36,6 +37,7 @@
 #include "catalog/namespace.h"
 #include "catalog/pg_class.h"
 #include "commands/dbcommands.h"
+#include "common/hashfn.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
 #include "nodes/makefuncs.h"
@@ -47,7 +49,6 @@
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
-#include "utils/memutils.h"
 #include "utils/regproc.h"
 #include "utils/snapmgr.h"
 #include "utils/syscache.h"
@@ -74,16 +75,6 @@ static bool xact_callback_registered = false;
  */
 static Oid	counted_role = InvalidOid;
 static int64 counted_open = 0;
-
-/*
- * The GIDs of the transactions this session prepared after enqueueing or
- * cancelling, in TopMemoryContext, newest last: their COMMIT PREPARED
- * wakes the workers.  A few are enough (a session prepares one at a time);
- * past QC_PREPARED_KEPT the oldest is forgotten, and its requests wait for
- * the workers' poll.
- */
-#define QC_PREPARED_KEPT 16
-static List *prepared_wakes = NIL;
 
 static ProcessUtility_hook_type prev_utility_hook = NULL;
 static void queue_utility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree,
@@ -221,45 +212,51 @@ qc_queue_wake_at_commit(void)
 	note(&xact_wakes_workers);
 }
 
+/* A GID as the ring of prepared transactions keeps it: never 0 (a free slot). */
+static uint32
+gid_hash(const char *gid)
+{
+	return hash_bytes((const unsigned char *) gid, strlen(gid)) | 1;
+}
+
 /* Keep gid, prepared by a transaction that wakes the workers. */
 static void
 remember_prepared(const char *gid)
 {
-	MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
+	uint32		h = gid_hash(gid);
 
-	if (list_length(prepared_wakes) >= QC_PREPARED_KEPT)
-	{
-		pfree(linitial(prepared_wakes));
-		prepared_wakes = list_delete_first(prepared_wakes);
-	}
-	prepared_wakes = lappend(prepared_wakes, pstrdup(gid));
-	MemoryContextSwitchTo(old);
-}
-
-/* Forget gid; returns whether it was kept. */
-static bool
-forget_prepared(const char *gid)
-{
-	ListCell   *lc;
-
-	foreach(lc, prepared_wakes)
-	{
-		char	   *kept = lfirst(lc);
-
-		if (strcmp(kept, gid) == 0)
-		{
-			prepared_wakes = foreach_delete_current(prepared_wakes, lc);
-			pfree(kept);
-			return true;
-		}
-	}
-	return false;
+	SpinLockAcquire(&shared->mutex);
+	shared->prepared_gid[shared->next_prepared] = h;
+	shared->next_prepared = (shared->next_prepared + 1) % QC_PREPARED_KEPT;
+	SpinLockRelease(&shared->mutex);
 }
 
 /*
- * PREPARE TRANSACTION of a transaction that enqueued keeps its GID (the
- * transaction callback only learns that it was prepared, not as what);
- * COMMIT PREPARED of a GID kept wakes the workers once the commit is done.
+ * Forget gid; returns whether it was kept.  (Two GIDs of the same hash
+ * wake the workers once more than needed: a pass that finds nothing.)
+ */
+static bool
+forget_prepared(const char *gid)
+{
+	uint32		h = gid_hash(gid);
+	bool		found = false;
+
+	SpinLockAcquire(&shared->mutex);
+	for (int i = 0; i < QC_PREPARED_KEPT && !found; i++)
+		if (shared->prepared_gid[i] == h)
+		{
+			shared->prepared_gid[i] = 0;
+			found = true;
+		}
+	SpinLockRelease(&shared->mutex);
+	return found;
+}
+
+/*
+ * PREPARE TRANSACTION of a transaction that enqueued keeps its GID in
+ * shared memory (the transaction callback only learns that it was
+ * prepared, not as what); COMMIT PREPARED of a GID kept, in any session,
+ * wakes the workers once the commit is done.
  */
 static void
 queue_utility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree,

@@ -29,9 +29,10 @@
  *   (... WHERE state = 'running' finds no row).
  * - Retention (qc_queue_purge) deletes only rows with finished_at set.
  *
- * Locking rules of QcQueueShared: the mutex protects worker_latch and
- * recovered; finished is a condition variable (no lock).  Nothing is done under the mutex but reading or writing
- * those fields.  Fields are appended at the end of the struct.
+ * Locking rules of QcQueueShared: the mutex protects worker_latch,
+ * recovered, prepared_gid and next_prepared; finished is a condition
+ * variable (no lock).  Nothing is done under the mutex but reading or
+ * writing those fields.  Fields are appended at the end of the struct.
  *
  *-------------------------------------------------------------------------
  */
@@ -47,6 +48,9 @@
 
 /* Most async workers (queryclaw.async_workers' maximum). */
 #define QC_ASYNC_MAX_WORKERS 16
+
+/* Prepared transactions whose COMMIT PREPARED wakes the workers, at most. */
+#define QC_PREPARED_KEPT 64
 
 /* The function names a request's func holds. */
 #define QC_FUNC_WEB_FETCH_ASYNC "web_fetch_async"
@@ -65,6 +69,14 @@ typedef struct QcQueueShared
 	 * were put back in the queue (asyncworker.c); set once per start
 	 */
 	bool		recovered;
+	/*
+	 * the GIDs (hashed, never 0; 0 is a free slot) of the last
+	 * QC_PREPARED_KEPT transactions prepared after enqueueing or
+	 * cancelling, whose COMMIT PREPARED wakes the workers (queue.c); a
+	 * ring, next_prepared its next slot
+	 */
+	uint32		prepared_gid[QC_PREPARED_KEPT];
+	int			next_prepared;
 } QcQueueShared;
 
 /*

@@ -180,7 +180,8 @@ twopc_ms=$(csql -c "SELECT max(result::numeric)::int FROM run_command_on_workers
 	FROM queryclaw.requests WHERE context ? 'event'\$\$)")
 
 # the same on one worker: prepared and committed in one session (as Citus
-# does), then prepared in one and committed in another (the workers' poll)
+# does), then prepared in one and committed in another (as a transaction
+# manager's recovery does)
 one_worker_2pc() {
 	nsql 5433 <<SQL >/dev/null
 BEGIN;
@@ -202,10 +203,22 @@ SQL
 }
 same_ms=$(one_worker_2pc same)
 other_ms=$(one_worker_2pc other)
+# and what the workers do without a wake-up (as before for any two-phase
+# commit): a row written by hand, found at their next poll
+nsql 5433 -c "INSERT INTO queryclaw.requests (role, func, request, context)
+	SELECT role, func, request, '{\"twopc\": \"poll\"}' FROM queryclaw.requests WHERE context->>'twopc' = 'same'" >/dev/null
+until_poll="SELECT round(extract(epoch FROM finished_at - created_at) * 1000) FROM queryclaw.requests
+	WHERE context->>'twopc' = 'poll' AND finished_at IS NOT NULL"
+for _ in $(seq 100); do
+	poll_ms=$(nsql 5433 -c "$until_poll")
+	[ -n "$poll_ms" ] && break
+	sleep 0.05
+done
 echo "== from commit to final state: $twopc_ms ms at most for a Citus multi-row INSERT (40 rows, two-phase);" \
-	"$same_ms ms for COMMIT PREPARED in the session that prepared, $other_ms ms in another session (the workers' poll)"
-qc_check "a Citus two-phase commit wakes the async workers (under 300 ms)" \
-	"$([ "${twopc_ms:-9999}" -lt 300 ] && [ "${same_ms:-9999}" -lt 300 ] && echo yes)" yes
+	"$same_ms ms for COMMIT PREPARED in the session that prepared, $other_ms ms in another session;" \
+	"${poll_ms:-?} ms without a wake-up (the workers' poll)"
+qc_check "a two-phase commit wakes the async workers (under 300 ms), in any session" \
+	"$([ "${twopc_ms:-9999}" -lt 300 ] && [ "${same_ms:-9999}" -lt 300 ] && [ "${other_ms:-9999}" -lt 300 ] && echo yes)" yes
 
 # ---- a colocated distributed function queues on the node of its shard
 csql <<'SQL' >/dev/null || echo "not ok - the distributed function enrich"
