@@ -324,6 +324,21 @@ qc_check "host_rate_limit holds for the cluster, not for each node" \
 csql -c "SELECT run_command_on_all_nodes('ALTER SYSTEM RESET queryclaw.host_rate_limit')" \
 	-c "SELECT run_command_on_all_nodes('SELECT pg_reload_conf()')" >/dev/null
 
+# max_host_concurrency = 6 on 3 nodes: each async worker's transfers to the
+# fixture at most 2 at once, so at most 8 from the two workers' two each
+csql -c "SELECT run_command_on_all_nodes('ALTER SYSTEM SET queryclaw.max_host_concurrency = 6')" \
+	-c "SELECT run_command_on_all_nodes('SELECT pg_reload_conf()')" \
+	-c "SELECT queryclaw.api_call('$base/stats/reset', 'POST')" >/dev/null
+sleep 0.3
+csql -c "SELECT count(queryclaw.api_call_async('$base/slow?ms=300&c=' || id, context => '{\"conc\": true}')) FROM companies WHERE id <= 60" >/dev/null
+until_true "SELECT sum(result::int) = 60 FROM run_command_on_workers(\$\$SELECT count(*) FROM queryclaw.requests WHERE context ? 'conc' AND finished_at IS NOT NULL\$\$)" 60
+peak=$(csql -c "SELECT queryclaw.api_call('$base/stats')->'body'->>'slow_peak'")
+echo "== max_host_concurrency = 6 on 3 nodes: at most $peak requests at once from two workers (two async workers each)"
+qc_check "max_host_concurrency holds for the cluster, not for each node" \
+	"$([ "${peak:-99}" -le 8 ] && echo yes)" yes
+csql -c "SELECT run_command_on_all_nodes('ALTER SYSTEM RESET queryclaw.max_host_concurrency')" \
+	-c "SELECT run_command_on_all_nodes('SELECT pg_reload_conf()')" >/dev/null
+
 # ---- the audit of the whole cluster
 qc_check "the audit of every node, from the coordinator" \
 	"$(csql -c "SELECT count(*) FROM run_command_on_all_nodes(\$\$SELECT count(*) FROM queryclaw.audit_log\$\$) WHERE result::int > 0")" 3
