@@ -61,6 +61,7 @@ OBJS = \
 	src/qwait.o \
 	src/qretry.o \
 	src/hostlimits.o \
+	src/cluster.o \
 	src/compat.o
 DATA = sql/queryclaw_ext--0.1.sql sql/queryclaw_ext--0.1--0.2.sql
 PGFILEDESC = "queryclaw_ext - policy-checked, audited HTTP from SQL"
@@ -112,13 +113,17 @@ endif
 $(OBJS:.o=.bc): %.bc: %.o
 EXTRA_CLEAN = $(OBJS:.o=.d) test/unit/test_rules test/unit/test_retry test/unit/test_hostrate
 
-.PHONY: test test-llm-server demo deps bench bench-content deb
+.PHONY: test test-citus test-llm-server demo deps bench bench-content deb
 deps:
 	bash test/deps.sh
 # make test: this machine's PostgreSQL; make test PG=17 (or 18): that major,
 # from the Debian release that ships it (test/pgroot.sh).
 test:
 	PG=$(PG) bash test/run.sh
+# On a Citus cluster (a coordinator and two workers) built from the Citus
+# source beside this tree (test/citus/run.sh); PG=17 for that major.
+test-citus:
+	PG=$(PG) bash test/citus/run.sh
 # The LLM loop against a real model server: llama.cpp's llama-server from
 # Debian unstable, with a tiny generated model (test/llama/run.sh; run once
 # by .ci/run, not by make test).

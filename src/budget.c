@@ -30,6 +30,7 @@
 #include "utils/timestamp.h"
 
 #include "budget.h"
+#include "cluster.h"
 #include "guc.h"
 #include "ratelimit.h"
 #include "rolecount.h"
@@ -55,7 +56,7 @@ bool
 qc_budget_admit(QcVerdict *v)
 {
 	/* counting nothing: a reply's tokens are counted (qc_budget_count) */
-	return qc_rolecounts_admit(&tokens, 0, qc_max_tokens_per_day, v);
+	return qc_rolecounts_admit(&tokens, 0, qc_cluster_share(qc_max_tokens_per_day), v);
 }
 
 void

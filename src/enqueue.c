@@ -214,10 +214,10 @@ insert_request(FunctionCallInfo fcinfo, const char *func, RequestJson *r, int ar
 {
 	static SPIPlanPtr insert_plan = NULL;
 	static SPIPlanPtr secret_plan = NULL;
-	Oid			types[9] = {REGROLEOID, TEXTOID, JSONBOID, TEXTOID, JSONBOID, TEXTOID,
-	BOOLOID, TEXTOID, TEXTOID};
-	Datum		values[9];
-	char		nulls[9] = {' ', ' ', ' ', 'n', 'n', 'n', ' ', 'n', 'n'};
+	Oid			types[10] = {REGROLEOID, TEXTOID, JSONBOID, TEXTOID, JSONBOID, TEXTOID,
+	BOOLOID, TEXTOID, TEXTOID, INT8OID};
+	Datum		values[10];
+	char		nulls[10] = {' ', ' ', ' ', 'n', 'n', 'n', ' ', 'n', 'n', ' '};
 	Oid			role = GetUserId();
 	char	   *query = qc_audit_statement(call);
 	QcQueueAsOwner save;
@@ -255,13 +255,18 @@ insert_request(FunctionCallInfo fcinfo, const char *func, RequestJson *r, int ar
 		nulls[8] = ' ';
 	}
 
+	/* the node's own range of ids (queue.h) */
+	values[9] = Int64GetDatum(qc_queue_id_base());
+
 	qc_queue_begin_as_owner(&save);
 	qc_queue_admit(role);
 	qc_queue_plan(&insert_plan,
 				  "INSERT INTO queryclaw.requests"
-				  " (role, func, request, callback, context, idempotency_key, redacted, query,"
-				  " waiting)"
-				  " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING id", 9, types);
+				  " (id, role, func, request, callback, context, idempotency_key, redacted, query,"
+				  " waiting) OVERRIDING SYSTEM VALUE"
+				  " VALUES ($10 OPERATOR(pg_catalog.+)"
+				  " pg_catalog.nextval('queryclaw.requests_id_seq'::pg_catalog.regclass),"
+				  " $1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING id", 10, types);
 	if (SPI_execute_plan(insert_plan, values, nulls, false, 1) != SPI_OK_INSERT_RETURNING ||
 		SPI_processed != 1)
 		elog(ERROR, "could not insert a request");

@@ -93,6 +93,10 @@ int64		qc_async_retention_us = 0;
 int			qc_max_queued_per_role = 0;
 /* ---- end of the asynchronous queue settings ---- */
 
+/* ---- on a Citus cluster (cluster.c) ---- */
+int			qc_cluster_nodes = 1;
+/* ---- end of the settings on a Citus cluster ---- */
+
 static const QcAddrList empty_addr_list = {0};
 static const QcHostList empty_host_list = {0};
 
@@ -642,6 +646,25 @@ define_async_settings(void)
 
 /* ---- end of the asynchronous queue settings ---- */
 
+/* ---- on a Citus cluster (cluster.c) ---- */
+
+/*
+ * The number of nodes the per-role and per-host limits are shared out
+ * between: each node applies its share, so that the nodes together hold
+ * the limits as configured (docs/citus.md).
+ */
+static void
+define_cluster_settings(void)
+{
+	DefineCustomIntVariable("queryclaw.cluster_nodes",
+							"Sets the number of nodes that share the per-role and per-host limits.",
+							"Each node applies max_calls_per_hour, max_tokens_per_day, host_rate_limit and max_host_concurrency divided by it (at least 1 call, token or request), so that as many nodes together hold the limits as configured.  Set it on every node of a Citus cluster that makes calls.",
+							&qc_cluster_nodes, 1, 1, 10000, PGC_SIGHUP, 0,
+							NULL, NULL, NULL);
+}
+
+/* ---- end of the settings on a Citus cluster ---- */
+
 void
 qc_guc_init(void)
 {
@@ -736,6 +759,7 @@ qc_guc_init(void)
 	define_audit_settings();
 	define_agent_settings();
 	define_async_settings();
+	define_cluster_settings();
 
 	MarkGUCPrefixReserved("queryclaw");
 }

@@ -82,6 +82,9 @@ extern int	qc_callback_timeout;	/* milliseconds */
 extern int	qc_max_queued_per_role;
 extern char *qc_host_rate_limit;
 
+/* on a Citus cluster (cluster.c): the nodes sharing the limits */
+extern int	qc_cluster_nodes;
+
 /* parsed forms of the list settings; never NULL once the GUCs exist */
 extern const QcAddrList *qc_local_allowlist_parsed;
 extern const QcHostList *qc_allowed_hosts_parsed;

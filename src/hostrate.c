@@ -35,6 +35,7 @@
 #include "utils/timestamp.h"
 
 #include "bucket.h"
+#include "cluster.h"
 #include "guc.h"
 #include "hostname.h"
 #include "hostrate.h"
@@ -100,7 +101,7 @@ evict_idle_hosts(int64 now)
 	{
 		const QcRateRule *rule = qc_rate_list_match(qc_host_rate_limit_parsed, e->host);
 
-		if (rule == NULL || qc_bucket_idle(&e->bucket, rule->per_second, now))
+		if (rule == NULL || qc_bucket_idle(&e->bucket, qc_cluster_share_rate(rule->per_second), now))
 			hash_search(buckets, e->host, HASH_REMOVE, NULL);
 	}
 }
@@ -128,8 +129,9 @@ qc_hostrate_admit(const char *host, TimestampTz now, TimestampTz *go_at)
 	if (e != NULL)
 	{
 		if (!found)
-			qc_bucket_init(&e->bucket, rule->per_second, now);
-		go = qc_bucket_take(&e->bucket, rule->per_second, now, &wait_us);
+			qc_bucket_init(&e->bucket, qc_cluster_share_rate(rule->per_second), now);
+		go = qc_bucket_take(&e->bucket, qc_cluster_share_rate(rule->per_second), now,
+							 &wait_us);
 	}
 	LWLockRelease(lock);
 	if (e == NULL)

@@ -52,6 +52,7 @@
 #include "utils/timestamp.h"
 #include "utils/wait_event.h"
 
+#include "cluster.h"
 #include "compat.h"
 #include "content.h"
 #include "guc.h"
@@ -858,7 +859,7 @@ host_has_room(Slot *slots, int nslots, QcCall *call)
 	int			busy = 0;
 
 	/* no host can have too many (a single call): no URL is parsed for it */
-	if (nslots <= qc_max_host_concurrency)
+	if (nslots <= qc_cluster_share(qc_max_host_concurrency))
 		return true;
 	host = call_host(call);
 	/* an unparsable URL ends at once in start_hop, without a connection */
@@ -867,7 +868,7 @@ host_has_room(Slot *slots, int nslots, QcCall *call)
 	for (int i = 0; i < nslots; i++)
 		if (slots[i].call != NULL && strcmp(slots[i].call->host, host) == 0)
 			busy++;
-	return busy < qc_max_host_concurrency;
+	return busy < qc_cluster_share(qc_max_host_concurrency);
 }
 
 /*

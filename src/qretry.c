@@ -104,6 +104,7 @@ retry_requests(PG_FUNCTION_ARGS)
 	Retryable	found;
 
 	qc_queue_require("retry_requests");
+	qc_queue_check_ids(PG_GETARG_ARRAYTYPE_P(0), "retry_requests");
 	qc_queue_begin_as_owner(&save);
 	find_retryable(PG_GETARG_DATUM(0), role, &found);
 	for (int i = 0; i < found.n; i++)

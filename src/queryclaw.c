@@ -46,6 +46,7 @@
  *	asyncworker.c	the async workers: claim, recovery, retention
  *	asyncrun.c	a role's requests run as that role: retries, final states, callbacks
  *	rolesession.c	a role's session in a worker: settings, identity, bounded callbacks
+ *	cluster.c	on a Citus cluster: the node's group, limits' shares, GRANTs sent to workers
  *
  *-------------------------------------------------------------------------
  */
@@ -58,6 +59,7 @@
 #include "auditq.h"
 #include "bgsession.h"
 #include "budget.h"
+#include "cluster.h"
 #include "compat.h"
 #include "guc.h"
 #include "hostrate.h"
@@ -89,4 +91,5 @@ _PG_init(void)
 	qc_hostrate_init();
 	qc_queue_init();
 	qc_asyncworker_init();
+	qc_cluster_init();
 }

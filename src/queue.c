@@ -14,9 +14,18 @@
  * The wake-up is a transaction callback: an enqueue only notes that its
  * transaction wrote a request; at commit the workers' latches are set, so
  * a worker never looks for rows that are not yet visible, and a rolled-back
- * enqueue wakes nobody.  (A prepared transaction committed later by
- * COMMIT PREPARED wakes nobody either: its requests go at the workers'
- * next poll.)
+ * enqueue wakes nobody.  A transaction that enqueued and is prepared
+ * (PREPARE TRANSACTION, as every multi-node write on Citus is) has its
+ * GID kept in shared memory, and its COMMIT PREPARED, in any session,
+ * wakes the workers once it has run.  The last QC_PREPARED_KEPT such GIDs
+ * are kept, and none across a restart: a transaction committed after
+ * that many others were prepared, or after a restart, waits for the
+ * workers' next poll.
+ *
+ * Request ids carry the Citus group of the node that queued them (queue.h),
+ * so that ids a pushed-down query returns from several nodes are distinct,
+ * and wait(), cancel_requests() and retry_requests() refuse another node's
+ * rather than act on a request of theirs that has the same number.
  *
  *-------------------------------------------------------------------------
  */
@@ -28,13 +37,16 @@
 #include "catalog/namespace.h"
 #include "catalog/pg_class.h"
 #include "commands/dbcommands.h"
+#include "common/hashfn.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
 #include "nodes/makefuncs.h"
 #include "storage/ipc.h"
 #include "storage/lock.h"
 #include "storage/shmem.h"
+#include "tcop/utility.h"
 #include "utils/acl.h"
+#include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/regproc.h"
@@ -42,6 +54,7 @@
 #include "utils/syscache.h"
 #include "utils/timestamp.h"
 
+#include "cluster.h"
 #include "compat.h"
 #include "guc.h"
 #include "queue.h"
@@ -63,6 +76,10 @@ static bool xact_callback_registered = false;
 static Oid	counted_role = InvalidOid;
 static int64 counted_open = 0;
 
+static ProcessUtility_hook_type prev_utility_hook = NULL;
+static void queue_utility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree,
+						  ProcessUtilityContext context, ParamListInfo params,
+						  QueryEnvironment *queryEnv, DestReceiver *dest, QueryCompletion *qc);
 static shmem_request_hook_type prev_shmem_request_hook = NULL;
 static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
 
@@ -95,6 +112,8 @@ queue_shmem_startup(void)
 void
 qc_queue_init(void)
 {
+	prev_utility_hook = ProcessUtility_hook;
+	ProcessUtility_hook = queue_utility;
 	prev_shmem_request_hook = shmem_request_hook;
 	shmem_request_hook = queue_shmem_request;
 	prev_shmem_startup_hook = shmem_startup_hook;
@@ -191,6 +210,108 @@ void
 qc_queue_wake_at_commit(void)
 {
 	note(&xact_wakes_workers);
+}
+
+/* A GID as the ring of prepared transactions keeps it: never 0 (a free slot). */
+static uint32
+gid_hash(const char *gid)
+{
+	return hash_bytes((const unsigned char *) gid, strlen(gid)) | 1;
+}
+
+/* Keep gid, prepared by a transaction that wakes the workers. */
+static void
+remember_prepared(const char *gid)
+{
+	uint32		h = gid_hash(gid);
+
+	SpinLockAcquire(&shared->mutex);
+	shared->prepared_gid[shared->next_prepared] = h;
+	shared->next_prepared = (shared->next_prepared + 1) % QC_PREPARED_KEPT;
+	SpinLockRelease(&shared->mutex);
+}
+
+/*
+ * Forget gid; returns whether it was kept.  (Two GIDs of the same hash
+ * wake the workers once more than needed: a pass that finds nothing.)
+ */
+static bool
+forget_prepared(const char *gid)
+{
+	uint32		h = gid_hash(gid);
+	bool		found = false;
+
+	SpinLockAcquire(&shared->mutex);
+	for (int i = 0; i < QC_PREPARED_KEPT && !found; i++)
+		if (shared->prepared_gid[i] == h)
+		{
+			shared->prepared_gid[i] = 0;
+			found = true;
+		}
+	SpinLockRelease(&shared->mutex);
+	return found;
+}
+
+/*
+ * PREPARE TRANSACTION of a transaction that enqueued keeps its GID in
+ * shared memory (the transaction callback only learns that it was
+ * prepared, not as what); COMMIT PREPARED of a GID kept, in any session,
+ * wakes the workers once the commit is done.
+ */
+static void
+queue_utility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree,
+			  ProcessUtilityContext context, ParamListInfo params,
+			  QueryEnvironment *queryEnv, DestReceiver *dest, QueryCompletion *qc)
+{
+	TransactionStmt *stmt = IsA(pstmt->utilityStmt, TransactionStmt) ?
+		(TransactionStmt *) pstmt->utilityStmt : NULL;
+
+	if (stmt != NULL && stmt->kind == TRANS_STMT_PREPARE && xact_wakes_workers)
+		remember_prepared(stmt->gid);
+	if (prev_utility_hook)
+		prev_utility_hook(pstmt, queryString, readOnlyTree, context, params, queryEnv, dest, qc);
+	else
+		standard_ProcessUtility(pstmt, queryString, readOnlyTree, context, params, queryEnv,
+								dest, qc);
+	if (stmt != NULL && (stmt->kind == TRANS_STMT_COMMIT_PREPARED ||
+						 stmt->kind == TRANS_STMT_ROLLBACK_PREPARED) &&
+		forget_prepared(stmt->gid) && stmt->kind == TRANS_STMT_COMMIT_PREPARED)
+		wake_workers();
+}
+
+int64
+qc_queue_id_base(void)
+{
+	return (int64) qc_cluster_group() << QC_NODE_ID_SHIFT;
+}
+
+void
+qc_queue_check_ids(ArrayType *ids, const char *what)
+{
+	Datum	   *elems;
+	bool	   *nulls;
+	int			n;
+	int64		here;
+
+	if (!qc_cluster_active())
+		return;
+	here = qc_cluster_group();
+	deconstruct_array(ids, INT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE, &elems, &nulls, &n);
+	for (int i = 0; i < n; i++)
+	{
+		int64		id = nulls[i] ? 0 : DatumGetInt64(elems[i]);
+
+		/* ids below 1 name no request on any node */
+		if (id > 0 && (id >> QC_NODE_ID_SHIFT) != here)
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("request %lld was queued on another node of the Citus cluster",
+							(long long) id),
+					 errdetail("A request id carries the group of the node that queued it: group %lld, and this node is group %lld.",
+							   (long long) (id >> QC_NODE_ID_SHIFT), (long long) here),
+					 errhint("Call queryclaw.%s() on that node with its own requests' ids, for instance through run_command_on_all_nodes(); docs/citus.md shows how.",
+							 what)));
+	}
 }
 
 /*

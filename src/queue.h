@@ -29,9 +29,10 @@
  *   (... WHERE state = 'running' finds no row).
  * - Retention (qc_queue_purge) deletes only rows with finished_at set.
  *
- * Locking rules of QcQueueShared: the mutex protects worker_latch and
- * recovered; finished is a condition variable (no lock).  Nothing is done under the mutex but reading or writing
- * those fields.  Fields are appended at the end of the struct.
+ * Locking rules of QcQueueShared: the mutex protects worker_latch,
+ * recovered, prepared_gid and next_prepared; finished is a condition
+ * variable (no lock).  Nothing is done under the mutex but reading or
+ * writing those fields.  Fields are appended at the end of the struct.
  *
  *-------------------------------------------------------------------------
  */
@@ -42,10 +43,14 @@
 #include "storage/condition_variable.h"
 #include "storage/latch.h"
 #include "storage/spin.h"
+#include "utils/array.h"
 #include "utils/jsonb.h"
 
 /* Most async workers (queryclaw.async_workers' maximum). */
 #define QC_ASYNC_MAX_WORKERS 16
+
+/* Prepared transactions whose COMMIT PREPARED wakes the workers, at most. */
+#define QC_PREPARED_KEPT 64
 
 /* The function names a request's func holds. */
 #define QC_FUNC_WEB_FETCH_ASYNC "web_fetch_async"
@@ -64,7 +69,33 @@ typedef struct QcQueueShared
 	 * were put back in the queue (asyncworker.c); set once per start
 	 */
 	bool		recovered;
+	/*
+	 * the GIDs (hashed, never 0; 0 is a free slot) of the last
+	 * QC_PREPARED_KEPT transactions prepared after enqueueing or
+	 * cancelling, whose COMMIT PREPARED wakes the workers (queue.c); a
+	 * ring, next_prepared its next slot
+	 */
+	uint32		prepared_gid[QC_PREPARED_KEPT];
+	int			next_prepared;
 } QcQueueShared;
+
+/*
+ * A request id is the node's Citus group id (0 on the coordinator, and
+ * without Citus) shifted by QC_NODE_ID_SHIFT bits, plus a number from the
+ * node's own sequence, as Citus makes its sequences' values unique across
+ * nodes: a node queues 2^48 requests before its ids meet the next node's.
+ */
+#define QC_NODE_ID_SHIFT 48
+
+/* What this node's request ids start from (the caller is in a transaction). */
+extern int64 qc_queue_id_base(void);
+
+/*
+ * On a Citus cluster, raise 0A000 for an id among ids (bigint[]) that
+ * another node queued: what (wait, cancel_requests, retry_requests) would
+ * find no request, or another request, under it here.
+ */
+extern void qc_queue_check_ids(ArrayType *ids, const char *what);
 
 /* _PG_init, while preloading: the shared memory hooks. */
 extern void qc_queue_init(void);

@@ -146,6 +146,7 @@ queue_wait(PG_FUNCTION_ARGS)
 	if (PG_ARGISNULL(0))
 		return (Datum) 0;
 	ids = PG_GETARG_ARRAYTYPE_P(0);
+	qc_queue_check_ids(ids, "wait");
 	if (!forever)
 		deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
 											   timeout_ms(PG_GETARG_INTERVAL_P(1)));
@@ -190,6 +191,7 @@ cancel_requests(PG_FUNCTION_ARGS)
 	int32		n;
 
 	qc_queue_require("cancel_requests");
+	qc_queue_check_ids(PG_GETARG_ARRAYTYPE_P(0), "cancel_requests");
 	args[0] = PG_GETARG_DATUM(0);
 	args[1] = ObjectIdGetDatum(GetUserId());
 	qc_queue_begin_as_owner(&save);

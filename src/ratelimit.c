@@ -20,6 +20,7 @@
 
 #include "utils/timestamp.h"
 
+#include "cluster.h"
 #include "guc.h"
 #include "ratelimit.h"
 #include "rolecount.h"
@@ -53,5 +54,5 @@ qc_ratelimit_reopens(Oid role)
 bool
 qc_ratelimit_admit(QcVerdict *v)
 {
-	return qc_rolecounts_admit(&calls, 1, qc_max_calls_per_hour, v);
+	return qc_rolecounts_admit(&calls, 1, qc_cluster_share(qc_max_calls_per_hour), v);
 }

@@ -373,6 +373,22 @@ qc_count_results() {
 	fi
 }
 
+# Run a command that prints "ok - ..." and "not ok - ..." lines, show
+# them, and add them up in the caller's passed and failed; a command that
+# fails without saying "not ok" counts as a failure.
+qc_run_checks() {
+	local log="$QC_WORK/checks.log"
+	"$@" >"$log" 2>&1
+	local rc=$?
+	cat "$log"
+	passed=$((passed + $(grep -c '^ok ' "$log")))
+	failed=$((failed + $(grep -c '^not ok ' "$log")))
+	if [ "$rc" -ne 0 ] && ! grep -q '^not ok ' "$log"; then
+		echo "not ok - $* exited with status $rc"
+		failed=$((failed + 1))
+	fi
+}
+
 qc_psql() {
 	qc_as_pg "$QC_BINDIR/psql" -X -v ON_ERROR_STOP=1 -h "$QC_WORK" -p 5432 "$@"
 }

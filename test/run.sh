@@ -91,19 +91,8 @@ qc_test.ca_file = '$QC_WORK/tls/ca.pem'
 qc_test.llm_base = 'http://127.0.0.1:$llm_port'"
 
 # Run a command that prints "ok - ..." and "not ok - ..." lines, and add
-# them up; a command that fails without saying "not ok" counts as a failure.
-run_checks() {
-	local log="$QC_WORK/checks.log"
-	"$@" >"$log" 2>&1
-	local rc=$?
-	cat "$log"
-	passed=$((passed + $(grep -c '^ok ' "$log")))
-	failed=$((failed + $(grep -c '^not ok ' "$log")))
-	if [ "$rc" -ne 0 ] && ! grep -q '^not ok ' "$log"; then
-		echo "not ok - $* exited with status $rc"
-		failed=$((failed + 1))
-	fi
-}
+# them up (test/lib.sh).
+run_checks() { qc_run_checks "$@"; }
 
 # No two files of src/ use each other's functions, and each header declares
 # only its own file's (the build is done).

@@ -17,6 +17,7 @@ result checked, for test/run.sh to count.
 """
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -89,7 +90,7 @@ def run(readme, cmd):
     found = [b for b in blocks(readme) if b[1] == "sql"]
     ordered = [b for b in found if b[3] == INSTALL_SECTION] + [b for b in found if b[3] != INSTALL_SECTION]
     for number, _, text, _ in ordered:
-        title = f"README.md line {number}: {text.split(chr(10), 1)[0][:60]}"
+        title = f"{os.path.basename(readme)} line {number}: {text.split(chr(10), 1)[0][:60]}"
         before = conf_load_time(cmd) if "pg_reload_conf()" in text else None
         try:
             result = psql(cmd, "-q", "-f", "-", sql=text)
