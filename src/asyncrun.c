@@ -91,6 +91,7 @@
 #include "guc.h"
 #include "hostrate.h"
 #include "call.h"
+#include "cluster.h"
 #include "http.h"
 #include "json.h"
 #include "llmjob.h"
@@ -228,7 +229,8 @@ set_calls_wait(QcAsyncRequest *r, TimestampTz reopens)
 	TimestampTz now = GetCurrentTimestamp();
 
 	set_wait(r, QC_BUDGET_WAIT_MS,
-			 psprintf("max_calls_per_hour %d spent until %s", qc_max_calls_per_hour,
+			 psprintf("max_calls_per_hour %d spent until %s",
+					  qc_cluster_share(qc_max_calls_per_hour),
 					  timestamptz_to_str(reopens)));
 	r->next_at = Max(r->next_at,
 					 Min(reopens, TimestampTzPlusMilliseconds(now, QC_CALLS_WAIT_MAX_MS)));
@@ -974,7 +976,7 @@ static bool
 host_has_room(QcAsyncRequest *r, QcCall *call)
 {
 	HostLoad   *h = host_load(r->role, first_host(call));
-	int			cap = Min(qc_max_host_concurrency, worker_host_cap);
+	int			cap = qc_cluster_share(Min(qc_max_host_concurrency, worker_host_cap));
 
 	if (h->out < cap)
 		return true;
@@ -1078,7 +1080,8 @@ llm_failed(QcAsyncRequest *r, const ErrorData *edata)
 {
 	if (edata->sqlerrcode == ERRCODE_CONFIGURATION_LIMIT_EXCEEDED)
 		set_wait(r, QC_BUDGET_WAIT_MS,	/* a budget spent: wait, never fail */
-				 psprintf("max_tokens_per_day %d spent", qc_max_tokens_per_day));
+				 psprintf("max_tokens_per_day %d spent",
+						  qc_cluster_share(qc_max_tokens_per_day)));
 	else
 		set_failed(r, edata->sqlerrcode, edata->message);
 }
@@ -1185,7 +1188,7 @@ admit(QcAsyncFlight **flights, int n)
 	{
 		int64		used = qc_ratelimit_used(role);
 
-		calls_left = used < 0 ? 0 : qc_max_calls_per_hour - used;
+		calls_left = used < 0 ? 0 : qc_cluster_share(qc_max_calls_per_hour) - used;
 	}
 	for (int i = 0; i < n; i++)
 	{
