@@ -1224,13 +1224,14 @@ typedef struct Ended
 /*
  * Hand every finished transfer to finish_hop; free the slots of the calls
  * that are over, keeping those calls in *ended (with defer) or handing
- * them back.
+ * them back.  Returns how many calls are over.
  */
-static void
+static int
 collect_finished(Ended *ended, bool defer, const QcTransportHooks *hooks)
 {
 	CURLMsg    *msg;
 	int			left;
+	int			over = 0;
 
 	while ((msg = curl_multi_info_read(qc_multi, &left)) != NULL)
 	{
@@ -1244,15 +1245,20 @@ collect_finished(Ended *ended, bool defer, const QcTransportHooks *hooks)
 		if (finish_hop(slot, msg->data.result))
 			;					/* the next hop is under way */
 		else if (!defer)
+		{
 			end_call(slot, hooks);
+			over++;
+		}
 		else
 		{
 			slot->call->elapsed_ms = qc_call_elapsed_ms(slot->call);
 			ended->calls[ended->n++] = slot->call;
 			slot->call = NULL;
+			over++;
 		}
 		MemoryContextSwitchTo(old);
 	}
+	return over;
 }
 
 /*
@@ -1292,6 +1298,7 @@ qc_http_execute_many(QcCall **calls, int ncalls, int concurrency,
 			int			running;
 			CURLMcode	mc;
 			bool		fed = false;
+			int			over;
 
 			watch_calls(slots, nslots, &next_watch, hooks);
 			if (hooks->feed != NULL)
@@ -1307,9 +1314,14 @@ qc_http_execute_many(QcCall **calls, int ncalls, int concurrency,
 			if (mc != CURLM_OK)
 				elog(ERROR, "transfer failed: %s", curl_multi_strerror(mc));
 			hand_back(ended, hooks);
-			collect_finished(ended, anything_waiting(w), hooks);
-			/* slots came free: fill them before waiting */
-			if (ended->n == 0 && (running > 0 || any_resolving(slots, nslots)))
+			over = collect_finished(ended, anything_waiting(w), hooks);
+
+			/*
+			 * slots came free: fill them before waiting (a fed run asks its
+			 * feed first, for the calls that ended were handed back)
+			 */
+			if (ended->n == 0 && !(hooks->feed && over > 0) &&
+				(running > 0 || any_resolving(slots, nslots)))
 				wait_for_activity(hooks->feed ? QC_TRANSPORT_FEED_MS : QC_POLL_SLICE_MS);
 		}
 	}

@@ -133,9 +133,14 @@ ratio() {
 outcomes() {
 	qc_psql -At -d postgres -c "SELECT 'done: ' || count(*) FILTER (WHERE state = 'done') || ', failed: ' || count(*) FILTER (WHERE state = 'failed') FROM queryclaw.requests"
 }
+# The worker's CPU time so far (user + system), in seconds.
+worker_cpu() {
+	awk '{ printf "%.2f", ($14 + $15) / 100 }' "/proc/$(worker_pid)/stat"
+}
 floor=$(curl_floor 10000)
+cpu=$(worker_cpu)
 s=$(run_batch 10000 | tail -1)
-echo "10000 api_call_async to a 20 ms endpoint, callbacks included, fresh queue: $s s; floor (curl, 64 in flight) $floor s: $(ratio "$s" "$floor")"
+echo "10000 api_call_async to a 20 ms endpoint, callbacks included, fresh queue: $s s (worker CPU $(awk -v a="$cpu" -v b="$(worker_cpu)" 'BEGIN { printf "%.2f", b - a }') s); floor (curl, 64 in flight) $floor s: $(ratio "$s" "$floor")"
 outcomes
 s=$(run_batch 10000 drained | tail -1)
 floor=$(curl_floor 10000)
