@@ -266,6 +266,11 @@ typedef struct ClaimScope
 
 static void next_due_time(void *arg);
 
+/* A role's waiting requests (as DUE_OF_ROLE, due or not). */
+#define WAITING_OF_ROLE \
+	"SELECT r.role::pg_catalog.oid FROM queryclaw.requests r" \
+	" WHERE r.state OPERATOR(pg_catalog.=) ANY ('{queued,retrying}'::pg_catalog.text[])"
+
 /*
  * Claim up to limit due requests, round-robin between the roles: each
  * role's oldest first (through requests_role_due_idx), the first of every
@@ -313,9 +318,21 @@ next_due_time(void *arg)
 	bool		isnull;
 	int			rc;
 
-	rc = SPI_execute("SELECT pg_catalog.min(r.next_attempt_at) FROM queryclaw.requests r"
-					 " WHERE r.state OPERATOR(pg_catalog.=) ANY ('{queued,retrying}'::pg_catalog.text[])"
-					 "   AND r.next_attempt_at OPERATOR(pg_catalog.>) pg_catalog.now()",
+	/* role by role through requests_role_due_idx: the cost of the roles */
+	rc = SPI_execute("WITH RECURSIVE waiting(role) AS ("
+					 " (" WAITING_OF_ROLE " ORDER BY r.role LIMIT 1)"
+					 " UNION ALL"
+					 " SELECT (" WAITING_OF_ROLE
+					 "   AND r.role::pg_catalog.oid OPERATOR(pg_catalog.>) w.role"
+					 "   ORDER BY r.role LIMIT 1)"
+					 " FROM waiting w WHERE w.role IS NOT NULL)"
+					 " SELECT pg_catalog.min(n.at) FROM waiting w,"
+					 " LATERAL (SELECT r.next_attempt_at AS at FROM queryclaw.requests r"
+					 "   WHERE r.role::pg_catalog.oid OPERATOR(pg_catalog.=) w.role"
+					 "     AND r.state OPERATOR(pg_catalog.=) ANY ('{queued,retrying}'::pg_catalog.text[])"
+					 "     AND r.next_attempt_at OPERATOR(pg_catalog.>) pg_catalog.now()"
+					 "   ORDER BY r.next_attempt_at LIMIT 1) n"
+					 " WHERE w.role IS NOT NULL",
 					 true, 0);
 	if (rc != SPI_OK_SELECT)
 		elog(ERROR, "could not read the queue: %s", SPI_result_code_string(rc));

@@ -49,6 +49,7 @@
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
+#include "utils/memutils.h"
 #include "utils/regproc.h"
 #include "utils/snapmgr.h"
 #include "utils/syscache.h"
@@ -521,6 +522,36 @@ check_callback_shape(Oid fn)
 				 errhint("For example: CREATE PROCEDURE my_callback(id bigint, result jsonb, error text, context jsonb) ...")));
 }
 
+/*
+ * The signature of fn as queued: computed once per statement and function
+ * (a trigger or an INSERT ... SELECT queues thousands with the same), its
+ * checks made every time.  A rename is a statement of its own, after
+ * which the statement start (or, in a function, the command) differs.
+ */
+static const char *
+callback_signature(Oid fn)
+{
+	static Oid	cached_fn = InvalidOid;
+	static TimestampTz cached_start = 0;
+	static CommandId cached_command = InvalidCommandId;
+	static char *cached = NULL;
+	TimestampTz start = GetCurrentStatementStartTimestamp();
+	CommandId	command = GetCurrentCommandId(false);
+
+	if (fn != cached_fn || start != cached_start || command != cached_command || cached == NULL)
+	{
+		char	   *name = format_procedure_qualified(fn);
+
+		if (cached != NULL)
+			pfree(cached);
+		cached = MemoryContextStrdup(TopMemoryContext, name);
+		cached_fn = fn;
+		cached_start = start;
+		cached_command = command;
+	}
+	return cached;
+}
+
 char *
 qc_queue_check_callback(Oid fn)
 {
@@ -531,7 +562,7 @@ qc_queue_check_callback(Oid fn)
 				 errmsg("permission denied for function %s", format_procedure(fn)),
 				 errdetail("The callback runs as the role that queues the request, which needs EXECUTE on it."),
 				 errhint("The function's owner or a superuser can grant EXECUTE on it.")));
-	return format_procedure_qualified(fn);
+	return pstrdup(callback_signature(fn));
 }
 
 void
