@@ -1,33 +1,34 @@
 /*-------------------------------------------------------------------------
  *
  * asyncrun.c
- *	  Running the asynchronous requests of one role: as that role, with its
- *	  settings, through the batch transport; then each request's outcome
- *	  and callback.
+ *	  Running an asynchronous request on behalf of the role that queued it,
+ *	  from its claim to its recorded outcome: a flight (asyncrun.h).  The
+ *	  worker (asyncworker.c) claims, feeds the calls to the transport and
+ *	  hands back what ended; this file does the rest, a role's flights at a
+ *	  time, inside the worker's short transactions.
  *
  * A role's requests run as a session of that role would run them
  * (README, "Asynchronous requests"):
  *
- * - At a new GUC nest level, the worker's pinned settings go back to the
- *   server's values and the role's stored settings (pg_db_role_setting:
- *   for all, for this database, for the role, for the role in this
- *   database, the later winning, as at login) are applied over them.
- *   Leaving the nest level undoes all of it, so nothing leaks from one
- *   role's requests to another's.
- * - The user is the role, inside a security-restricted operation (no SET
- *   ROLE, no session state left behind).  The role must still exist and
- *   have EXECUTE on the async function and on the callback; otherwise the
- *   request fails with that reason.
+ * - In the role's scope (rolesession.c): its stored settings over the
+ *   server's, at a GUC nest level, its identity inside a security-
+ *   restricted operation; leaving the scope undoes all of it, so nothing
+ *   leaks from one role's requests to another's.  Each call carries the
+ *   policy it was made under (QcCall.policy): the calls of several roles
+ *   share the wire, outside any scope.
+ * - The role must still exist and have EXECUTE on the async function and
+ *   on the callback; otherwise the request fails with that reason.
  * - Calls are built as the synchronous twin builds them (api_call's
- *   validation, web_fetch's GET), audited under the async function's name
- *   with the request id and attempt in the detail, and run many at once
- *   (queryclaw.async_concurrency) through qc_call_run_many.
+ *   validation, web_fetch's GET), admitted (audit room, rate limit) as
+ *   the role, audited under the async function's name with the request id
+ *   and attempt in the detail.
  *
  * Budgets and pauses make a request wait, never fail: while
  * queryclaw.enabled is off for the role, while its max_calls_per_hour or
- * max_tokens_per_day is spent, or until its host's token bucket has its
- * token (hostrate.c), the request goes back to the queue with
- * next_attempt_at set and its attempt not counted.
+ * max_tokens_per_day is spent, until its host's token bucket has its
+ * token (hostrate.c), or while the role has max_host_concurrency calls out
+ * to its host, the request goes back to the queue with next_attempt_at set
+ * and its attempt not counted.
  *
  * Each outcome is recorded in a subtransaction of its own, the final
  * state's update and the callback together; the worker's statements run
@@ -48,8 +49,10 @@
  * reads the rows for async_retention; the caller who wants the secrets
  * back has them in its own arguments.
  *
- * llm_chat_tools_async requests run as jobs of the tool loop (llmjob.c),
- * all of the role's at once, their requests in one batch (run_llms).
+ * An llm_chat_tools_async request is a job of the tool loop (llmjob.c),
+ * stepped between its rounds: its model requests and its tool calls' HTTP
+ * requests go out in the same slots as every other request, and no
+ * transaction is open while they are on the wire.
  *
  *-------------------------------------------------------------------------
  */
