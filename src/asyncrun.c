@@ -127,18 +127,6 @@ static const struct
 	{"llm_chat_tools_async", "queryclaw.llm_chat_tools_async(text,text[],text,text,integer,jsonb,regprocedure,jsonb)"},
 };
 
-/* A role's requests while they run. */
-typedef struct RoleRun
-{
-	QcAsyncRequest **reqs;
-	int			n;
-	QcRoleSettings *settings;	/* the role's stored settings */
-	QcCall	  **calls;			/* by request, NULL when not sent */
-	QcFormat   *formats;		/* web_fetch_async's */
-	MemoryContext scratch;		/* reset after each response */
-	MemoryContext keep;			/* where outcomes live */
-} RoleRun;
-
 /* ---- reading a claimed row ---- */
 
 static Datum
