@@ -28,6 +28,7 @@
 #include "endpoint.h"
 #include "guc.h"
 #include "http.h"
+#include "latchwait.h"
 
 /* A new call for one attempt at proto's request. */
 static QcCall *
@@ -68,20 +69,7 @@ failure_retryable(const QcRetryTarget *target, const QcCall *call)
 void
 qc_endpoint_sleep(int64 ms)
 {
-	TimestampTz end = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), ms);
-
-	for (;;)
-	{
-		long		left;
-
-		CHECK_FOR_INTERRUPTS();
-		left = (long) ((end - GetCurrentTimestamp()) / 1000);
-		if (left <= 0)
-			break;
-		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-						 left, qc_wait_event(QC_WAIT_RETRY));
-		ResetLatch(MyLatch);
-	}
+	qc_latch_sleep(ms, QC_WAIT_RETRY);
 }
 
 char *

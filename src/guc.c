@@ -47,6 +47,7 @@ char	   *qc_allowed_hosts = NULL;
 char	   *qc_denied_hosts = NULL;
 int			qc_max_redirects = 5;
 bool		qc_read_only = false;
+bool		qc_servers_only = false;
 char	   *qc_user_agent = NULL;
 char	   *qc_proxy = NULL;
 char	   *qc_ca_file = NULL;
@@ -694,6 +695,11 @@ qc_guc_init(void)
 							 "Allows only GET and HEAD requests.",
 							 NULL,
 							 &qc_read_only, false, PGC_SUSET, 0,
+							 NULL, NULL, NULL);
+	DefineCustomBoolVariable("queryclaw.servers_only",
+							 "Allows only URLs under foreign servers the role has USAGE on.",
+							 "Servers of the queryclaw foreign-data wrapper name the APIs a role may call: GRANT USAGE ON FOREIGN SERVER.",
+							 &qc_servers_only, false, PGC_SUSET, 0,
 							 NULL, NULL, NULL);
 	DefineCustomStringVariable("queryclaw.user_agent",
 							   "Sets the User-Agent header sent with every request.",

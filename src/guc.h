@@ -26,6 +26,7 @@ extern char *qc_allowed_hosts;
 extern char *qc_denied_hosts;
 extern int	qc_max_redirects;
 extern bool qc_read_only;
+extern bool qc_servers_only;
 extern char *qc_user_agent;
 extern char *qc_proxy;
 extern char *qc_ca_file;
