@@ -29,6 +29,7 @@
 #include "guc.h"
 #include "http.h"
 #include "latchwait.h"
+#include "servers.h"
 
 /* A new call for one attempt at proto's request. */
 static QcCall *
@@ -152,7 +153,8 @@ qc_endpoint_try_call(QcEndpointTry *t)
 int64
 qc_endpoint_try_judge(QcEndpointTry *t, QcCall *call)
 {
-	QcRetrySettings settings = {qc_retry_max, qc_retry_base_delay, qc_retry_max_delay};
+	QcRetrySettings settings = {qc_server_retry_max(call, qc_retry_max),
+	qc_retry_base_delay, qc_retry_max_delay};
 	QcAttempts *att = &t->att;
 	int64		wait_ms = 0;
 	QcRetryVerdict verdict;

@@ -58,6 +58,7 @@ int			qc_max_host_concurrency = 8;
 
 /* ---- the LLM tool loop and web search (llm.c, tools.c, search.c) ---- */
 char	   *qc_llm_url = NULL;
+char	   *qc_llm_server = NULL;
 char	   *qc_llm_model = NULL;
 char	   *qc_llm_api_key = NULL;
 int			qc_llm_timeout = 120000;
@@ -66,6 +67,7 @@ int			qc_llm_max_tool_calls = 16;
 int			qc_llm_max_tokens = 0;
 int			qc_llm_tool_max_chars = 20000;
 char	   *qc_search_url = NULL;
+char	   *qc_search_server = NULL;
 char	   *qc_search_api_key = NULL;
 /* ---- end of the LLM and search settings ---- */
 
@@ -296,6 +298,11 @@ define_llm_settings(void)
 							   "Requests go to this URL followed by /chat/completions.  The endpoint is trusted: queryclaw.block_local and the host lists do not apply to it.",
 							   &qc_llm_url, "", PGC_SUSET, GUC_SUPERUSER_ONLY,
 							   check_llm_url, NULL, NULL);
+	DefineCustomStringVariable("queryclaw.llm_server",
+							   "Names the foreign server of the LLM endpoint; its url replaces queryclaw.llm_url.",
+							   "A server of the queryclaw foreign-data wrapper: the role's user mapping for it supplies the key.",
+							   &qc_llm_server, "", PGC_SUSET, 0,
+							   NULL, NULL, NULL);
 	DefineCustomStringVariable("queryclaw.llm_model",
 							   "Sets the model used when a call names none.",
 							   NULL,
@@ -336,6 +343,11 @@ define_llm_settings(void)
 							   "Requests are GET {search_url}?q=...&format=json.  The endpoint is trusted, like queryclaw.llm_url.",
 							   &qc_search_url, "", PGC_SUSET, GUC_SUPERUSER_ONLY,
 							   check_search_url, NULL, NULL);
+	DefineCustomStringVariable("queryclaw.search_server",
+							   "Names the foreign server of the search API; its url replaces queryclaw.search_url.",
+							   "A server of the queryclaw foreign-data wrapper: the role's user mapping for it supplies the key.",
+							   &qc_search_server, "", PGC_SUSET, 0,
+							   NULL, NULL, NULL);
 	DefineCustomStringVariable("queryclaw.search_api_key",
 							   "Sets the API key sent to the search API as a bearer token.",
 							   "Empty means no Authorization header.",
@@ -539,6 +551,7 @@ assign_host_rate_limit(const char *newval, void *extra)
 int			qc_sql_timeout = 5000;
 int			qc_sql_max_rows = 100;
 char	   *qc_embed_url = NULL;
+char	   *qc_embed_server = NULL;
 char	   *qc_embed_model = NULL;
 char	   *qc_embed_api_key = NULL;
 int			qc_embed_batch_size = 64;
@@ -568,6 +581,11 @@ define_agent_settings(void)
 							   "Requests go to this URL followed by /embeddings.  The endpoint is trusted, like queryclaw.llm_url.",
 							   &qc_embed_url, "", PGC_SUSET, GUC_SUPERUSER_ONLY,
 							   check_embed_url, NULL, NULL);
+	DefineCustomStringVariable("queryclaw.embed_server",
+							   "Names the foreign server of the embeddings endpoint; its url replaces queryclaw.embed_url.",
+							   "A server of the queryclaw foreign-data wrapper: the role's user mapping for it supplies the key.",
+							   &qc_embed_server, "", PGC_SUSET, 0,
+							   NULL, NULL, NULL);
 	DefineCustomStringVariable("queryclaw.embed_model",
 							   "Sets the embedding model used when a call names none; empty means queryclaw.llm_model.",
 							   NULL,

@@ -250,6 +250,30 @@ servers_only_refusal(const char *url, const QcServerUse *server)
 	return v;
 }
 
+const char *
+qc_server_endpoint_url(const char *server, const char *setting, const char *url)
+{
+	ListCell   *lc;
+
+	if (server == NULL || server[0] == '\0')
+		return url;
+	if (!cache_valid)
+		load_servers();
+	foreach(lc, cached_servers)
+	{
+		const QcServerUse *s = lfirst(lc);
+
+		if (strcmp(s->name, server) == 0)
+			return pstrdup(s->opts.url);
+	}
+	ereport(ERROR,
+			(errcode(ERRCODE_UNDEFINED_OBJECT),
+			 errmsg("server \"%s\" named by %s is not a queryclaw server", server, setting),
+			 errhint("Create it with CREATE SERVER %s FOREIGN DATA WRAPPER queryclaw OPTIONS (url '...'), or reset %s.",
+					 quote_identifier(server), setting)));
+	return NULL;				/* keep the compiler quiet */
+}
+
 QcServerUse *
 qc_server_for_url(const char *url)
 {

@@ -21,6 +21,7 @@
 #include "nodes/pg_list.h"
 
 #include "callrec.h"
+#include "guc.h"
 #include "policy.h"
 
 /* The name of the foreign-data wrapper the extension creates. */
@@ -86,6 +87,22 @@ extern void qc_server_query_check(const char *query);
  */
 extern QcServerUse *qc_server_for_url(const char *url);
 
+/*
+ * The base URL of a DBA's endpoint: the url of the server named by the
+ * setting (queryclaw.llm_server, ...) when it is set, else url (the
+ * *_url setting).  Raises 42704 when no queryclaw server has that name.
+ */
+extern const char *qc_server_endpoint_url(const char *server, const char *setting,
+										  const char *url);
+
+/* The endpoints' base URLs, as the settings give them. */
+#define QC_LLM_URL() \
+	qc_server_endpoint_url(qc_llm_server, "queryclaw.llm_server", qc_llm_url)
+#define QC_EMBED_URL() \
+	qc_server_endpoint_url(qc_embed_server, "queryclaw.embed_server", qc_embed_url)
+#define QC_SEARCH_URL() \
+	qc_server_endpoint_url(qc_search_server, "queryclaw.search_server", qc_search_url)
+
 /* Is url (parsed) under the server's url? */
 extern bool qc_server_covers(const QcServerUse *use, const QcUrl *url);
 
@@ -113,10 +130,10 @@ typedef enum QcServerAdmission
 extern QcServerAdmission qc_server_admit_slot(QcCall *call, bool others_in_flight);
 
 /*
- * Once it has: queryclaw.servers_only, then the server's rate limit (a
- * synchronous caller waits for a token within the call's timeout), then
- * the mapping's headers and parameters, timeout and audit detail are put
- * on the call.  A refusal is recorded on the call.
+ * Once it has: the mapping's headers and parameters and the server's
+ * timeout are put on the call; then queryclaw.servers_only and the
+ * server's rate limit (a synchronous caller waits for a token within the
+ * call's timeout) are asked.  A refusal is recorded on the call.
  */
 extern QcServerAdmission qc_server_admit(QcCall *call);
 
@@ -129,6 +146,15 @@ extern void qc_server_release(QcCall *call);
  * response headers and the final URL (a server may echo the key).
  */
 extern void qc_server_redact_response(QcCall *call);
+
+/* The server to name in the call's audit row (detail.server), or NULL. */
+extern const char *qc_server_audit_name(const QcCall *call);
+
+/*
+ * How many retries a call may get: its server's retry_max, else
+ * fallback (queryclaw.retry_max as the role has it).
+ */
+extern int	qc_server_retry_max(const QcCall *call, int fallback);
 
 /*
  * For the asynchronous worker, before it sends a request's call (built as

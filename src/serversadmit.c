@@ -26,7 +26,6 @@
 #include "postgres.h"
 
 #include "miscadmin.h"
-#include "utils/json.h"
 
 #include "hostrate.h"
 #include "http.h"
@@ -97,6 +96,16 @@ qc_server_rate_admit(const QcCall *call, TimestampTz now, TimestampTz *go_at)
 	return qc_hostrate_take(key, use->opts.rate, now, go_at);
 }
 
+int
+qc_server_retry_max(const QcCall *call, int fallback)
+{
+	const QcServerUse *use = call->server;
+
+	if (use == NULL || !OidIsValid(use->serverid) || use->opts.retry_max < 0)
+		return fallback;
+	return use->opts.retry_max;
+}
+
 /*
  * A token from the server's bucket.  A backend waits for one that comes
  * within the call's time; the asynchronous worker never waits (other
@@ -143,7 +152,6 @@ add_query(const char *url, const char *query)
 static void
 apply(QcCall *call, QcServerUse *use)
 {
-	StringInfoData extra;
 	List	   *kept = NIL;
 	ListCell   *lc;
 
@@ -165,12 +173,12 @@ apply(QcCall *call, QcServerUse *use)
 		call->timeout_ms = use->opts.timeout_ms;
 		call->timeout_setting = psprintf("Server %s's timeout", use->name);
 	}
-	initStringInfo(&extra);
-	if (call->audit_extra != NULL)
-		appendStringInfo(&extra, "%s, ", call->audit_extra);
-	appendStringInfoString(&extra, "\"server\": ");
-	escape_json(&extra, use->name);
-	call->audit_extra = extra.data;
+}
+
+const char *
+qc_server_audit_name(const QcCall *call)
+{
+	return call->server != NULL && call->server->applied ? call->server->name : NULL;
 }
 
 QcServerAdmission
