@@ -167,6 +167,23 @@ SELECT qc_test.try($$SELECT queryclaw.web_fetch(qc_test.url('/reflect/400?page=1
 SELECT qc_test.create_server('fx_slow', '/slow', ', timeout ''200ms''');
 SELECT qc_test.try($$SELECT queryclaw.web_fetch(qc_test.url('/slow?ms=2000'))$$);
 
+-- its concurrency cap: one at a time, so three calls of 300 ms take 900
+SELECT qc_test.try($$ALTER SERVER fx_slow OPTIONS (SET timeout '5s', ADD max_concurrency '1')$$);
+SELECT clock_timestamp() AS started \gset
+SELECT count(*) FILTER (WHERE status = 200) AS ok
+  FROM queryclaw.web_fetch_many(ARRAY[qc_test.url('/slow?ms=300'), qc_test.url('/slow?ms=300'),
+                                      qc_test.url('/slow?ms=300')]);
+SELECT clock_timestamp() - :'started'::timestamptz >= interval '850 ms' AS one_at_a_time;
+-- its rate limit: two a second, so the third of three calls waits for
+-- its token; a token further off than the call may wait refuses it
+SELECT qc_test.create_server('fx_rate', '/echo/rate', ', rate_limit ''2/s''');
+SELECT clock_timestamp() AS started \gset
+SELECT count(queryclaw.api_call(qc_test.url('/echo/rate/' || i))) FROM generate_series(1, 3) AS i;
+SELECT clock_timestamp() - :'started'::timestamptz >= interval '400 ms' AS waited;
+SELECT qc_test.create_server('fx_rate_min', '/echo/minute', ', rate_limit ''1/min'', timeout ''1s''');
+SELECT queryclaw.api_call(qc_test.url('/echo/minute/1'))->'status' AS first;
+SELECT qc_test.try($$SELECT queryclaw.api_call(qc_test.url('/echo/minute/2'))$$);
+
 -- the audit rows name the server; no key is stored anywhere in them
 SELECT qc_test.audit_flush();
 SELECT a.detail->>'server' AS server, count(*)
@@ -208,7 +225,7 @@ SET ROLE qc_etl;
 SELECT srvname, usename, umoptions FROM pg_user_mappings ORDER BY 1, 2;
 RESET ROLE;
 
-DROP SERVER fx_root, fx_redir, fx_reflect, fx_slow CASCADE;
+DROP SERVER fx_root, fx_redir, fx_reflect, fx_slow, fx_rate, fx_rate_min CASCADE;
 DROP FUNCTION qc_test.create_server(text, text, text), qc_test.sent(jsonb), qc_test.sent(text, jsonb);
 DROP OWNED BY qc_etl, qc_other;
 DROP ROLE qc_etl, qc_other;

@@ -130,9 +130,8 @@ take_token(QcCall *call, QcVerdict *verdict)
 	}
 	return qc_verdict_refuse(verdict, ERRCODE_CONFIGURATION_LIMIT_EXCEEDED,
 							 psprintf("rate limit of server \"%s\" reached", call->server->name),
-							 psprintf("Its rate_limit is %s; the next request may go in %ld ms, after %s.",
-									  call->server->opts.rate_text, (long) wait_ms,
-									  call->timeout_setting),
+							 psprintf("Its rate_limit is %s, and the next token comes later than the call may wait (%s).",
+									  call->server->opts.rate_text, call->timeout_setting),
 							 pstrdup("Wait, or ask the server's owner to raise rate_limit (ALTER SERVER ... OPTIONS (SET rate_limit '...'))."),
 							 go_at);
 }
