@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Run the README's SQL examples as written (test/readme/run.sh calls this).
+"""Run the README's SQL examples as written (test/readme/run.sh calls this),
+and those of each page of docs/ the same way.
 
     run.py conf README            print the settings of the README's
                                   postgresql.conf block
@@ -17,6 +18,7 @@ result checked, for test/run.sh to count.
 """
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -89,7 +91,7 @@ def run(readme, cmd):
     found = [b for b in blocks(readme) if b[1] == "sql"]
     ordered = [b for b in found if b[3] == INSTALL_SECTION] + [b for b in found if b[3] != INSTALL_SECTION]
     for number, _, text, _ in ordered:
-        title = f"README.md line {number}: {text.split(chr(10), 1)[0][:60]}"
+        title = f"{os.path.basename(readme)} line {number}: {text.split(chr(10), 1)[0][:60]}"
         before = conf_load_time(cmd) if "pg_reload_conf()" in text else None
         try:
             result = psql(cmd, "-q", "-f", "-", sql=text)
