@@ -7,7 +7,8 @@
 #   1. sequential web_fetch of the small JSON, audit on: microseconds per call,
 #      beside two floors measured in the same runs (raw sockets: floor.c;
 #      libcurl alone: curl_floor.c), and the CPU time per call of the calling
-#      backend and of the audit worker
+#      backend and of the audit worker; and what a foreign server with a
+#      user mapping over the URL adds to a call
 #   2. 1,000 URLs answering after 20 ms: web_fetch_many at concurrency 64,
 #      and the same through a sequential loop, for the ratio
 #   3. one UPDATE enriching 1,000 rows through a web_fetch_many join: rows/s
@@ -91,6 +92,24 @@ done
 echo "1. sequential web_fetch, small JSON, audit on: $(median_of "${ours[@]}") us/call (3000 calls a run)"
 echo "   floor, C client on one keep-alive connection: $(median_of "${raw[@]}") us/request; ratio $(median_of "${over_raw[@]}")x (target <= 1.25x; runs: ${over_raw[*]})"
 echo "   libcurl alone, one reused handle: $(median_of "${lib[@]}") us/request; ours over it $(median_of "${over_lib[@]}")x; libcurl alone over the floor $(median_of "${lib_over_raw[@]}")x"
+
+# What a foreign server costs a call (docs/endpoints.md): the same loop with
+# and without a queryclaw server over the URL whose user mapping sends a
+# header, run by run (the server made and dropped between the two, outside
+# the timing); the target is at most 5 us more a call.
+with=() without=() delta=()
+for _ in $(seq "$RUNS"); do
+	s=$(RUNS=1 seconds "PERFORM queryclaw.web_fetch('$base/small.json') FROM generate_series(1, 3000)")
+	a=$(awk -v s="$s" 'BEGIN {printf "%.2f", s * 1e6 / 3000}')
+	qc_psql -q -d postgres \
+		-c "CREATE SERVER bench_api FOREIGN DATA WRAPPER queryclaw OPTIONS (url '$base/')" \
+		-c "CREATE USER MAPPING FOR PUBLIC SERVER bench_api OPTIONS (headers '{\"X-Bench-Key\": \"bench-0123456789\"}')"
+	s=$(RUNS=1 seconds "PERFORM queryclaw.web_fetch('$base/small.json') FROM generate_series(1, 3000)")
+	b=$(awk -v s="$s" 'BEGIN {printf "%.2f", s * 1e6 / 3000}')
+	qc_psql -q -d postgres -c "SET client_min_messages = warning" -c "DROP SERVER bench_api CASCADE"
+	without+=("$a") with+=("$b") delta+=("$(awk -v a="$a" -v b="$b" 'BEGIN {printf "%.2f", b - a}')")
+done
+echo "1c. the same under a queryclaw server with a user mapping: $(median_of "${with[@]}") us/call, without $(median_of "${without[@]}"); difference $(median_of "${delta[@]}") us (target <= 5; runs: ${delta[*]})"
 
 # What the durable audit costs the machine: CPU time of the calling
 # backend and of the audit worker over 20,000 calls (from /proc/PID/stat,
