@@ -201,6 +201,22 @@ SET ROLE qc_etl;
 SELECT qc_test.sent(qc_test.url('/echo/v1/x'));
 SELECT qc_test.try($$SELECT queryclaw.web_fetch(qc_test.url('/hello'))$$);
 RESET ROLE;
+-- which server a URL is under, shown without sending anything: the
+-- refusal names the server (the role has no USAGE).  Hosts compare as the
+-- policy maps them (case, IDNA); the scheme's port may be written or not;
+-- userinfo is no part of the match; paths compare as written
+CREATE SERVER qc_idna FOREIGN DATA WRAPPER queryclaw OPTIONS (url 'https://bücher.example/v1');
+CREATE SERVER qc_port FOREIGN DATA WRAPPER queryclaw OPTIONS (url 'https://api.example.com:8443/v1');
+SET ROLE qc_other;
+SELECT u AS url,
+       split_part(qc_test.try(format('SELECT queryclaw.api_call(%L)', u)), E'\n', 1) AS refusal
+  FROM unnest(ARRAY['https://xn--bcher-kva.example/v1/x', 'https://BÜCHER.Example/v1',
+                    'https://bücher.example:443/v1/', 'http://bücher.example/v1',
+                    'https://user:secretpw@bücher.example/v1/x', 'https://bücher.example/v1%2Fx',
+                    'https://bücher.example/%76%31/x', 'https://api.example.com:8443/v1/x',
+                    'https://api.example.com/v1/x']) AS u;
+RESET ROLE;
+DROP SERVER qc_idna, qc_port;
 RESET queryclaw.servers_only;
 
 -- dropping the role's own mapping falls back to PUBLIC's; a REVOKE
