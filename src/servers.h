@@ -60,6 +60,7 @@ typedef struct QcServerUse
 	QcVerdict  *refusal;		/* queryclaw.servers_only's, or NULL */
 	bool		applied;		/* merged into the call (serversadmit.c) */
 	bool		in_flight;		/* counted against max_concurrency */
+	bool		token_held;		/* its rate_limit token taken or promised */
 } QcServerUse;
 
 /* serversopts.c */
@@ -159,10 +160,16 @@ extern int	qc_server_retry_max(const QcCall *call, int fallback);
 /*
  * For the asynchronous worker, before it sends a request's call (built as
  * the enqueuing role): may it go now under its server's rate_limit?  As
- * qc_hostrate_admit() answers for a host: true, or false with *go_at the
- * time a token is promised for.
+ * qc_hostrate_admit() answers for a host: true (the token is the call's:
+ * the transport's admission takes no other), or false with *go_at the time
+ * a token is promised for.  When the request comes back at that time, the
+ * worker marks its new call with qc_server_rate_promised() instead of
+ * asking again.  (The transport's admission asks itself for a call that
+ * was not asked for here, and refuses it with 53400 and retry_at rather
+ * than wait in a worker.)
  */
-extern bool qc_server_rate_admit(const QcCall *call, TimestampTz now,
+extern bool qc_server_rate_admit(QcCall *call, TimestampTz now,
 								 TimestampTz *go_at);
+extern void qc_server_rate_promised(QcCall *call);
 
 #endif							/* QC_SERVERS_H */

@@ -84,16 +84,25 @@ qc_server_release(QcCall *call)
 }
 
 bool
-qc_server_rate_admit(const QcCall *call, TimestampTz now, TimestampTz *go_at)
+qc_server_rate_admit(QcCall *call, TimestampTz now, TimestampTz *go_at)
 {
-	const QcServerUse *use = call->server;
+	QcServerUse *use = call->server;
 	char		key[32];
 
 	*go_at = now;
-	if (use == NULL || use->opts.rate == 0)
+	if (use == NULL || use->opts.rate == 0 || use->token_held)
 		return true;
 	snprintf(key, sizeof(key), "server %u", use->serverid);
+	/* taken, or promised for *go_at: either way not asked for again */
+	use->token_held = true;
 	return qc_hostrate_take(key, use->opts.rate, now, go_at);
+}
+
+void
+qc_server_rate_promised(QcCall *call)
+{
+	if (call->server != NULL)
+		call->server->token_held = true;
 }
 
 int
@@ -122,7 +131,7 @@ take_token(QcCall *call, QcVerdict *verdict)
 	if (qc_server_rate_admit(call, now, &go_at))
 		return true;
 	wait_ms = (go_at - now + 999) / 1000;
-	if (!IsBackgroundWorker && wait_ms < call->timeout_ms)
+	if (MyBackendType != B_BG_WORKER && wait_ms < call->timeout_ms)
 	{
 		qc_latch_sleep(wait_ms, QC_WAIT_SERVER_RATE);
 		call->timeout_ms -= (int) wait_ms;
