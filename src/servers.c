@@ -10,12 +10,12 @@
  * compared as policy.c's URL parse maps them (lower case, IDNA), paths as
  * written.
  *
- * The servers of the wrapper, parsed, are kept per backend and dropped
- * when pg_foreign_server or pg_foreign_data_wrapper changes, so a call
- * under no server costs a walk of that short list.  The user mapping and
- * USAGE are read for every call, as the role the call is made for (the
- * current user: in the asynchronous worker, the enqueuing role as it
- * builds the request's call), through the system caches: a REVOKE, a
+ * The servers of the wrapper, and the mappings of the roles that used
+ * them, parsed, are kept per backend and dropped when pg_foreign_server,
+ * pg_foreign_data_wrapper or pg_user_mapping changes, so a call under no
+ * server costs a walk of that short list.  USAGE is checked for every call,
+ * as the role the call is made for (the current user: in the asynchronous
+ * worker, the enqueuing role as it builds the request's call): a REVOKE, a
  * dropped mapping or a new key applies to the next call built.
  *
  *-------------------------------------------------------------------------
@@ -43,9 +43,13 @@
 #include "redact.h"
 #include "servers.h"
 
-/* The wrapper's servers, parsed, in cache_context; valid until a change. */
+/*
+ * The wrapper's servers, and the roles' mappings read so far, parsed, in
+ * cache_context; valid until a change.
+ */
 static MemoryContext cache_context = NULL;
 static List *cached_servers = NIL;	/* of QcServerUse *, usage false */
+static List *cached_mappings = NIL; /* of CachedMapping * */
 static bool cache_valid = false;
 static uint64 invalidations = 0;
 
@@ -103,12 +107,14 @@ load_servers(void)
 	{
 		CacheRegisterSyscacheCallback(FOREIGNSERVEROID, invalidate, (Datum) 0);
 		CacheRegisterSyscacheCallback(FOREIGNDATAWRAPPEROID, invalidate, (Datum) 0);
+		CacheRegisterSyscacheCallback(USERMAPPINGOID, invalidate, (Datum) 0);
 		cache_context = AllocSetContextCreate(CacheMemoryContext, "queryclaw servers",
 											  ALLOCSET_SMALL_SIZES);
 		registered = true;
 	}
 	MemoryContextReset(cache_context);
 	cached_servers = NIL;
+	cached_mappings = NIL;
 	seen = invalidations;
 	fdw = GetForeignDataWrapperByName(QC_FDW_NAME, true);
 	old = MemoryContextSwitchTo(cache_context);
@@ -165,45 +171,55 @@ mapping_options(Oid userid, Oid serverid)
 }
 
 /*
- * A value the mapping sends is a secret: of the call (use->secrets, hidden
- * in what the server sends back) and of the backend (redact.h: hidden in
- * whatever it stores or shows).  Values too short to search for are not.
+ * A role's mapping for a server, parsed (its own, else PUBLIC's), kept in
+ * cache_context with the servers and dropped with them: pg_user_mapping
+ * changes invalidate the whole cache.
  */
-static void
-keep_secret(QcServerUse *use, const char *value)
+typedef struct CachedMapping
 {
-	if (strlen(value) < QC_SECRET_MIN_LENGTH)
-		return;
-	qc_redact_remember(value);
-	use->secrets = lappend(use->secrets, pstrdup(value));
+	Oid			serverid;
+	Oid			userid;
+	List	   *headers;		/* QcHeader *, values in UTF-8 */
+	char	   *query;			/* or NULL */
+	List	   *secrets;		/* the values they send */
+} CachedMapping;
+
+/* A value the mapping sends is a secret, unless too short to search for. */
+static void
+keep_secret(CachedMapping *m, const char *value)
+{
+	if (strlen(value) >= QC_SECRET_MIN_LENGTH)
+		m->secrets = lappend(m->secrets, pstrdup(value));
 }
 
 /* Keep every value the query parameters hold (the whole, if no names). */
 static void
-keep_query_secrets(QcServerUse *use, const char *query)
+keep_query_secrets(CachedMapping *m, const char *query)
 {
 	if (strchr(query, '=') == NULL)
-		keep_secret(use, query);
+		keep_secret(m, query);
 	for (const char *p = query; *p != '\0';)
 	{
 		size_t		len = strcspn(p, "&;");
 		const char *eq = memchr(p, '=', len);
 
 		if (eq != NULL)
-			keep_secret(use, pnstrdup(eq + 1, len - (eq + 1 - p)));
+			keep_secret(m, pnstrdup(eq + 1, len - (eq + 1 - p)));
 		p += len;
 		if (*p != '\0')
 			p++;
 	}
 }
 
-/* Put the role's mapping on use: its headers and parameters, remembered. */
-static void
-read_mapping(QcServerUse *use)
+static CachedMapping *
+parse_mapping(Oid userid, Oid serverid)
 {
+	CachedMapping *m = palloc0(sizeof(CachedMapping));
 	ListCell   *lc;
 
-	foreach(lc, mapping_options(GetUserId(), use->serverid))
+	m->serverid = serverid;
+	m->userid = userid;
+	foreach(lc, mapping_options(userid, serverid))
 	{
 		DefElem    *def = lfirst(lc);
 		char	   *value = defGetString(def);
@@ -212,16 +228,64 @@ read_mapping(QcServerUse *use)
 		{
 			ListCell   *h;
 
-			use->headers = qc_server_headers_parse(value);
-			foreach(h, use->headers)
-				keep_secret(use, ((QcHeader *) lfirst(h))->value);
+			m->headers = qc_server_headers_parse(value);
+			foreach(h, m->headers)
+				keep_secret(m, ((QcHeader *) lfirst(h))->value);
 		}
 		else if (strcmp(def->defname, "query") == 0)
 		{
 			qc_server_query_check(value);
-			use->query = value;
-			keep_query_secrets(use, value);
+			m->query = value;
+			keep_query_secrets(m, value);
 		}
+	}
+	return m;
+}
+
+static const CachedMapping *
+mapping_for(Oid userid, Oid serverid)
+{
+	CachedMapping *m;
+	MemoryContext old;
+	ListCell   *lc;
+
+	foreach(lc, cached_mappings)
+	{
+		m = lfirst(lc);
+		if (m->userid == userid && m->serverid == serverid)
+			return m;
+	}
+	old = MemoryContextSwitchTo(cache_context);
+	m = parse_mapping(userid, serverid);
+	cached_mappings = lappend(cached_mappings, m);
+	MemoryContextSwitchTo(old);
+	return m;
+}
+
+/*
+ * Put the role's mapping on use, copied (the cache may be dropped while
+ * the call lives), and remember what it sends as secrets (redact.h).
+ */
+static void
+read_mapping(QcServerUse *use)
+{
+	const CachedMapping *m = mapping_for(GetUserId(), use->serverid);
+	ListCell   *lc;
+
+	foreach(lc, m->headers)
+	{
+		const QcHeader *from = lfirst(lc);
+		QcHeader   *h = palloc(sizeof(QcHeader));
+
+		h->name = pstrdup(from->name);
+		h->value = pstrdup(from->value);
+		use->headers = lappend(use->headers, h);
+	}
+	use->query = m->query ? pstrdup(m->query) : NULL;
+	foreach(lc, m->secrets)
+	{
+		qc_redact_remember(lfirst(lc));
+		use->secrets = lappend(use->secrets, pstrdup(lfirst(lc)));
 	}
 }
 
