@@ -62,6 +62,11 @@ OBJS = \
 	src/qretry.o \
 	src/hostlimits.o \
 	src/cluster.o \
+	src/latchwait.o \
+	src/serversopts.o \
+	src/serversfdw.o \
+	src/servers.o \
+	src/serversadmit.o \
 	src/compat.o
 DATA = sql/queryclaw_ext--0.1.sql sql/queryclaw_ext--0.1--0.2.sql
 PGFILEDESC = "queryclaw_ext - policy-checked, audited HTTP from SQL"

@@ -449,3 +449,22 @@ COMMENT ON VIEW queryclaw.queue_hosts IS
 ALTER TABLE queryclaw.requests ADD COLUMN query text;
 COMMENT ON COLUMN queryclaw.requests.query IS
 'The statement that queued the request, secrets redacted, as the audit rows of its attempts show it.';
+
+-- Endpoints: APIs as SQL objects.  A foreign server of this wrapper
+-- carries an API's base URL and limits, a user mapping the headers and
+-- query parameters (the keys) sent to it, USAGE on the server who may
+-- send them.  A validator and no handler, as dblink_fdw: no foreign
+-- tables are read through it.  The wrapper is a member of the extension,
+-- so pg_dump writes it with CREATE EXTENSION; servers and mappings are
+-- the user's and pg_dump writes them as such.
+CREATE FUNCTION queryclaw.fdw_validator(options text[], catalog oid)
+RETURNS void
+AS 'MODULE_PATHNAME', 'queryclaw_fdw_validator'
+LANGUAGE C STRICT;
+REVOKE ALL ON FUNCTION queryclaw.fdw_validator(text[], oid) FROM PUBLIC;
+COMMENT ON FUNCTION queryclaw.fdw_validator(text[], oid) IS
+'Checks the options of the queryclaw foreign-data wrapper''s servers (url, rate_limit, max_concurrency, timeout, retry_max) and user mappings (headers, query).';
+
+CREATE FOREIGN DATA WRAPPER queryclaw VALIDATOR queryclaw.fdw_validator;
+COMMENT ON FOREIGN DATA WRAPPER queryclaw IS
+'APIs as SQL objects: a server per API (its base url and limits), a user mapping per role for its keys, GRANT USAGE ON FOREIGN SERVER for who may call it.';

@@ -106,6 +106,7 @@
 #include "response.h"
 #include "retry.h"
 #include "rolesession.h"
+#include "servers.h"
 #include "subxact.h"
 
 #define QC_WRITER_ROLE			"queryclaw_writer"
@@ -629,20 +630,21 @@ finish(QcAsyncRequest *r, Oid callback, const QcRoleSettings *settings)
 
 /* ---- running the calls ---- */
 
-/* The retry settings, as the role has them. */
+/* The retry settings, as the role has them (retry_max: the call's server's). */
 static QcRetrySettings
-retry_settings(void)
+retry_settings(const QcCall *call)
 {
-	QcRetrySettings s = {qc_retry_max, qc_retry_base_delay, qc_retry_max_delay};
+	QcRetrySettings s = {qc_server_retry_max(call, qc_retry_max), qc_retry_base_delay,
+	qc_retry_max_delay};
 
 	return s;
 }
 
 /* A retryable failure: again after a while, or failed with note. */
 static void
-retry_or_fail(QcAsyncRequest *r, int64 retry_after_ms, const char *what)
+retry_or_fail(QcAsyncRequest *r, const QcCall *call, int64 retry_after_ms, const char *what)
 {
-	QcRetrySettings s = retry_settings();
+	QcRetrySettings s = retry_settings(call);
 	int64		wait_ms = 0;
 
 	/* the server's Retry-After is honoured up to retry_max_delay */
@@ -683,13 +685,13 @@ decide(QcAsyncRequest *r, QcCall *call)
 
 		if ((connect || transfer) &&
 			qc_retry_failure(&target, connect ? QC_FAILED_CONNECT : QC_FAILED_TRANSFER))
-			retry_or_fail(r, -1, r->error);
+			retry_or_fail(r, call, -1, r->error);
 	}
 	else if (call->status != 0 && qc_retry_status(&target, call->status))
 	{
 		(void) qc_retry_after_header(call->response_headers ? call->response_headers : "",
 									 time(NULL), &after_ms);
-		retry_or_fail(r, after_ms, psprintf("HTTP status %ld", call->status));
+		retry_or_fail(r, call, after_ms, psprintf("HTTP status %ld", call->status));
 	}
 }
 
@@ -840,24 +842,25 @@ worker_hash(const char *name, Size keysize, Size entrysize)
  * (Another worker, or this one after a restart, asks again: the request
  * waits one more turn, never goes over the rate.)
  */
-static HTAB *promised = NULL;
+static HTAB *host_promised = NULL;
+static HTAB *server_promised = NULL;	/* the same, for a server's rate_limit */
 
 static bool
-take_promise(int64 id)
+take_promise(HTAB **promised, int64 id)
 {
 	bool		found = false;
 
-	if (promised != NULL)
-		(void) hash_search(promised, &id, HASH_REMOVE, &found);
+	if (*promised != NULL)
+		(void) hash_search(*promised, &id, HASH_REMOVE, &found);
 	return found;
 }
 
 static void
-note_promise(int64 id)
+note_promise(HTAB **promised, int64 id)
 {
-	if (promised == NULL)
-		promised = worker_hash("queryclaw promised tokens", sizeof(int64), sizeof(int64));
-	(void) hash_search(promised, &id, HASH_ENTER, NULL);
+	if (*promised == NULL)
+		*promised = worker_hash("queryclaw promised tokens", sizeof(int64), sizeof(int64));
+	(void) hash_search(*promised, &id, HASH_ENTER, NULL);
 }
 
 /*
@@ -873,14 +876,39 @@ host_admits(QcAsyncRequest *r, QcCall *call)
 	TimestampTz now = GetCurrentTimestamp();
 	TimestampTz go_at;
 
-	if (take_promise(r->id) || !qc_url_parse(call->url, &url, &error) ||
+	if (take_promise(&host_promised, r->id) || !qc_url_parse(call->url, &url, &error) ||
 		qc_hostrate_admit(url.host, now, &go_at))
 		return true;
-	note_promise(r->id);
+	note_promise(&host_promised, r->id);
 	r->outcome = QC_ASYNC_WAIT;
 	r->next_at = go_at;
 	rate = qc_hostrate_limit_text(url.host);
 	r->waiting = psprintf("host rate limit %s=%s", url.host, rate ? rate : "?");
+	return false;
+}
+
+/*
+ * The same for the rate_limit of the server the call is under
+ * (servers.h), the token taken here so that the call's admission does not
+ * ask again.
+ */
+static bool
+server_admits(QcAsyncRequest *r, QcCall *call)
+{
+	TimestampTz go_at;
+
+	if (take_promise(&server_promised, r->id))
+	{
+		qc_server_rate_promised(call);
+		return true;
+	}
+	if (qc_server_rate_admit(call, GetCurrentTimestamp(), &go_at))
+		return true;
+	note_promise(&server_promised, r->id);
+	r->outcome = QC_ASYNC_WAIT;
+	r->next_at = go_at;
+	r->waiting = psprintf("server rate limit %s=%s", call->server->name,
+						  call->server->opts.rate_text);
 	return false;
 }
 
@@ -1010,11 +1038,22 @@ qc_async_call_ended(QcCall *call)
 	MemoryContextSwitchTo(old);
 }
 
+/* Why a call's admission said "later": its server's cap, or the audit queue. */
+static char *
+later_reason(QcCall *call)
+{
+	if (call->server != NULL && qc_server_admit_slot(call, true) == QC_SERVER_LATER)
+		return psprintf("server %s concurrency %d reached", call->server->name,
+						call->server->opts.max_concurrency);
+	return pstrdup("no room in the audit queue (queryclaw.audit_queue_size)");
+}
+
 /*
  * Admit a call of the flight's and count it out (appended to *calls), or
- * end it at once: a refusal (the rate limit's), or no room yet for its
- * audit record, which makes it fail as a call with no room does; a web or
- * API request then waits (decide).
+ * end it at once: a refusal (the rate limit's, taken in as the call's
+ * outcome), or no room yet (its server's concurrency cap, the audit
+ * queue): a web or API request then waits a moment in the queue, not
+ * sent; a call of an LLM request's job fails as a call with no room does.
  */
 static void
 send_call(QcAsyncFlight *f, QcCall *call, List **calls)
@@ -1035,6 +1074,14 @@ send_call(QcAsyncFlight *f, QcCall *call, List **calls)
 			MemoryContextSwitchTo(old);
 			return;
 		case QC_ADMIT_LATER:
+			if (f->job == NULL)
+			{
+				/* not sent: the request waits a moment, the claims slow down */
+				set_wait(f->r, QC_HOST_MIN_WAIT_MS, later_reason(call));
+				blocked_count++;
+				MemoryContextSwitchTo(old);
+				return;
+			}
 			qc_audit_queue_full(0, call->timeout_setting, &message, &detail, &hint);
 			qc_call_set_failure(call, QC_OUTCOME_ERROR, ERRCODE_INSUFFICIENT_RESOURCES,
 								message, detail, hint);
@@ -1300,7 +1347,8 @@ start_flight(QcAsyncFlight *f, List **calls)
 	{
 		QcCall	   *call = try_build_call(f);
 
-		if (call != NULL && host_admits(r, call) && host_has_room(r, call))
+		if (call != NULL && host_admits(r, call) && server_admits(r, call) &&
+			host_has_room(r, call))
 			send_call(f, call, calls);
 	}
 }

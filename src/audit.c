@@ -75,6 +75,7 @@
 #include "content.h"
 #include "guc.h"
 #include "redact.h"
+#include "servers.h"
 
 /* Longest stored texts, in bytes; longer ones are cut and marked. */
 #define QC_AUDIT_MAX_SHORT	64		/* func, method, outcome */
@@ -249,8 +250,9 @@ bounded(const char *s, int limit)
 }
 
 /*
- * detail: the request headers (secrets redacted), the redirect count, and
- * what the caller added (the LLM round, model and tokens).  JSON cannot be
+ * detail: the request headers (secrets redacted), the redirect count, the
+ * foreign server, and what the caller added (the LLM round, model and
+ * tokens).  JSON cannot be
  * cut: when it would be too long, the headers are left out, then the
  * caller's additions.
  */
@@ -261,8 +263,21 @@ audit_detail(const QcCall *call)
 	ListCell   *lc;
 	bool		first = true;
 	const char *extra = call->audit_extra;
+	const char *server = qc_server_audit_name(call);
 	char	   *detail;
 
+	/* the foreign server the call was made under (servers.h) */
+	if (server != NULL)
+	{
+		StringInfoData s;
+
+		initStringInfo(&s);
+		appendStringInfoString(&s, "\"server\": ");
+		escape_json(&s, server);
+		if (extra != NULL)
+			appendStringInfo(&s, ", %s", extra);
+		extra = s.data;
+	}
 	initStringInfo(&headers);
 	appendStringInfoChar(&headers, '{');
 	foreach(lc, call->headers)

@@ -33,6 +33,7 @@
 #include "http.h"
 #include "ratelimit.h"
 #include "redact.h"
+#include "servers.h"
 
 /* One run of the transport: what to do with each call as it ends. */
 typedef struct CallRun
@@ -52,6 +53,9 @@ admit_call(QcCall *call, bool others_in_flight, void *arg)
 	char	   *detail;
 	const char *hint;
 
+	/* a server's concurrency cap, before any room is taken */
+	if (qc_server_admit_slot(call, others_in_flight) == QC_SERVER_LATER)
+		return QC_ADMIT_LATER;
 	switch (qc_audit_begin(call, others_in_flight))
 	{
 		case QC_AUDIT_ROOM:
@@ -72,6 +76,9 @@ admit_call(QcCall *call, bool others_in_flight, void *arg)
 		qc_call_set_refusal(call, &verdict);
 		return QC_ADMIT_ENDED;
 	}
+	/* servers_only, the server's rate limit, the mapping put on the call */
+	if (qc_server_admit(call) == QC_SERVER_REFUSED)
+		return QC_ADMIT_ENDED;
 	return QC_ADMIT_START;
 }
 
@@ -85,6 +92,8 @@ call_ended(QcCall *call, void *arg)
 {
 	CallRun    *run = arg;
 
+	qc_server_release(call);
+	qc_server_redact_response(call);
 	if (call->error_code != 0)
 		qc_call_end(call);
 	else
@@ -99,6 +108,7 @@ call_ended(QcCall *call, void *arg)
 static void
 call_interrupted(QcCall *call, void *arg)
 {
+	qc_server_release(call);
 	if (call->audited)
 		return;
 	call->audited = true;
@@ -166,6 +176,8 @@ fed_call_ended(QcCall *call, void *arg)
 {
 	const QcCallFeed *fed = arg;
 
+	qc_server_release(call);
+	qc_server_redact_response(call);
 	qc_audit_response(call);
 	fed->on_done(call, fed->arg);
 }

@@ -20,6 +20,7 @@
 #include "charset.h"
 #include "guc.h"
 #include "redact.h"
+#include "servers.h"
 
 /* The statement calls are made for now, when not the one under way. */
 static const char *made_for = NULL;
@@ -49,6 +50,7 @@ qc_call_new(const char *func, const char *method, const char *url)
 	call->timeout_setting = "queryclaw.timeout";
 	call->max_bytes = QC_MAX_BYTES();
 	call->policy = qc_policy_capture();
+	call->server = qc_server_for_url(url);
 	return call;
 }
 

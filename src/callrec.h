@@ -79,6 +79,12 @@ typedef struct QcCall
 	void	   *owner;			/* its maker's, untouched (the async worker's request) */
 
 	/*
+	 * The foreign server the URL is under, with the calling role's user
+	 * mapping, read as the call is built (servers.h); NULL when none.
+	 */
+	struct QcServerUse *server;
+
+	/*
 	 * The statement the call is made for, when it is not the one this
 	 * backend runs: an asynchronous request's enqueuing statement, as
 	 * queryclaw.requests.query keeps it (redacted as an audit row's query
@@ -118,7 +124,8 @@ typedef struct QcCall
 /*
  * Start a call record with the defaults (no response yet); its query is
  * the statement the calls of this backend are made for now (see
- * qc_call_make_for).
+ * qc_call_make_for), and its server the one url is under, with the current
+ * role's user mapping for it (qc_server_for_url).
  */
 extern QcCall *qc_call_new(const char *func, const char *method, const char *url);
 

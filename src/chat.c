@@ -48,12 +48,13 @@
 #include "guc.h"
 #include "json.h"
 #include "redact.h"
+#include "servers.h"
 #include "response.h"
 
 void
 qc_chat_check_config(const char *model)
 {
-	if (qc_llm_url[0] == '\0')
+	if (QC_LLM_URL()[0] == '\0')
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("no LLM endpoint is configured"),
@@ -550,7 +551,7 @@ repair_escapes(char *text)
 static QcCall *
 new_request(QcChat *chat, int round)
 {
-	QcCall	   *call = qc_endpoint_request(chat->func, qc_llm_url, "/chat/completions",
+	QcCall	   *call = qc_endpoint_request(chat->func, QC_LLM_URL(), "/chat/completions",
 										   qc_llm_api_key, QC_LLM_REPLY_BYTES,
 										   request_body(chat));
 

@@ -49,6 +49,18 @@
 #define qc_proc_aclcheck(fn, role, mode) pg_proc_aclcheck((fn), (role), (mode))
 #endif
 
+/* ... and pg_foreign_server_aclcheck() likewise. */
+#if PG_VERSION_NUM >= 160000
+#include "catalog/pg_foreign_server.h"
+#include "utils/acl.h"
+#define qc_foreign_server_aclcheck(srv, role, mode) \
+	object_aclcheck(ForeignServerRelationId, (srv), (role), (mode))
+#else
+#include "utils/acl.h"
+#define qc_foreign_server_aclcheck(srv, role, mode) \
+	pg_foreign_server_aclcheck((srv), (role), (mode))
+#endif
+
 /*
  * JSON parser callbacks return a JsonParseErrorType from 16 on (void
  * before): a callback is declared QcJsonActionResult and ends with
@@ -109,6 +121,7 @@ typedef enum QcWaitEvent
 	QC_WAIT_REQUESTS,			/* queryclaw.wait() for asynchronous requests */
 	QC_WAIT_ASYNC_WORKER,		/* an async worker idle, waiting for requests */
 	QC_WAIT_DATABASE,			/* a worker waiting for queryclaw.database to exist */
+	QC_WAIT_SERVER_RATE,		/* a call waiting for its foreign server's rate_limit */
 	QC_WAIT_COUNT
 } QcWaitEvent;
 

@@ -35,6 +35,7 @@
 #include "guc.h"
 #include "http.h"
 #include "json.h"
+#include "servers.h"
 
 PG_FUNCTION_INFO_V1(llm_embed);
 PG_FUNCTION_INFO_V1(llm_embed_many);
@@ -59,7 +60,10 @@ host_of(const char *url)
 static void
 resolve_target(const char *model, EmbedTarget *t)
 {
-	t->base = qc_embed_url[0] ? qc_embed_url : qc_llm_url;
+	const char *embed_url = QC_EMBED_URL();
+	const char *llm_url = QC_LLM_URL();
+
+	t->base = embed_url[0] ? embed_url : llm_url;
 	if (t->base[0] == '\0')
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
@@ -80,7 +84,7 @@ resolve_target(const char *model, EmbedTarget *t)
 	else if (qc_llm_api_key[0])
 	{
 		char	   *embed_host = host_of(t->base);
-		char	   *llm_host = qc_llm_url[0] ? host_of(qc_llm_url) : NULL;
+		char	   *llm_host = llm_url[0] ? host_of(llm_url) : NULL;
 
 		if (embed_host && llm_host && strcmp(embed_host, llm_host) == 0)
 			t->key = qc_llm_api_key;

@@ -28,6 +28,8 @@
 #include "endpoint.h"
 #include "guc.h"
 #include "http.h"
+#include "latchwait.h"
+#include "servers.h"
 
 /* A new call for one attempt at proto's request. */
 static QcCall *
@@ -68,20 +70,7 @@ failure_retryable(const QcRetryTarget *target, const QcCall *call)
 void
 qc_endpoint_sleep(int64 ms)
 {
-	TimestampTz end = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), ms);
-
-	for (;;)
-	{
-		long		left;
-
-		CHECK_FOR_INTERRUPTS();
-		left = (long) ((end - GetCurrentTimestamp()) / 1000);
-		if (left <= 0)
-			break;
-		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-						 left, qc_wait_event(QC_WAIT_RETRY));
-		ResetLatch(MyLatch);
-	}
+	qc_latch_sleep(ms, QC_WAIT_RETRY);
 }
 
 char *
@@ -164,7 +153,8 @@ qc_endpoint_try_call(QcEndpointTry *t)
 int64
 qc_endpoint_try_judge(QcEndpointTry *t, QcCall *call)
 {
-	QcRetrySettings settings = {qc_retry_max, qc_retry_base_delay, qc_retry_max_delay};
+	QcRetrySettings settings = {qc_server_retry_max(call, qc_retry_max),
+	qc_retry_base_delay, qc_retry_max_delay};
 	QcAttempts *att = &t->att;
 	int64		wait_ms = 0;
 	QcRetryVerdict verdict;

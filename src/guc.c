@@ -47,6 +47,7 @@ char	   *qc_allowed_hosts = NULL;
 char	   *qc_denied_hosts = NULL;
 int			qc_max_redirects = 5;
 bool		qc_read_only = false;
+bool		qc_servers_only = false;
 char	   *qc_user_agent = NULL;
 char	   *qc_proxy = NULL;
 char	   *qc_ca_file = NULL;
@@ -57,6 +58,7 @@ int			qc_max_host_concurrency = 8;
 
 /* ---- the LLM tool loop and web search (llm.c, tools.c, search.c) ---- */
 char	   *qc_llm_url = NULL;
+char	   *qc_llm_server = NULL;
 char	   *qc_llm_model = NULL;
 char	   *qc_llm_api_key = NULL;
 int			qc_llm_timeout = 120000;
@@ -65,6 +67,7 @@ int			qc_llm_max_tool_calls = 16;
 int			qc_llm_max_tokens = 0;
 int			qc_llm_tool_max_chars = 20000;
 char	   *qc_search_url = NULL;
+char	   *qc_search_server = NULL;
 char	   *qc_search_api_key = NULL;
 /* ---- end of the LLM and search settings ---- */
 
@@ -299,6 +302,11 @@ define_llm_settings(void)
 							   "Requests go to this URL followed by /chat/completions.  The endpoint is trusted: queryclaw.block_local and the host lists do not apply to it.",
 							   &qc_llm_url, "", PGC_SUSET, GUC_SUPERUSER_ONLY,
 							   check_llm_url, NULL, NULL);
+	DefineCustomStringVariable("queryclaw.llm_server",
+							   "Names the foreign server of the LLM endpoint; its url replaces queryclaw.llm_url.",
+							   "A server of the queryclaw foreign-data wrapper: the role's user mapping for it supplies the key.",
+							   &qc_llm_server, "", PGC_SUSET, 0,
+							   NULL, NULL, NULL);
 	DefineCustomStringVariable("queryclaw.llm_model",
 							   "Sets the model used when a call names none.",
 							   NULL,
@@ -339,6 +347,11 @@ define_llm_settings(void)
 							   "Requests are GET {search_url}?q=...&format=json.  The endpoint is trusted, like queryclaw.llm_url.",
 							   &qc_search_url, "", PGC_SUSET, GUC_SUPERUSER_ONLY,
 							   check_search_url, NULL, NULL);
+	DefineCustomStringVariable("queryclaw.search_server",
+							   "Names the foreign server of the search API; its url replaces queryclaw.search_url.",
+							   "A server of the queryclaw foreign-data wrapper: the role's user mapping for it supplies the key.",
+							   &qc_search_server, "", PGC_SUSET, 0,
+							   NULL, NULL, NULL);
 	DefineCustomStringVariable("queryclaw.search_api_key",
 							   "Sets the API key sent to the search API as a bearer token.",
 							   "Empty means no Authorization header.",
@@ -542,6 +555,7 @@ assign_host_rate_limit(const char *newval, void *extra)
 int			qc_sql_timeout = 5000;
 int			qc_sql_max_rows = 100;
 char	   *qc_embed_url = NULL;
+char	   *qc_embed_server = NULL;
 char	   *qc_embed_model = NULL;
 char	   *qc_embed_api_key = NULL;
 int			qc_embed_batch_size = 64;
@@ -571,6 +585,11 @@ define_agent_settings(void)
 							   "Requests go to this URL followed by /embeddings.  The endpoint is trusted, like queryclaw.llm_url.",
 							   &qc_embed_url, "", PGC_SUSET, GUC_SUPERUSER_ONLY,
 							   check_embed_url, NULL, NULL);
+	DefineCustomStringVariable("queryclaw.embed_server",
+							   "Names the foreign server of the embeddings endpoint; its url replaces queryclaw.embed_url.",
+							   "A server of the queryclaw foreign-data wrapper: the role's user mapping for it supplies the key.",
+							   &qc_embed_server, "", PGC_SUSET, 0,
+							   NULL, NULL, NULL);
 	DefineCustomStringVariable("queryclaw.embed_model",
 							   "Sets the embedding model used when a call names none; empty means queryclaw.llm_model.",
 							   NULL,
@@ -717,6 +736,11 @@ qc_guc_init(void)
 							 "Allows only GET and HEAD requests.",
 							 NULL,
 							 &qc_read_only, false, PGC_SUSET, 0,
+							 NULL, NULL, NULL);
+	DefineCustomBoolVariable("queryclaw.servers_only",
+							 "Allows only URLs under foreign servers the role has USAGE on.",
+							 "Servers of the queryclaw foreign-data wrapper name the APIs a role may call: GRANT USAGE ON FOREIGN SERVER.",
+							 &qc_servers_only, false, PGC_SUSET, 0,
 							 NULL, NULL, NULL);
 	DefineCustomStringVariable("queryclaw.user_agent",
 							   "Sets the User-Agent header sent with every request.",

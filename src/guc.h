@@ -26,6 +26,7 @@ extern char *qc_allowed_hosts;
 extern char *qc_denied_hosts;
 extern int	qc_max_redirects;
 extern bool qc_read_only;
+extern bool qc_servers_only;
 extern char *qc_user_agent;
 extern char *qc_proxy;
 extern char *qc_ca_file;
@@ -35,6 +36,7 @@ extern int	qc_max_concurrency;
 extern int	qc_max_host_concurrency;
 /* the LLM tool loop and web search */
 extern char *qc_llm_url;
+extern char *qc_llm_server;
 extern char *qc_llm_model;
 extern char *qc_llm_api_key;
 extern int	qc_llm_timeout;		/* milliseconds */
@@ -43,6 +45,7 @@ extern int	qc_llm_max_tool_calls;
 extern int	qc_llm_max_tokens;	/* 0: not sent */
 extern int	qc_llm_tool_max_chars;
 extern char *qc_search_url;
+extern char *qc_search_server;
 extern char *qc_search_api_key;
 
 /* retries (retry.c, endpoint.c) and provider differences (chat.c) */
@@ -68,6 +71,7 @@ extern int64 qc_audit_retention_us; /* parsed; 0 keeps rows forever */
 extern int	qc_sql_timeout;		/* milliseconds */
 extern int	qc_sql_max_rows;
 extern char *qc_embed_url;
+extern char *qc_embed_server;
 extern char *qc_embed_model;
 extern char *qc_embed_api_key;
 extern int	qc_embed_batch_size;

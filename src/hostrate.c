@@ -46,7 +46,8 @@
 
 typedef struct HostBucket
 {
-	char		host[QC_HOST_MAX + 1];	/* hash key */
+	char		host[QC_HOST_MAX + 1];	/* hash key: a host, or a server */
+	double		rate;			/* tokens a second, as last taken */
 	QcBucket	bucket;
 } HostBucket;
 
@@ -89,7 +90,7 @@ qc_hostrate_init(void)
 	shmem_startup_hook = hostrate_shmem_startup;
 }
 
-/* Drop the buckets that are full again; the rate of each is looked up anew. */
+/* Drop the buckets that are full again. */
 static void
 evict_idle_hosts(int64 now)
 {
@@ -99,26 +100,27 @@ evict_idle_hosts(int64 now)
 	hash_seq_init(&status, buckets);
 	while ((e = hash_seq_search(&status)) != NULL)
 	{
-		const QcRateRule *rule = qc_rate_list_match(qc_host_rate_limit_parsed, e->host);
-
-		if (rule == NULL || qc_bucket_idle(&e->bucket, qc_cluster_share_rate(rule->per_second), now))
+		if (qc_bucket_idle(&e->bucket, e->rate, now))
 			hash_search(buckets, e->host, HASH_REMOVE, NULL);
 	}
 }
 
 bool
-qc_hostrate_admit(const char *host, TimestampTz now, TimestampTz *go_at)
+qc_hostrate_take(const char *name, double rate, TimestampTz now,
+				 TimestampTz *go_at)
 {
-	const QcRateRule *rule = qc_rate_list_match(qc_host_rate_limit_parsed, host);
 	char		key[QC_HOST_MAX + 1] = {0};
 	HostBucket *e;
 	bool		found;
 	bool		go = true;
 	int64		wait_us = 0;
 
-	if (rule == NULL || buckets == NULL || host[0] == '\0')
+	*go_at = now;
+	if (buckets == NULL || name[0] == '\0')
 		return true;
-	strlcpy(key, host, sizeof(key));
+	/* on a cluster, this node's share of the rate (cluster.c) */
+	rate = qc_cluster_share_rate(rate);
+	strlcpy(key, name, sizeof(key));
 	LWLockAcquire(lock, LW_EXCLUSIVE);
 	e = hash_search(buckets, key, HASH_ENTER_NULL, &found);
 	if (e == NULL)
@@ -129,18 +131,27 @@ qc_hostrate_admit(const char *host, TimestampTz now, TimestampTz *go_at)
 	if (e != NULL)
 	{
 		if (!found)
-			qc_bucket_init(&e->bucket, qc_cluster_share_rate(rule->per_second), now);
-		go = qc_bucket_take(&e->bucket, qc_cluster_share_rate(rule->per_second), now,
-							 &wait_us);
+			qc_bucket_init(&e->bucket, rate, now);
+		e->rate = rate;
+		go = qc_bucket_take(&e->bucket, rate, now, &wait_us);
 	}
 	LWLockRelease(lock);
 	if (e == NULL)
 		ereport(WARNING,
-				(errmsg("queryclaw.host_rate_limit is not applied to host \"%s\"", host),
-				 errdetail("The rates of %d hosts are being counted, and none of them is idle.",
+				(errmsg("the rate limit of \"%s\" is not applied", name),
+				 errdetail("The rates of %d hosts and servers are being counted, and none of them is idle.",
 						   QC_HOSTRATE_HOSTS)));
 	*go_at = now + wait_us;
 	return go;
+}
+
+bool
+qc_hostrate_admit(const char *host, TimestampTz now, TimestampTz *go_at)
+{
+	const QcRateRule *rule = qc_rate_list_match(qc_host_rate_limit_parsed, host);
+
+	*go_at = now;
+	return rule == NULL || qc_hostrate_take(host, rule->per_second, now, go_at);
 }
 
 /*

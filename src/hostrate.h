@@ -2,7 +2,8 @@
  *
  * hostrate.h
  *	  queryclaw.host_rate_limit: a token bucket per host in shared memory
- *	  (hostrate.c), which asynchronous requests wait for.
+ *	  (hostrate.c), which asynchronous requests wait for; and a foreign
+ *	  server's rate_limit, in the same table.
  *
  *-------------------------------------------------------------------------
  */
@@ -23,6 +24,13 @@ extern void qc_hostrate_init(void);
  */
 extern bool qc_hostrate_admit(const char *host, TimestampTz now,
 							  TimestampTz *go_at);
+
+/*
+ * The same with a bucket of any name (a host, or a foreign server as
+ * "server <oid>", which no host name can be) and the rate given.
+ */
+extern bool qc_hostrate_take(const char *name, double rate, TimestampTz now,
+							 TimestampTz *go_at);
 
 /*
  * The rate host_rate_limit sets for host (as policy.c's URL parse maps it),

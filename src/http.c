@@ -59,6 +59,7 @@
 #include "http.h"
 #include "redact.h"
 #include "resolve.h"
+#include "servers.h"
 
 /* Most bytes of response headers kept for one response. */
 #define QC_MAX_HEADER_BYTES (256 * 1024)
@@ -555,8 +556,13 @@ start_hop(Slot *slot, const char *target)
 	}
 	if (call->redirects == 0)
 		slot->origin = slot->hop;
-	else if (!same_origin(&slot->origin, &slot->hop))
-		slot->headers = strip_secret_headers(slot->headers);
+	else
+	{
+		if (!same_origin(&slot->origin, &slot->hop))
+			slot->headers = strip_secret_headers(slot->headers);
+		/* a user mapping's headers stay under its server's url */
+		slot->headers = qc_server_hop_headers(call, &slot->hop, slot->headers);
+	}
 	call->final_url = slot->hop.url;
 	if (remaining <= 0)
 	{

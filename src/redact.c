@@ -633,10 +633,12 @@ redact_url(const char *url, List **hidden)
 	return escape_controls(out.data);
 }
 
+static const char *replace_remembered(const char *text);
+
 char *
 qc_redact_url(const char *url)
 {
-	return redact_url(url, NULL);
+	return (char *) replace_remembered(redact_url(url, NULL));
 }
 
 /* ---- configured keys ---- */
@@ -741,14 +743,56 @@ replace_key(const char *text, const char *key, size_t min_len)
 	return out.data;
 }
 
+/*
+ * The values user mappings sent from this backend (qc_redact_remember), in
+ * TopMemoryContext, the oldest first; and a count of the values ever
+ * remembered, which the statement cache compares.
+ */
+#define MAX_REMEMBERED 256
+static List *remembered = NIL;
+static uint64 remembered_count = 0;
+
+void
+qc_redact_remember(const char *secret)
+{
+	MemoryContext old;
+	ListCell   *lc;
+
+	if (strlen(secret) < MIN_KEY_LENGTH)
+		return;
+	foreach(lc, remembered)
+		if (strcmp(lfirst(lc), secret) == 0)
+			return;
+	old = MemoryContextSwitchTo(TopMemoryContext);
+	if (list_length(remembered) >= MAX_REMEMBERED)
+	{
+		pfree(linitial(remembered));
+		remembered = list_delete_first(remembered);
+	}
+	remembered = lappend(remembered, pstrdup(secret));
+	MemoryContextSwitchTo(old);
+	remembered_count++;
+}
+
+/* text with every remembered value replaced (text itself when none occurs) */
+static const char *
+replace_remembered(const char *text)
+{
+	ListCell   *lc;
+
+	foreach(lc, remembered)
+		text = replace_key(text, lfirst(lc), MIN_KEY_LENGTH);
+	return text;
+}
+
 const char *
 qc_redact_keys(const char *text)
 {
 	const char *decoded = decode_json_escapes(text);
 
-	return replace_key(replace_key(replace_key(decoded, qc_llm_api_key, MIN_KEY_LENGTH),
-								   qc_search_api_key, MIN_KEY_LENGTH),
-					   qc_embed_api_key, MIN_KEY_LENGTH);
+	return replace_remembered(replace_key(replace_key(replace_key(decoded, qc_llm_api_key, MIN_KEY_LENGTH),
+													  qc_search_api_key, MIN_KEY_LENGTH),
+										  qc_embed_api_key, MIN_KEY_LENGTH));
 }
 
 /*
@@ -790,6 +834,8 @@ qc_call_secrets(const char *url, const char *final_url, List *headers)
 			pg_strcasecmp(h->name, "Idempotency-Key") != 0)
 			note_header_value(h->value, &secrets);
 	}
+	foreach(lc, remembered)
+		secrets = lappend(secrets, pstrdup(lfirst(lc)));
 	return secrets;
 }
 
@@ -1168,6 +1214,7 @@ static struct
 {
 	char	   *sql;
 	char	   *keys[3];
+	uint64		remembered_count;
 	char	   *redacted;
 }			statement_cache;
 
@@ -1175,7 +1222,8 @@ static struct
 static bool
 statement_cached(const char *sql, char *const *keys)
 {
-	if (statement_cache.sql == NULL || strcmp(statement_cache.sql, sql) != 0)
+	if (statement_cache.sql == NULL || strcmp(statement_cache.sql, sql) != 0 ||
+		statement_cache.remembered_count != remembered_count)
 		return false;
 	for (int i = 0; i < lengthof(statement_cache.keys); i++)
 		if (strcmp(statement_cache.keys[i], keys[i] ? keys[i] : "") != 0)
@@ -1208,6 +1256,7 @@ qc_redact_statement(const char *sql)
 	for (int i = 0; i < lengthof(keys); i++)
 		statement_cache.keys[i] = pstrdup(keys[i] ? keys[i] : "");
 	statement_cache.redacted = pstrdup(redacted);
+	statement_cache.remembered_count = remembered_count;
 	statement_cache.sql = pstrdup(sql);
 	MemoryContextSwitchTo(old);
 	return redacted;

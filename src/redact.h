@@ -32,12 +32,22 @@ extern char *qc_redact_url(const char *url);
 
 /*
  * text with every occurrence of the configured API keys
- * (queryclaw.llm_api_key, queryclaw.search_api_key; 8 characters or more)
+ * (queryclaw.llm_api_key, queryclaw.search_api_key, queryclaw.embed_api_key
+ * and the values remembered from user mappings; 8 characters or more)
  * replaced by REDACTED, in a palloc'd copy (text itself when no key
  * occurs): for what an endpoint sends back, and for statement text stored
  * in audit rows.
  */
 extern const char *qc_redact_keys(const char *text);
+
+/*
+ * From now on, hide secret (a value a user mapping sends: servers.h)
+ * wherever this backend stores or shows text: as qc_redact_keys() hides
+ * the configured keys, in every URL qc_redact_url() shows, and among every
+ * call's secrets (qc_call_secrets), whichever role's call it is.  Values
+ * shorter than 8 characters are not remembered; the last 256 are.
+ */
+extern void qc_redact_remember(const char *secret);
 
 /*
  * Free text fit to store or show (statement text, error messages, what a

@@ -34,6 +34,7 @@
 #include "redact.h"
 #include "response.h"
 #include "search.h"
+#include "servers.h"
 
 PG_FUNCTION_INFO_V1(web_search);
 
@@ -60,8 +61,10 @@ request_url(const char *query)
 {
 	char	   *utf8 = pg_server_to_any(query, strlen(query), PG_UTF8);
 
-	return psprintf("%s%cq=%s&format=json", qc_search_url,
-					strchr(qc_search_url, '?') ? '&' : '?', percent_encode(utf8));
+	const char *base = QC_SEARCH_URL();
+
+	return psprintf("%s%cq=%s&format=json", base,
+					strchr(base, '?') ? '&' : '?', percent_encode(utf8));
 }
 
 /* Up to n results from the reply's results array. */
@@ -90,7 +93,7 @@ read_results(JsonbContainer *results, int n)
 void
 qc_search_require_url(bool for_tool)
 {
-	if (qc_search_url[0] == '\0')
+	if (QC_SEARCH_URL()[0] == '\0')
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 for_tool ? errmsg("tool \"web_search\" needs a search API") :

@@ -7,7 +7,8 @@
 # Dumps DATABASE (custom format, with the cluster's own pg_dump), restores
 # it into a new database with pg_restore, and compares, for every table
 # and sequence the extension marks with pg_extension_config_dump, the rows
-# (and the sequence's position) before and after.  Prints one "ok - " or
+# (and the sequence's position) before and after, and a foreign server of
+# the extension's wrapper with its user mapping.  Prints one "ok - " or
 # "not ok - " line per check, for test/run.sh to count.
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
@@ -66,6 +67,24 @@ fi
 rows=$(sql -d "$db" -c "SELECT count(*) FROM queryclaw.audit_log")
 [ "${rows:-0}" -gt 0 ] || not_ok "database $db has no audit rows to dump"
 
+# The user's endpoints: a server of the extension's wrapper, a user
+# mapping and a grant, which pg_dump writes as the user's own objects
+# (the options in any order).
+endpoints() {
+	sql -d "$1" -c "SELECT s.srvname || ' ' || s.srvacl::text || ' ' || u.umoptions::text || ' '
+	                       || (SELECT string_agg(o, ',' ORDER BY o) FROM unnest(s.srvoptions) AS o)
+	                  FROM pg_foreign_server s JOIN pg_user_mapping u ON u.umserver = s.oid
+	                 WHERE s.srvname = 'qc_dump_api'"
+}
+sql -d "$db" -q -c "SET client_min_messages = warning" \
+	-c "DROP ROLE IF EXISTS qc_dump_etl" -c "CREATE ROLE qc_dump_etl" \
+	-c "CREATE SERVER qc_dump_api FOREIGN DATA WRAPPER queryclaw
+	      OPTIONS (url 'https://api.example.com/v1/', rate_limit '5/s')" \
+	-c "CREATE USER MAPPING FOR PUBLIC SERVER qc_dump_api
+	      OPTIONS (headers '{\"Authorization\": \"Bearer dump-0123456789\"}')" \
+	-c "GRANT USAGE ON FOREIGN SERVER qc_dump_api TO qc_dump_etl" ||
+	not_ok "could not make a queryclaw server in $db"
+
 sql -d postgres -q -c "SET client_min_messages = warning" -c "DROP DATABASE IF EXISTS $restored"
 if qc_as_pg "$QC_BINDIR/pg_dump" -h "$QC_WORK" -p 5432 -Fc -f "$dump" "$db" 2>"$dump.log" &&
 	sql -d postgres -q -c "CREATE DATABASE $restored" &&
@@ -95,6 +114,14 @@ while read -r kind rel; do
 	fi
 done <<<"$relations"
 
+before=$(endpoints "$db")
+after=$(endpoints "$restored")
+if [ -n "$before" ] && [ "$before" = "$after" ]; then
+	ok "a queryclaw server, its user mapping and its grant kept by pg_dump and pg_restore"
+else
+	not_ok "a queryclaw server changed by pg_dump and pg_restore: before '$before', after '${after:-nothing}'"
+fi
+
 # A restored log goes on: the next row gets the next id.
 next=$(sql -q -d "$restored" -c "INSERT INTO queryclaw.audit_log (role, pid, func, method, url, outcome)
                               VALUES (current_user, 0, 'restore_test', 'GET', 'http://restored/', 'ok')
@@ -105,3 +132,4 @@ else
 	not_ok "a row added after the restore reuses an id (got: ${next:-an error})"
 fi
 sql -d postgres -q -c "DROP DATABASE $restored"
+sql -d "$db" -q -c "DROP SERVER qc_dump_api CASCADE" -c "DROP ROLE qc_dump_etl"

@@ -7,7 +7,8 @@
 #   1. sequential web_fetch of the small JSON, audit on: microseconds per call,
 #      beside two floors measured in the same runs (raw sockets: floor.c;
 #      libcurl alone: curl_floor.c), and the CPU time per call of the calling
-#      backend and of the audit worker
+#      backend and of the audit worker; and what a foreign server with a
+#      user mapping over the URL adds to a call
 #   2. 1,000 URLs answering after 20 ms: web_fetch_many at concurrency 64,
 #      and the same through a sequential loop, for the ratio
 #   3. one UPDATE enriching 1,000 rows through a web_fetch_many join: rows/s
@@ -91,6 +92,36 @@ done
 echo "1. sequential web_fetch, small JSON, audit on: $(median_of "${ours[@]}") us/call (3000 calls a run)"
 echo "   floor, C client on one keep-alive connection: $(median_of "${raw[@]}") us/request; ratio $(median_of "${over_raw[@]}")x (target <= 1.25x; runs: ${over_raw[*]})"
 echo "   libcurl alone, one reused handle: $(median_of "${lib[@]}") us/request; ours over it $(median_of "${over_lib[@]}")x; libcurl alone over the floor $(median_of "${lib_over_raw[@]}")x"
+
+# What a foreign server costs a call (docs/endpoints.md): the calling
+# backend's CPU time (clock ticks from /proc, so that other work on this
+# shared machine does not count) over 20,000 calls without and then with a
+# queryclaw server over the URL whose user mapping sends a header, run by
+# run; the target is at most 5 us more a call.
+server_cpu() {
+	qc_psql -qAt -d postgres <<SQL
+SET client_min_messages = warning;
+SELECT count(queryclaw.web_fetch('$base/small.json')) FROM generate_series(1, 100) \\g /dev/null
+SELECT $(qc_sql_cpu_ticks 'pg_backend_pid()') AS a \\gset
+SELECT count(queryclaw.web_fetch('$base/small.json')) FROM generate_series(1, 20000) \\g /dev/null
+SELECT $(qc_sql_cpu_ticks 'pg_backend_pid()') AS b \\gset
+CREATE SERVER bench_api FOREIGN DATA WRAPPER queryclaw OPTIONS (url '$base/');
+CREATE USER MAPPING FOR PUBLIC SERVER bench_api OPTIONS (headers '{"X-Bench-Key": "bench-0123456789"}');
+SELECT count(queryclaw.web_fetch('$base/small.json')) FROM generate_series(1, 20000) \\g /dev/null
+SELECT $(qc_sql_cpu_ticks 'pg_backend_pid()') AS c \\gset
+DROP SERVER bench_api CASCADE;
+SELECT :b - :a, :c - :b;
+SQL
+}
+hz=$(getconf CLK_TCK)
+with=() without=() delta=()
+for _ in $(seq "$RUNS"); do
+	ticks=$(server_cpu)
+	a=$(echo "$ticks" | awk -F'|' -v hz="$hz" '{printf "%.1f", $1 * 1e6 / hz / 20000}')
+	b=$(echo "$ticks" | awk -F'|' -v hz="$hz" '{printf "%.1f", $2 * 1e6 / hz / 20000}')
+	without+=("$a") with+=("$b") delta+=("$(awk -v a="$a" -v b="$b" 'BEGIN {printf "%.1f", b - a}')")
+done
+echo "1c. CPU per call of the calling backend under a queryclaw server with a user mapping: $(median_of "${with[@]}") us, without $(median_of "${without[@]}") us; difference $(median_of "${delta[@]}") us (target <= 5; runs: ${delta[*]})"
 
 # What the durable audit costs the machine: CPU time of the calling
 # backend and of the audit worker over 20,000 calls (from /proc/PID/stat,

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Run the README's SQL examples as written (test/readme/run.sh calls this).
+"""Run the README's SQL examples as written (test/readme/run.sh calls this),
+and those of each page of docs/ the same way.
 
     run.py conf README            print the settings of the README's
                                   postgresql.conf block

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# test/readme/run.sh: every SQL example of README.md, run as written.
+# test/readme/run.sh: every SQL example of README.md and docs/, run as
+# written.
 #
 # Usage (from test/run.sh, inside its network namespace, with the fixture
 # servers of test/run.sh running):
@@ -65,4 +66,10 @@ SQL
 rc=$?
 # and what they did to the reader's tables
 "${psql[@]}" -X -q -At -v ON_ERROR_STOP=1 -d "$db" -f "$here/after.sql" || rc=1
+# then the examples of docs/, page by page, in the same database
+for doc in "$QC_ROOT"/docs/*.md; do
+	grep -q '^```sql' "$doc" || continue
+	"$QC_PYTHON" "$here/run.py" run "$doc" -- "${psql[@]}" \
+		-d "dbname=$db options='-c statement_timeout=60s'" || rc=1
+done
 exit $rc

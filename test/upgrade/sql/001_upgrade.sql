@@ -218,6 +218,18 @@ SELECT func, state, attempts, error FROM queryclaw.wait(:'async_ids', NULL) ORDE
 SELECT count(*) AS hosts, sum(done_last_minute) AS done FROM queryclaw.queue_hosts;
 SELECT * FROM queryclaw.host_limits('api.example.com');
 
+-- 0.2's foreign-data wrapper: a server over the fixture, whose user
+-- mapping's header a call under it carries
+DO $$
+BEGIN
+    EXECUTE format('CREATE SERVER upgrade_fx FOREIGN DATA WRAPPER queryclaw OPTIONS (url %L)',
+                   upgrade_test.url('/echo'));
+END
+$$;
+CREATE USER MAPPING FOR PUBLIC SERVER upgrade_fx OPTIONS (headers '{"X-Srv": "new"}');
+SELECT r->'body'->'headers'->>'x-srv' AS sent FROM queryclaw.api_call(upgrade_test.url('/echo')) AS r;
+DROP SERVER upgrade_fx CASCADE;
+
 -- The updated database holds the same objects as a fresh install: every
 -- member of the extension with its comment, initial privileges and whole
 -- definition (a function's text, a table's columns, constraints, indexes,

@@ -1,0 +1,175 @@
+/*-------------------------------------------------------------------------
+ *
+ * servers.h
+ *	  Endpoints: APIs as SQL objects.  Foreign servers of the queryclaw
+ *	  foreign-data wrapper carry an API's base URL and limits; user
+ *	  mappings carry the headers and query parameters (the keys) sent to
+ *	  it; USAGE on the server says who may send them.
+ *
+ *	 serversopts.c	the parsing of the options
+ *	 serversfdw.c	the wrapper's validator
+ *	 servers.c		which server a URL is under, and the role's mapping for
+ *					it, read as the call is built; the headers of a hop
+ *	 serversadmit.c	a call under a server as the transport starts it:
+ *					servers_only, the server's limits, the mapping applied
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef QC_SERVERS_H
+#define QC_SERVERS_H
+
+#include "nodes/pg_list.h"
+
+#include "callrec.h"
+#include "guc.h"
+#include "policy.h"
+
+/* The name of the foreign-data wrapper the extension creates. */
+#define QC_FDW_NAME "queryclaw"
+
+/* The shortest value of a mapping that is searched for and hidden. */
+#define QC_SECRET_MIN_LENGTH 8
+
+/* A server's options, parsed (serversopts.c). */
+typedef struct QcServerOptions
+{
+	const char *url;			/* the base URL, as written */
+	double		rate;			/* tokens a second; 0: no rate_limit */
+	const char *rate_text;		/* as written, or NULL */
+	int			max_concurrency;	/* 0: no cap of its own */
+	int			timeout_ms;		/* 0: queryclaw.timeout */
+	int			retry_max;		/* -1: queryclaw.retry_max */
+} QcServerOptions;
+
+/*
+ * A call under a server (servers.c): the server, and what the calling
+ * role's mapping adds.  Read when the call is built, as the role that
+ * makes it; applied once, when the transport starts it (serversadmit.c).
+ */
+typedef struct QcServerUse
+{
+	Oid			serverid;
+	const char *name;
+	QcUrl		base;			/* the server's url, parsed */
+	const char *base_path;		/* its path, without a trailing '/' */
+	QcServerOptions opts;
+	bool		usage;			/* the role has USAGE on the server */
+	List	   *headers;		/* the mapping's, QcHeader *, UTF-8 */
+	const char *query;			/* the mapping's parameters, or NULL */
+	List	   *secrets;		/* the values they send, to hide */
+	QcVerdict  *refusal;		/* queryclaw.servers_only's, or NULL */
+	bool		applied;		/* merged into the call (serversadmit.c) */
+	bool		in_flight;		/* counted against max_concurrency */
+	bool		token_held;		/* its rate_limit token taken or promised */
+} QcServerUse;
+
+/* serversopts.c */
+
+/* Parse a server's options; raises 22023 naming a bad one. */
+extern void qc_server_options_parse(List *options, QcServerOptions *opts);
+
+/*
+ * The mapping's headers option: a JSON object of header names and string
+ * values, as a List of QcHeader (values in UTF-8); raises 22023.
+ */
+extern List *qc_server_headers_parse(const char *json);
+
+/* Check the mapping's query option (name=value&...); raises 22023. */
+extern void qc_server_query_check(const char *query);
+
+/* servers.c */
+
+/*
+ * The server url is under, with the current role's mapping when it has
+ * USAGE on it; NULL when url is under no server (or does not parse).
+ * Every value the mapping sends is remembered as a secret (redact.h).
+ * With queryclaw.servers_only on, a URL under no server the role may use
+ * gets a use with the refusal (and serverid InvalidOid when under none).
+ */
+extern QcServerUse *qc_server_for_url(const char *url);
+
+/*
+ * The base URL of a DBA's endpoint: the url of the server named by the
+ * setting (queryclaw.llm_server, ...) when it is set, else url (the
+ * *_url setting).  Raises 42704 when no queryclaw server has that name.
+ */
+extern const char *qc_server_endpoint_url(const char *server, const char *setting,
+										  const char *url);
+
+/* The endpoints' base URLs, as the settings give them. */
+#define QC_LLM_URL() \
+	qc_server_endpoint_url(qc_llm_server, "queryclaw.llm_server", qc_llm_url)
+#define QC_EMBED_URL() \
+	qc_server_endpoint_url(qc_embed_server, "queryclaw.embed_server", qc_embed_url)
+#define QC_SEARCH_URL() \
+	qc_server_endpoint_url(qc_search_server, "queryclaw.search_server", qc_search_url)
+
+/* Is url (parsed) under the server's url? */
+extern bool qc_server_covers(const QcServerUse *use, const QcUrl *url);
+
+/*
+ * For the transport, at every redirect: the headers for the next hop,
+ * without the mapping's once the hop leaves the server's url.
+ */
+extern List *qc_server_hop_headers(const QcCall *call, const QcUrl *hop,
+								   List *headers);
+
+/* serversadmit.c */
+
+/* What the server says as the transport is about to start a call. */
+typedef enum QcServerAdmission
+{
+	QC_SERVER_START,			/* go on admitting it */
+	QC_SERVER_LATER,			/* the server's concurrency cap is reached */
+	QC_SERVER_REFUSED			/* refused: recorded on the call */
+} QcServerAdmission;
+
+/*
+ * Before the call's audit row has room: the server's concurrency cap
+ * (QC_SERVER_LATER only when others_in_flight).
+ */
+extern QcServerAdmission qc_server_admit_slot(QcCall *call, bool others_in_flight);
+
+/*
+ * Once it has: the mapping's headers and parameters and the server's
+ * timeout are put on the call; then queryclaw.servers_only and the
+ * server's rate limit (a synchronous caller waits for a token within the
+ * call's timeout) are asked.  A refusal is recorded on the call.
+ */
+extern QcServerAdmission qc_server_admit(QcCall *call);
+
+/* The call admitted under a server ended: its slot is free again. */
+extern void qc_server_release(QcCall *call);
+
+/*
+ * The call's response as the caller, the queue and a model may see it:
+ * every value its mapping sent replaced by REDACTED, in the body, the
+ * response headers and the final URL (a server may echo the key).
+ */
+extern void qc_server_redact_response(QcCall *call);
+
+/* The server to name in the call's audit row (detail.server), or NULL. */
+extern const char *qc_server_audit_name(const QcCall *call);
+
+/*
+ * How many retries a call may get: its server's retry_max, else
+ * fallback (queryclaw.retry_max as the role has it).
+ */
+extern int	qc_server_retry_max(const QcCall *call, int fallback);
+
+/*
+ * For the asynchronous worker, before it sends a request's call (built as
+ * the enqueuing role): may it go now under its server's rate_limit?  As
+ * qc_hostrate_admit() answers for a host: true (the token is the call's:
+ * the transport's admission takes no other), or false with *go_at the time
+ * a token is promised for.  When the request comes back at that time, the
+ * worker marks its new call with qc_server_rate_promised() instead of
+ * asking again.  (The transport's admission asks itself for a call that
+ * was not asked for here, and refuses it with 53400 and retry_at rather
+ * than wait in a worker.)
+ */
+extern bool qc_server_rate_admit(QcCall *call, TimestampTz now,
+								 TimestampTz *go_at);
+extern void qc_server_rate_promised(QcCall *call);
+
+#endif							/* QC_SERVERS_H */
