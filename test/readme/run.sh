@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# test/readme/run.sh: every SQL example of README.md, run as written.
+# test/readme/run.sh: every SQL example of README.md and docs/*.md, run as
+# written (but docs/citus.md's, which test/citus/ runs on a Citus cluster).
 #
 # Usage (from test/run.sh, inside its network namespace, with the fixture
 # servers of test/run.sh running):
@@ -9,7 +10,7 @@
 # whose database (queryclaw.database there) the reader's tables are made
 # (setup.sql), and test/readme/site.py on ports 80 and 443 of 127.0.0.1,
 # where the DNS fixture puts example.com and its subdomains; then runs
-# every ```sql block (run.py).  What the README cannot say for the test is
+# every ```sql block of README.md, then of docs/*.md (run.py).  What the README cannot say for the test is
 # set for that database alone: the model and search API are the scripted
 # ones of test/fixture/llm_server.py (overriding the README's ALTER SYSTEM,
 # as ALTER DATABASE settings do), 127.0.0.1 on ports 80 and 443 is allowed
@@ -60,7 +61,11 @@ SQL
 
 # a session of its own for each block, limited in time: a loop that does
 # not end fails rather than hang the test
-"$QC_PYTHON" "$here/run.py" run "$QC_ROOT/README.md" -- "${psql[@]}" \
+docs=()
+for f in "$QC_ROOT"/docs/*.md; do
+	[ "$(basename "$f")" = citus.md ] || docs+=("$f")
+done
+"$QC_PYTHON" "$here/run.py" run "$QC_ROOT/README.md" "${docs[@]}" -- "${psql[@]}" \
 	-d "dbname=$db options='-c statement_timeout=60s'"
 rc=$?
 # and what they did to the reader's tables
