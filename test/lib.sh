@@ -92,9 +92,17 @@ qc_install_deps() {
 	done
 	if [ ${#missing[@]} -gt 0 ]; then
 		qc_log "installing Debian packages: ${missing[*]}"
-		qc_as_root apt-get update -qq &&
-			qc_as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null ||
-			{ echo "package installation failed" >&2; return 1; }
+		# apt's and debconf's chatter is shown only when the installation fails
+		local log
+		log=$(mktemp)
+		if ! { qc_as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq &&
+			qc_as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}"; } >"$log" 2>&1; then
+			cat "$log" >&2
+			rm -f "$log"
+			echo "package installation failed" >&2
+			return 1
+		fi
+		rm -f "$log"
 	fi
 }
 
