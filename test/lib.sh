@@ -49,8 +49,11 @@ qc_as_root() {
 }
 
 # Run as the cluster's OS user.
+# As root, from /: the tree may be in a directory the postgres user cannot
+# enter (root's home, a mktemp -d folder), and psql and pg_ctl warn, or
+# fail, when they cannot change back to their working directory.
 qc_as_pg() {
-	if [ "$(id -u)" -eq 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi
+	if [ "$(id -u)" -eq 0 ]; then (cd / && exec runuser -u postgres -- "$@"); else "$@"; fi
 }
 
 # Run SQL (stdin or -c) in database $QC_DB (queryclaw_regression unless

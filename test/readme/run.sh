@@ -46,7 +46,9 @@ qc_start_cluster readme <<<"$conf" || { echo "not ok - a cluster configured as t
 echo "ok - a cluster configured by the README's postgresql.conf block starts"
 
 psql=("$QC_BINDIR/psql" -h "$QC_WORK" -p 5432)
-[ "$(id -u)" -eq 0 ] && psql=(runuser -u postgres -- "${psql[@]}")
+# as root the sessions run as postgres, from / (which it may enter, where
+# the tree may be in a directory it cannot), reading SQL on stdin
+[ "$(id -u)" -eq 0 ] && psql=(runuser -u postgres -- "${psql[@]}") && cd /
 "${psql[@]}" -X -q -v ON_ERROR_STOP=1 -d postgres <<SQL >/dev/null || { echo "not ok - could not set up database $db"; exit 1; }
 SELECT format('CREATE DATABASE %I', '$db') WHERE '$db' <> 'postgres' \gexec
 ALTER DATABASE "$db" SET queryclaw.llm_url = 'http://127.0.0.1:$llm_port/v1';
@@ -56,7 +58,7 @@ ALTER DATABASE "$db" SET queryclaw.search_url = 'http://127.0.0.1:$llm_port/sear
 ALTER DATABASE "$db" SET queryclaw.local_allowlist = '127.0.0.1:80, 127.0.0.1:443';
 ALTER DATABASE "$db" SET queryclaw.ca_file = '$tls/ca.pem';
 SQL
-"${psql[@]}" -X -q -v ON_ERROR_STOP=1 -d "$db" -f "$here/setup.sql" >/dev/null ||
+"${psql[@]}" -X -q -v ON_ERROR_STOP=1 -d "$db" -f - <"$here/setup.sql" >/dev/null ||
 	{ echo "not ok - test/readme/setup.sql failed"; exit 1; }
 
 # a session of its own for each block, limited in time: a loop that does
@@ -69,5 +71,5 @@ done
 	-d "dbname=$db options='-c statement_timeout=60s'"
 rc=$?
 # and what they did to the reader's tables
-"${psql[@]}" -X -q -At -v ON_ERROR_STOP=1 -d "$db" -f "$here/after.sql" || rc=1
+"${psql[@]}" -X -q -At -v ON_ERROR_STOP=1 -d "$db" -f - <"$here/after.sql" || rc=1
 exit $rc
