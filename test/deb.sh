@@ -6,7 +6,8 @@
 # `make installcheck` on a scratch cluster), each in a root of the Debian
 # release that ships the major (test/pgroot.sh), then installed there and
 # smoke-tested: CREATE EXTENSION and a call on a cluster that preloads it.
-# The packages land in deb/; ends with "N passed, N failed".
+# The packages land in deb/, and lintian (when installed) checks them; ends
+# with "N passed, N failed".
 #
 # Run with --in-root by test/pgroot.sh inside a root: the build and the
 # smoke test of the major QC_PG_MAJOR.
@@ -97,5 +98,23 @@ for m in $majors; do
 	rm -rf "$out"
 done
 ls "$QC_ROOT"/deb/*.deb 2>/dev/null | sed 's|.*/|   |'
+# lintian, where this machine has it: no error allowed; the warnings left
+# are listed in docs/versions.md
+if command -v lintian >/dev/null; then
+	for deb in "$QC_ROOT"/deb/*.deb; do
+		[ -e "$deb" ] || continue
+		report=$(lintian "$deb" 2>&1 | grep -v '^running with root privileges')
+		[ -z "$report" ] || printf '%s\n' "$report" | sed 's/^/#   /'
+		if grep -q '^E: ' <<<"$report"; then
+			echo "not ok - lintian finds errors in ${deb##*/}"
+			failed=$((failed + 1))
+		else
+			echo "ok - lintian finds no error in ${deb##*/}"
+			passed=$((passed + 1))
+		fi
+	done
+else
+	echo "skip - lintian is not installed: apt-get install lintian, then make deb again"
+fi
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

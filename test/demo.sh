@@ -4,7 +4,9 @@
 # Installs what is missing, builds and installs the extension, serves the
 # sample company site (test/demo/site.py) on a free loopback port, starts a
 # scratch cluster whose policy allows exactly that site, enriches a table of
-# companies with one UPDATE, and prints the rows and the audit summary.
+# companies with one UPDATE, then more rows through the queue (an AFTER
+# INSERT trigger and a callback, one request retried after a 503, one that
+# fails), and prints each statement, its rows and the audit trail.
 # Its last step asks a model that browses (llm_chat_tools): the endpoint in
 # QC_LLM_URL (with QC_LLM_KEY and QC_LLM_MODEL) when it is set, otherwise
 # the bundled scripted model (test/fixture/llm_server.py), and it says which.
@@ -39,7 +41,11 @@ conf_quote() { printf "'%s'" "${1//\'/\'\'}"; }
 
 qc_start_cluster <<CONF || exit 1
 queryclaw.enabled = on
+queryclaw.database = 'demo'
 queryclaw.local_allowlist = '127.0.0.1:$port'
+queryclaw.host_rate_limit = '*=10/s'
+queryclaw.retry_max = 2
+queryclaw.retry_base_delay = '300ms'
 queryclaw.llm_url = $(conf_quote "$llm_url")
 queryclaw.llm_model = $(conf_quote "$llm_model")
 queryclaw.llm_api_key = $(conf_quote "$llm_key")
@@ -47,6 +53,8 @@ CONF
 qc_log "scratch cluster in $QC_WORK/data"
 
 qc_psql -q -d postgres -c "CREATE DATABASE demo" || exit 1
+# the queue's workers connect to queryclaw.database as the server starts
+qc_restart_cluster || exit 1
 qc_psql -q -d demo -c "CREATE EXTENSION queryclaw_ext" || exit 1
 # on stdin, so the cluster's OS user need not be able to read this tree
 qc_psql -d demo -v base="http://127.0.0.1:$port" -v llm_which="$llm_which" \

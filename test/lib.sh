@@ -49,8 +49,11 @@ qc_as_root() {
 }
 
 # Run as the cluster's OS user.
+# As root, from /: the tree may be in a directory the postgres user cannot
+# enter (root's home, a mktemp -d folder), and psql and pg_ctl warn, or
+# fail, when they cannot change back to their working directory.
 qc_as_pg() {
-	if [ "$(id -u)" -eq 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi
+	if [ "$(id -u)" -eq 0 ]; then (cd / && exec runuser -u postgres -- "$@"); else "$@"; fi
 }
 
 # Run SQL (stdin or -c) in database $QC_DB (queryclaw_regression unless
@@ -92,9 +95,17 @@ qc_install_deps() {
 	done
 	if [ ${#missing[@]} -gt 0 ]; then
 		qc_log "installing Debian packages: ${missing[*]}"
-		qc_as_root apt-get update -qq &&
-			qc_as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null ||
-			{ echo "package installation failed" >&2; return 1; }
+		# apt's and debconf's chatter is shown only when the installation fails
+		local log
+		log=$(mktemp)
+		if ! { qc_as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq &&
+			qc_as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}"; } >"$log" 2>&1; then
+			cat "$log" >&2
+			rm -f "$log"
+			echo "package installation failed" >&2
+			return 1
+		fi
+		rm -f "$log"
 	fi
 }
 

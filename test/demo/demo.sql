@@ -4,9 +4,13 @@
 --     python3 test/demo/site.py --port-file /tmp/site.port &
 --     psql -v base=http://127.0.0.1:$(cat /tmp/site.port) -f test/demo/demo.sql
 -- against a database where `CREATE EXTENSION queryclaw_ext` has been run and
--- the queryclaw policy settings allow that address.  Step 6 needs
--- queryclaw.llm_url and queryclaw.llm_model (see README, "Pointing it at a
--- model"); pass -v llm_which='...' to say which model it is.
+-- the queryclaw policy settings allow that address.  Steps 6 and 7 need
+-- the library preloaded and queryclaw.database naming this database (the
+-- queue), step 8 queryclaw.llm_url and queryclaw.llm_model (docs/llm.md);
+-- pass -v llm_which='...' to say which model it is.
+--
+-- Each statement is printed before its result (ECHO queries); the
+-- book-keeping between them is not.
 --
 -- The site (test/demo/site.py) has 24 fictional companies, each with an HTML
 -- homepage at /companies/<slug> and a JSON record at /api/companies/<slug>.
@@ -16,6 +20,7 @@
 \set ON_ERROR_STOP on
 \set QUIET on
 \pset null '(null)'
+\pset footer off
 SET client_min_messages = warning;
 
 \if :{?base}
@@ -27,10 +32,12 @@ SET client_min_messages = warning;
 -- Remember where the audit log stands, so the summary covers only this run.
 SELECT coalesce(max(id), 0) AS audit_mark FROM queryclaw.audit_log \gset
 
+DROP TABLE IF EXISTS demo_companies, demo_leads, demo_checks;
+
 \echo
 \echo '== 1. Load the company list from the site (GET /api/companies)'
+\set ECHO queries
 
-DROP TABLE IF EXISTS demo_companies;
 CREATE TABLE demo_companies (
     id               serial PRIMARY KEY,
     slug             text,
@@ -118,10 +125,97 @@ WHERE  id > :audit_mark
 ORDER  BY id;
 
 \echo
-\echo '== 6. Ask a model that browses (llm_chat_tools), for the first three companies'
+\echo '== 6. Enrich rows as they are inserted, through the queue'
+\echo '-- an AFTER INSERT trigger queues one api_call_async per row and returns at once;'
+\echo '-- the workers send the requests after the COMMIT and a callback stores each result'
+
+CREATE TABLE demo_leads (
+    id        serial PRIMARY KEY,
+    slug      text,
+    city      text,
+    employees int,
+    enrich_error text
+);
+
+CREATE PROCEDURE demo_save_lead(request_id bigint, result jsonb, error text, context jsonb)
+LANGUAGE plpgsql AS $$
+BEGIN
+    UPDATE demo_leads
+       SET city      = result -> 'body' ->> 'city',
+           employees = (result -> 'body' ->> 'employees')::int,
+           enrich_error = coalesce(error, CASE WHEN NOT (result ->> 'ok')::boolean
+                                            THEN 'HTTP status ' || (result ->> 'status') END)
+     WHERE id = (context ->> 'lead')::int;
+END $$;
+
+CREATE FUNCTION demo_enrich_lead() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM queryclaw.api_call_async(current_setting('demo.base') || '/api/companies/' || NEW.slug,
+                callback => 'demo_save_lead(bigint, jsonb, text, jsonb)',
+                context => jsonb_build_object('lead', NEW.id));
+    RETURN NULL;
+END $$;
+
+CREATE TRIGGER demo_enrich_lead AFTER INSERT ON demo_leads
+    FOR EACH ROW EXECUTE FUNCTION demo_enrich_lead();
+
+\set ECHO none
+SELECT set_config('demo.base', :'base', false) \gset
+\set ECHO queries
+INSERT INTO demo_leads (slug) SELECT slug FROM demo_companies ORDER BY id;
+
+\echo
+\echo '== 6a. The queue while it drains (queryclaw.host_rate_limit lets 10 requests a second go)'
+SELECT role, state, requests, oldest_waiting FROM queryclaw.queue_status ORDER BY state;
+\set ECHO none
+SELECT pg_sleep(1) AS slept \gset
+\set ECHO queries
+SELECT role, state, requests, oldest_waiting FROM queryclaw.queue_status ORDER BY state;
+
+\echo
+\echo '== 6b. Wait until every request is final, then read the table the callbacks filled'
+SELECT state, count(*) AS requests
+  FROM queryclaw.wait(ARRAY(SELECT id FROM queryclaw.requests WHERE func = 'api_call_async'), '60 s')
+ GROUP BY state;
+SELECT slug, city, employees, enrich_error FROM demo_leads ORDER BY id LIMIT 5;
+SELECT count(*) FILTER (WHERE city IS NOT NULL) AS enriched,
+       count(*) FILTER (WHERE enrich_error IS NOT NULL) AS failed
+  FROM demo_leads;
+SELECT slug, enrich_error FROM demo_leads WHERE enrich_error IS NOT NULL;
+
+\echo
+\echo '== 7. Retries: one API answers 503 once, another is down (queryclaw.retry_max = 2)'
+CREATE TABLE demo_checks (name text, request_id bigint);
+INSERT INTO demo_checks
+VALUES ('flaky', queryclaw.api_call_async(:'base' || '/api/flaky/demo')),
+       ('down',  queryclaw.api_call_async(:'base' || '/api/down'));
+
+SELECT c.name, r.state, r.attempts, r.result -> 'status' AS status, r.error
+  FROM demo_checks c,
+       queryclaw.wait(ARRAY(SELECT request_id FROM demo_checks), '60 s') r
+ WHERE r.id = c.request_id
+ ORDER BY c.name DESC;
+
+\set ECHO none
+-- the audit worker commits the last rows within milliseconds: wait for it
+DO $$ BEGIN FOR i IN 1..500 LOOP
+    EXIT WHEN (SELECT queued + in_flight FROM queryclaw.audit_status()) = 0;
+    PERFORM pg_sleep(0.01); END LOOP; END $$;
+\set ECHO queries
+\echo
+\echo '== 7a. The audit rows of both: one per attempt'
+SELECT c.name, (a.detail -> 'request' ->> 'attempt')::int AS attempt, a.status, a.outcome, a.reason
+  FROM queryclaw.audit_log a
+  JOIN demo_checks c ON (a.detail -> 'request' ->> 'id')::bigint = c.request_id
+ ORDER BY c.name DESC, a.id;
+\set ECHO none
+
+\echo
+\echo '== 8. Ask a model that browses (llm_chat_tools), for the first three companies'
 \if :{?llm_which}
-\echo 'The model is' :llm_which
+\echo '-- the model is' :llm_which
 \endif
+\set ECHO queries
 
 -- The model gets the prompt and the web_fetch tool; each page it asks for is
 -- fetched under the same policy as above, and audited.  output_schema makes
@@ -145,7 +239,7 @@ SELECT slug,
 FROM   demo_companies WHERE id = 1;
 
 \echo
-\echo '== 7. What the audit log recorded for the model: one row per request, one per tool call'
+\echo '== 9. What the audit log recorded for the model: one row per request, one per tool call'
 
 SELECT func,
        count(*)                                  AS rows,

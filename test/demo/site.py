@@ -14,6 +14,9 @@ Routes (GET and HEAD):
     /api/companies/<slug>   the company as JSON: name, slug, city, country,
                             founded, employees, industry, products
     /api/companies          JSON list of all slugs, sorted
+    /api/flaky/<name>       503 the first time a name is asked for, then a
+                            JSON object naming it: a request retried once
+    /api/down               always 503: a request whose retries run out
     anything else           404
 
 One slug, ghost-systems, is listed by /api/companies but answers 404 on both
@@ -247,10 +250,24 @@ class SiteHandler(QuietHandler):
     def api_list(self):
         self.reply_json(ALL_SLUGS)
 
+    asked = set()
+
+    def api_flaky(self, name):
+        if name not in SiteHandler.asked:
+            SiteHandler.asked.add(name)
+            self.reply(503, b"busy, try again\n")
+        else:
+            self.reply_json({"name": name, "ok": True})
+
+    def api_down(self):
+        self.reply(503, b"down for maintenance\n")
+
     routes = compile_routes(
         (r"/companies/([a-z0-9-]+)", page),
         (r"/api/companies/([a-z0-9-]+)", api_company),
         (r"/api/companies", api_list),
+        (r"/api/flaky/([a-z0-9-]+)", api_flaky),
+        (r"/api/down", api_down),
     )
 
 

@@ -1,15 +1,17 @@
 #!/usr/bin/env python3
-"""Run the README's SQL examples as written (test/readme/run.sh calls this),
-and those of each page of docs/ the same way.
+"""Run the SQL examples of the README and docs/ as written
+(test/readme/run.sh calls this).
 
-    run.py conf README            print the settings of the README's
-                                  postgresql.conf block
-    run.py run README -- PSQL...  run every ```sql block with the psql
-                                  command given (connection included)
+    run.py conf README              print the settings of the README's
+                                    postgresql.conf block
+    run.py run FILE... -- PSQL...   run every ```sql block of the files
+                                    with the psql command given
+                                    (connection included)
 
-Blocks run in the order a new user meets them: those of the installation
-section first, then every other one in the README's order, each in a psql
-session of its own, stopping at its first error.  Once a block has called
+Blocks run in the order a new user meets them: those of the README's
+installation section first, then every other one, file by file in the
+order given and in each file's order, each in a psql session of its own,
+stopping at its first error.  Once a block has called
 pg_reload_conf(), the next waits until a new session sees the reloaded
 configuration.  A JSON value shown in a comment right under a statement
 ("-- {...}", over as many comment lines as it takes) must equal what the
@@ -86,12 +88,12 @@ def conf_load_time(cmd):
     return psql(cmd, "-At", "-c", "SELECT pg_conf_load_time()").stdout.strip()
 
 
-def run(readme, cmd):
+def run(files, cmd):
     failures = 0
-    found = [b for b in blocks(readme) if b[1] == "sql"]
-    ordered = [b for b in found if b[3] == INSTALL_SECTION] + [b for b in found if b[3] != INSTALL_SECTION]
-    for number, _, text, _ in ordered:
-        title = f"{os.path.basename(readme)} line {number}: {text.split(chr(10), 1)[0][:60]}"
+    found = [(f, *b) for f in files for b in blocks(f) if b[1] == "sql"]
+    ordered = [b for b in found if b[4] == INSTALL_SECTION] + [b for b in found if b[4] != INSTALL_SECTION]
+    for path, number, _, text, _ in ordered:
+        title = f"{os.path.basename(path)} line {number}: {text.split(chr(10), 1)[0][:60]}"
         before = conf_load_time(cmd) if "pg_reload_conf()" in text else None
         try:
             result = psql(cmd, "-q", "-f", "-", sql=text)
@@ -128,8 +130,9 @@ def main(argv):
     if len(argv) >= 3 and argv[1] == "conf":
         print(conf_block(argv[2]), end="")
         return 0
-    if len(argv) >= 5 and argv[1] == "run" and argv[3] == "--":
-        return run(argv[2], argv[4:])
+    if len(argv) >= 5 and argv[1] == "run" and "--" in argv[3:]:
+        split = argv.index("--")
+        return run(argv[2:split], argv[split + 1:])
     sys.exit(__doc__)
 
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# test/readme/run.sh: every SQL example of README.md and docs/, run as
-# written.
+# test/readme/run.sh: every SQL example of README.md and docs/*.md, run as
+# written (but docs/citus.md's, which test/citus/ runs on a Citus cluster).
 #
 # Usage (from test/run.sh, inside its network namespace, with the fixture
 # servers of test/run.sh running):
@@ -10,7 +10,7 @@
 # whose database (queryclaw.database there) the reader's tables are made
 # (setup.sql), and test/readme/site.py on ports 80 and 443 of 127.0.0.1,
 # where the DNS fixture puts example.com and its subdomains; then runs
-# every ```sql block (run.py).  What the README cannot say for the test is
+# every ```sql block of README.md, then of docs/*.md (run.py).  What the README cannot say for the test is
 # set for that database alone: the model and search API are the scripted
 # ones of test/fixture/llm_server.py (overriding the README's ALTER SYSTEM,
 # as ALTER DATABASE settings do), 127.0.0.1 on ports 80 and 443 is allowed
@@ -46,7 +46,9 @@ qc_start_cluster readme <<<"$conf" || { echo "not ok - a cluster configured as t
 echo "ok - a cluster configured by the README's postgresql.conf block starts"
 
 psql=("$QC_BINDIR/psql" -h "$QC_WORK" -p 5432)
-[ "$(id -u)" -eq 0 ] && psql=(runuser -u postgres -- "${psql[@]}")
+# as root the sessions run as postgres, from / (which it may enter, where
+# the tree may be in a directory it cannot), reading SQL on stdin
+[ "$(id -u)" -eq 0 ] && psql=(runuser -u postgres -- "${psql[@]}") && cd /
 "${psql[@]}" -X -q -v ON_ERROR_STOP=1 -d postgres <<SQL >/dev/null || { echo "not ok - could not set up database $db"; exit 1; }
 SELECT format('CREATE DATABASE %I', '$db') WHERE '$db' <> 'postgres' \gexec
 ALTER DATABASE "$db" SET queryclaw.llm_url = 'http://127.0.0.1:$llm_port/v1';
@@ -56,22 +58,18 @@ ALTER DATABASE "$db" SET queryclaw.search_url = 'http://127.0.0.1:$llm_port/sear
 ALTER DATABASE "$db" SET queryclaw.local_allowlist = '127.0.0.1:80, 127.0.0.1:443';
 ALTER DATABASE "$db" SET queryclaw.ca_file = '$tls/ca.pem';
 SQL
-"${psql[@]}" -X -q -v ON_ERROR_STOP=1 -d "$db" -f "$here/setup.sql" >/dev/null ||
+"${psql[@]}" -X -q -v ON_ERROR_STOP=1 -d "$db" -f - <"$here/setup.sql" >/dev/null ||
 	{ echo "not ok - test/readme/setup.sql failed"; exit 1; }
 
 # a session of its own for each block, limited in time: a loop that does
 # not end fails rather than hang the test
-"$QC_PYTHON" "$here/run.py" run "$QC_ROOT/README.md" -- "${psql[@]}" \
+docs=()
+for f in "$QC_ROOT"/docs/*.md; do
+	[ "$(basename "$f")" = citus.md ] || docs+=("$f")
+done
+"$QC_PYTHON" "$here/run.py" run "$QC_ROOT/README.md" "${docs[@]}" -- "${psql[@]}" \
 	-d "dbname=$db options='-c statement_timeout=60s'"
 rc=$?
 # and what they did to the reader's tables
-"${psql[@]}" -X -q -At -v ON_ERROR_STOP=1 -d "$db" -f "$here/after.sql" || rc=1
-# then the examples of docs/, page by page, in the same database
-# (docs/citus.md's need a Citus cluster: test/citus/run.sh runs them)
-for doc in "$QC_ROOT"/docs/*.md; do
-	[ "${doc##*/}" = citus.md ] && continue
-	grep -q '^```sql' "$doc" || continue
-	"$QC_PYTHON" "$here/run.py" run "$doc" -- "${psql[@]}" \
-		-d "dbname=$db options='-c statement_timeout=60s'" || rc=1
-done
+"${psql[@]}" -X -q -At -v ON_ERROR_STOP=1 -d "$db" -f - <"$here/after.sql" || rc=1
 exit $rc
