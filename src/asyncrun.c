@@ -79,6 +79,7 @@
 #include "utils/fmgroids.h"
 #include "utils/hsearch.h"
 #include "utils/guc.h"
+#include "utils/inval.h"
 #include "utils/json.h"
 #include "utils/jsonb.h"
 #include "utils/lsyscache.h"
@@ -1374,9 +1375,16 @@ record_settled(QcAsyncFlight **flights, int n, const QcRoleSettings *settings, i
 void
 qc_async_start_role(QcAsyncFlight **flights, int n, List **calls, int *done)
 {
-	QcRoleSettings *settings = qc_role_settings_load(flights[0]->r->role);
+	QcRoleSettings *settings;
 	QcRoleScope scope;
 
+	/*
+	 * The catalogs as of the claim: a GRANT or REVOKE committed with the
+	 * request (after this transaction took its locks) is seen by the checks
+	 * below.
+	 */
+	AcceptInvalidationMessages();
+	settings = qc_role_settings_load(flights[0]->r->role);
 	worker_host_cap = qc_max_host_concurrency;
 	qc_role_enter(settings, &scope);
 	admit(flights, n);
