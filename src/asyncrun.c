@@ -933,11 +933,10 @@ typedef struct HostLoad
 {
 	HostLoadKey key;
 	int			out;
-	double		mean_ms;		/* of its responses, smoothed */
+	double		mean_ms;		/* of its responses, smoothed; 0 before the first */
 } HostLoad;
 
-#define QC_HOST_FIRST_MEAN_MS	1000.0
-#define QC_HOST_MIN_WAIT_MS		100
+#define QC_HOST_MIN_WAIT_MS		10
 
 /* Requests put back for a host's concurrency since the worker last asked. */
 static int	blocked_count = 0;
@@ -963,7 +962,7 @@ host_load(Oid role, const char *host)
 	if (!found)
 	{
 		h->out = 0;
-		h->mean_ms = QC_HOST_FIRST_MEAN_MS;
+		h->mean_ms = 0;
 	}
 	return h;
 }
@@ -1033,7 +1032,8 @@ qc_async_call_ended(QcCall *call)
 
 	h->out--;
 	if (call->status != 0)
-		h->mean_ms = 0.8 * h->mean_ms + 0.2 * call->elapsed_ms;
+		h->mean_ms = h->mean_ms == 0 ? call->elapsed_ms :
+			0.8 * h->mean_ms + 0.2 * call->elapsed_ms;
 	f->out--;
 	f->ended = lappend(f->ended, call);
 	MemoryContextSwitchTo(old);
@@ -1354,6 +1354,18 @@ start_flight(QcAsyncFlight *f, List **calls)
 	}
 }
 
+/* The earliest time a request put back since the worker last asked is due. */
+static TimestampTz next_wake = 0;
+
+TimestampTz
+qc_async_take_next_wake(void)
+{
+	TimestampTz at = next_wake;
+
+	next_wake = 0;
+	return at;
+}
+
 /* Record each flight whose outcome is set and that has nothing out. */
 static void
 record_settled(QcAsyncFlight **flights, int n, const QcRoleSettings *settings, int *done)
@@ -1368,6 +1380,9 @@ record_settled(QcAsyncFlight **flights, int n, const QcRoleSettings *settings, i
 		CHECK_FOR_INTERRUPTS();
 		finish(f->r, f->callback, settings);
 		f->recorded = true;
+		if ((f->r->outcome == QC_ASYNC_WAIT || f->r->outcome == QC_ASYNC_RETRY) &&
+			(next_wake == 0 || f->r->next_at < next_wake))
+			next_wake = f->r->next_at;
 		(*done)++;
 	}
 }

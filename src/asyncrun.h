@@ -111,6 +111,12 @@ extern void qc_async_call_ended(QcCall *call);
  */
 extern int	qc_async_blocked_count(void);
 
+/*
+ * The earliest next_attempt_at of the requests put back (waiting or
+ * retrying) since the last call, or 0: when the worker must look again.
+ */
+extern TimestampTz qc_async_take_next_wake(void);
+
 /* Forget the calls counted out per host (after a failed run dropped them). */
 extern void qc_async_hosts_reset(void);
 

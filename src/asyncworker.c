@@ -723,6 +723,7 @@ service(void *arg)
 {
 	Service    *sv = arg;
 	TimestampTz now = GetCurrentTimestamp();
+	TimestampTz wake_at;
 	List	   *ready = NIL;
 	ListCell   *lc;
 
@@ -743,6 +744,10 @@ service(void *arg)
 		if (worker.blocked && !worker.exhausted)
 			next_due = TimestampTzPlusMilliseconds(now, QC_BLOCKED_LOOK_MS);
 	}
+	/* a request put back in this step (a wait, a retry) is due again then */
+	wake_at = qc_async_take_next_wake();
+	if (wake_at != 0)
+		next_due = Min(next_due, wake_at);
 	drop_over();
 }
 
