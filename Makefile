@@ -8,71 +8,75 @@ EXTENSION = queryclaw_ext
 MODULE_big = queryclaw_ext
 OBJS = \
 	src/queryclaw.o \
-	src/guc.o \
-	src/netaddr.o \
-	src/hostname.o \
-	src/rules.o \
-	src/policy.o \
-	src/redact.o \
-	src/call.o \
-	src/callrec.o \
-	src/http.o \
-	src/charset.o \
-	src/html.o \
-	src/content.o \
-	src/text.o \
-	src/article.o \
-	src/markdown.o \
-	src/metadata.o \
-	src/json.o \
-	src/response.o \
-	src/audit.o \
-	src/auditq.o \
-	src/worker.o \
-	src/bgsession.o \
-	src/rolecount.o \
-	src/ratelimit.o \
-	src/budget.o \
-	src/fetch.o \
-	src/api.o \
-	src/batch.o \
-	src/check.o \
-	src/resolve.o \
-	src/chat.o \
-	src/tools.o \
-	src/search.o \
-	src/retry.o \
-	src/bucket.o \
-	src/hostrate.o \
-	src/asyncrun.o \
-	src/asyncworker.o \
-	src/endpoint.o \
-	src/schema.o \
-	src/sqlcheck.o \
-	src/sqltool.o \
-	src/embed.o \
-	src/llm.o \
-	src/llmjob.o \
-	src/subxact.o \
-	src/rolesession.o \
-	src/proclookup.o \
-	src/queue.o \
-	src/enqueue.o \
-	src/qwait.o \
-	src/qretry.o \
-	src/hostlimits.o \
-	src/cluster.o \
-	src/latchwait.o \
-	src/serversopts.o \
-	src/serversfdw.o \
-	src/servers.o \
-	src/serversadmit.o \
-	src/compat.o
+	src/common/guc.o \
+	src/common/netaddr.o \
+	src/common/hostname.o \
+	src/common/rules.o \
+	src/policy/policy.o \
+	src/common/redact.o \
+	src/call/call.o \
+	src/policy/callrec.o \
+	src/transport/http.o \
+	src/common/charset.o \
+	src/content/html.o \
+	src/content/content.o \
+	src/content/text.o \
+	src/content/article.o \
+	src/content/markdown.o \
+	src/content/metadata.o \
+	src/common/json.o \
+	src/call/response.o \
+	src/call/audit.o \
+	src/call/auditq.o \
+	src/workers/worker.o \
+	src/workers/bgsession.o \
+	src/call/rolecount.o \
+	src/call/ratelimit.o \
+	src/call/budget.o \
+	src/functions/fetch.o \
+	src/requests/api.o \
+	src/functions/batch.o \
+	src/requests/check.o \
+	src/transport/resolve.o \
+	src/requests/chat.o \
+	src/requests/tools.o \
+	src/requests/search.o \
+	src/common/retry.o \
+	src/common/bucket.o \
+	src/call/hostrate.o \
+	src/workers/asyncrun.o \
+	src/workers/asyncworker.o \
+	src/requests/endpoint.o \
+	src/common/schema.o \
+	src/common/sqlcheck.o \
+	src/requests/sqltool.o \
+	src/functions/embed.o \
+	src/functions/llm.o \
+	src/requests/llmjob.o \
+	src/common/subxact.o \
+	src/workers/rolesession.o \
+	src/common/proclookup.o \
+	src/queue/queue.o \
+	src/queue/enqueue.o \
+	src/queue/qwait.o \
+	src/queue/qretry.o \
+	src/queue/hostlimits.o \
+	src/common/cluster.o \
+	src/common/latchwait.o \
+	src/policy/serversopts.o \
+	src/functions/serversfdw.o \
+	src/policy/servers.o \
+	src/call/serversadmit.o \
+	src/common/compat.o
 DATA = sql/queryclaw_ext--0.1.sql sql/queryclaw_ext--0.1--0.2.sql
 PGFILEDESC = "queryclaw_ext - policy-checked, audited HTTP from SQL"
 
 DEPS_PKGS = libcurl libcjson libxml-2.0 libidn2
-PG_CPPFLAGS = $(shell pkg-config --cflags $(DEPS_PKGS) 2>/dev/null)
+# src/ is grouped by subsystem (docs/architecture.md); every folder's
+# headers are found by name
+QC_FOLDERS = common content policy transport call requests functions queue workers
+QC_INCLUDES := $(addprefix -I$(dir $(lastword $(MAKEFILE_LIST)))src/,$(QC_FOLDERS))
+PG_CPPFLAGS = $(QC_INCLUDES) $(shell pkg-config --cflags $(DEPS_PKGS) 2>/dev/null)
 # The version the module reports (PG_MODULE_MAGIC_EXT, 18 and newer).
 QC_VERSION := $(shell sed -n "s/^default_version = '\(.*\)'/\1/p" $(dir $(lastword $(MAKEFILE_LIST)))queryclaw_ext.control)
 PG_CPPFLAGS += -DQC_VERSION='"$(QC_VERSION)"'
@@ -165,16 +169,16 @@ bench-load:
 	bash test/bench/load.sh
 
 # The pure C policy code, tested without a server.
-UNIT_SRCS = test/unit/test_rules.c src/netaddr.c src/hostname.c src/rules.c
-test/unit/test_rules: $(UNIT_SRCS) src/netaddr.h src/hostname.h src/rules.h
-	$(CC) -std=c99 -D_DEFAULT_SOURCE -Wall -Wextra -Werror -Isrc -o $@ $(UNIT_SRCS) \
+UNIT_SRCS = test/unit/test_rules.c src/common/netaddr.c src/common/hostname.c src/common/rules.c
+test/unit/test_rules: $(UNIT_SRCS) src/common/netaddr.h src/common/hostname.h src/common/rules.h
+	$(CC) -std=c99 -D_DEFAULT_SOURCE -Wall -Wextra -Werror $(QC_INCLUDES) -o $@ $(UNIT_SRCS) \
 		$(shell pkg-config --cflags --libs libidn2)
-RETRY_SRCS = test/unit/test_retry.c src/retry.c
-test/unit/test_retry: $(RETRY_SRCS) src/retry.h test/unit/check.h
-	$(CC) -std=c99 -D_DEFAULT_SOURCE -Wall -Wextra -Werror -Isrc -o $@ $(RETRY_SRCS) $(shell pkg-config --libs libcurl)
-HOSTRATE_SRCS = test/unit/test_hostrate.c src/bucket.c src/netaddr.c src/hostname.c src/rules.c
-test/unit/test_hostrate: $(HOSTRATE_SRCS) test/unit/check.h src/bucket.h src/rules.h src/hostname.h src/netaddr.h
-	$(CC) -std=c99 -D_DEFAULT_SOURCE -Wall -Wextra -Werror -Isrc -o $@ $(HOSTRATE_SRCS) \
+RETRY_SRCS = test/unit/test_retry.c src/common/retry.c
+test/unit/test_retry: $(RETRY_SRCS) src/common/retry.h test/unit/check.h
+	$(CC) -std=c99 -D_DEFAULT_SOURCE -Wall -Wextra -Werror $(QC_INCLUDES) -o $@ $(RETRY_SRCS) $(shell pkg-config --libs libcurl)
+HOSTRATE_SRCS = test/unit/test_hostrate.c src/common/bucket.c src/common/netaddr.c src/common/hostname.c src/common/rules.c
+test/unit/test_hostrate: $(HOSTRATE_SRCS) test/unit/check.h src/common/bucket.h src/common/rules.h src/common/hostname.h src/common/netaddr.h
+	$(CC) -std=c99 -D_DEFAULT_SOURCE -Wall -Wextra -Werror $(QC_INCLUDES) -o $@ $(HOSTRATE_SRCS) \
 		$(shell pkg-config --cflags --libs libidn2)
 .PHONY: unit-tests
 unit-tests: test/unit/test_rules test/unit/test_retry test/unit/test_hostrate

@@ -1,6 +1,6 @@
 --
 -- llm_chat_tools_async: the worker runs each LLM request as a job of the
--- tool loop (src/llmjob.c), many at once, their model requests and the
+-- tool loop (src/requests/llmjob.c), many at once, their model requests and the
 -- HTTP requests of their tool calls in one batch; the result is what
 -- llm_chat_tools returns, the errors are its errors.
 --

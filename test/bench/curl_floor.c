@@ -2,7 +2,7 @@
  * test/bench/curl_floor.c: what libcurl alone costs a call (make bench).
  *
  * The same sequential GETs as floor.c's first mode, made through libcurl
- * the way the extension's transport makes them (src/http.c): one easy
+ * the way the extension's transport makes them (src/transport/http.c): one easy
  * handle reused on one keep-alive connection, driven by a multi handle with
  * curl_multi_perform() and curl_multi_poll(), the body and header bytes
  * copied out by callbacks.  No policy, no audit, no SQL, no option set per

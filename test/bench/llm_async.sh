@@ -6,7 +6,7 @@
 # the row.  The scripted model (test/fixture/llm_server.py, scenario
 # slow:200) answers each request in 200 ms; the worker runs up to
 # queryclaw.async_concurrency (64) of them at once, the model requests of
-# all its LLM jobs in one batch of the transport (src/llmjob.c), so the
+# all its LLM jobs in one batch of the transport (src/requests/llmjob.c), so the
 # floor is 500 / 64 * 200 ms = 1.6 s, where one after the other would take
 # 100 s.  Prints the time from the enqueuing commit until the last callback
 # wrote its row, the requests per second, and the target (< 4 s for 500).

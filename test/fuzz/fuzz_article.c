@@ -2,7 +2,7 @@
  *
  * fuzz_article.c
  *	  Fuzz target: the main content of a page, as text or as Markdown
- *	  (src/article.c, src/markdown.c, on src/html.c's tree).
+ *	  (src/content/article.c, src/content/markdown.c, on src/content/html.c's tree).
  *
  * Input: one byte, then the body.  The byte chooses the Content-Type
  * charset (as in fuzz_html.c), the format (article or markdown) and whether

@@ -2,7 +2,7 @@
  *
  * fuzz_charset.c
  *	  Fuzz target: content types, charset labels and the conversion of
- *	  bodies into text (src/charset.c).
+ *	  bodies into text (src/common/charset.c).
  *
  * Input: one byte choosing a charset, then the body.  The body is also
  * read, up to its first NUL, as a Content-Type value.  Properties checked

@@ -1,8 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * fuzz_host.c
- *	  Fuzz target: the host mapper (src/hostname.c), and the host lists
- *	  that are matched against what it makes (src/rules.c).
+ *	  Fuzz target: the host mapper (src/common/hostname.c), and the host lists
+ *	  that are matched against what it makes (src/common/rules.c).
  *
  * The input is a host as a URL spells it.  Properties checked besides
  * memory safety and leaks (libidn2's allocations included):

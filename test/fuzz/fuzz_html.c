@@ -1,8 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * fuzz_html.c
- *	  Fuzz target: HTML to text and page metadata (src/html.c, src/text.c,
- *	  src/metadata.c, with src/charset.c deciding and converting the
+ *	  Fuzz target: HTML to text and page metadata (src/content/html.c, src/content/text.c,
+ *	  src/content/metadata.c, with src/common/charset.c deciding and converting the
  *	  character set).
  *
  * Input: one byte choosing the Content-Type charset (none, or one of a few

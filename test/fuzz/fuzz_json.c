@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  *
  * fuzz_json.c
- *	  Fuzz target: the JSON check on response bodies (src/json.c).
+ *	  Fuzz target: the JSON check on response bodies (src/common/json.c).
  *
  * What qc_json_is_valid() accepts is handed to jsonb_in() by api_call()
  * and web_fetch(..., 'json'), so it must be JSON that PostgreSQL accepts

@@ -2,7 +2,7 @@
  *
  * fuzz_netaddr.c
  *	  Fuzz target: address parsing, formatting and classification
- *	  (src/netaddr.c), the core of queryclaw.block_local.
+ *	  (src/common/netaddr.c), the core of queryclaw.block_local.
  *
  * The input is tried as an address literal and, from its bytes, as a raw
  * IPv4 and IPv6 address.  Properties checked besides memory safety:

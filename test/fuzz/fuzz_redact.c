@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  *
  * fuzz_redact.c
- *	  Fuzz target: the redactor (src/redact.c) on free text, statements and
+ *	  Fuzz target: the redactor (src/common/redact.c) on free text, statements and
  *	  URLs.
  *
  * Input: one flags byte, then text.  The flags choose where a known secret

@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  *
  * fuzz_rules.c
- *	  Fuzz target: the list settings' syntax (src/rules.c):
+ *	  Fuzz target: the list settings' syntax (src/common/rules.c):
  *	  queryclaw.local_allowlist and queryclaw.allowed_hosts/denied_hosts.
  *
  * The input is parsed as both kinds of list.  Properties checked besides

@@ -2,7 +2,7 @@
  *
  * fuzz_url.c
  *	  Fuzz target: URL parsing and the policy decided from a URL
- *	  (src/policy.c), and redaction (src/redact.c).
+ *	  (src/policy/policy.c), and redaction (src/common/redact.c).
  *
  * Input: one flags byte, then optionally a list setting and a newline,
  * then the URL.  The flags choose which list the first line sets

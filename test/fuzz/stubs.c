@@ -2,7 +2,7 @@
  *
  * stubs.c
  *	  Backend functions that the fuzzed files refer to but that the fuzzed
- *	  functions never call: src/json.c reads jsonb documents too, which
+ *	  functions never call: src/common/json.c reads jsonb documents too, which
  *	  the fuzz targets leave alone.  Each one only has to satisfy the
  *	  linker, and aborts if it is ever called.
  *

@@ -14,6 +14,9 @@ A header src/x.h declares the functions of src/x.c, or of the files whose
 names start with x (one subsystem), never those of an unrelated file: a
 reader looks for a function where its header says it is.
 
+The files of src/ stand in folders, one per subsystem (LADDER, from the
+bottom up): a file uses only its own folder and those below it.
+
 Prints an "ok"/"not ok" line for each rule for make test, and each circle
 or misplaced declaration found.  Run by hand after a build:
     python3 test/layering/cycles.py [-v]   (-v: the whole graph)
@@ -26,6 +29,22 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 SRC = os.path.join(ROOT, "src")
+
+# The folders of src/, from the bottom up: a file may use the files of its
+# own folder and of the folders below it, never of one above
+# (docs/architecture.md, "Layers").  src/queryclaw.c, _PG_init, is above all.
+LADDER = ["common", "content", "policy", "transport", "call", "requests",
+          "functions", "queue", "workers", ""]
+
+
+def sources(ext):
+    """stem -> its folder ("" for src/ itself), for the files of src/ ending in ext."""
+    found = {}
+    for folder, _, names in os.walk(SRC):
+        for name in names:
+            if name.endswith(ext):
+                found[name[:-len(ext)]] = os.path.relpath(folder, SRC).replace(".", "")
+    return found
 
 
 def symbols(obj):
@@ -44,13 +63,14 @@ def symbols(obj):
 
 def objects():
     """(file -> functions it defines, file -> symbols it uses), from nm."""
-    files = sorted(f[:-2] for f in os.listdir(SRC) if f.endswith(".c"))
-    missing = [f for f in files if not os.path.exists(os.path.join(SRC, f + ".o"))]
+    where = sources(".c")
+    path = {f: os.path.join(SRC, where[f], f + ".o") for f in where}
+    missing = [f for f in sorted(where) if not os.path.exists(path[f])]
     if missing:
         sys.exit("not ok - file graph of src/: not built (%s.o missing)" % missing[0])
     defined, used = {}, {}
-    for f in files:
-        defined[f], used[f] = symbols(os.path.join(SRC, f + ".o"))
+    for f in sorted(where):
+        defined[f], used[f] = symbols(path[f])
     return defined, used
 
 
@@ -65,8 +85,10 @@ def misplaced(defined):
     """(header, function, its file) for each declaration in the wrong header."""
     owner = {sym: f for f in defined for sym in defined[f]}
     found = []
-    for h in sorted(x for x in os.listdir(SRC) if x.endswith(".h")):
-        with open(os.path.join(SRC, h)) as fh:
+    headers = sources(".h")
+    for stem in sorted(headers):
+        h = stem + ".h"
+        with open(os.path.join(SRC, headers[stem], h)) as fh:
             text = fh.read()
         for name in re.findall(r"\bextern\b[^;(]*?\b(\w+)\s*\(", text):
             f = owner.get(name)
@@ -106,6 +128,18 @@ def circles(g):
     return set(found)
 
 
+def upward(g):
+    """(file, its folder, a file it uses, that file's folder) for each use upward."""
+    where = sources(".c")
+    rank = {folder: i for i, folder in enumerate(LADDER)}
+    found = []
+    for f in sorted(g):
+        for t in g[f]:
+            if rank.get(where[f], -1) < rank.get(where[t], len(LADDER)):
+                found.append((f, where[f] or "src", t, where[t] or "src"))
+    return found
+
+
 def main():
     defined, used = objects()
     g = graph(defined, used)
@@ -129,7 +163,14 @@ def main():
         print("not ok - each header of src/ declares only its own file's functions")
     else:
         print("ok - each header of src/ declares only its own file's functions")
-    return 1 if found or wrong else 0
+    up = upward(g)
+    for f, ff, t, tf in up:
+        print("# %s (%s/) uses %s (%s/), a folder above its own" % (f, ff, t, tf))
+    if up:
+        print("not ok - each folder of src/ uses only its own and the folders below it")
+    else:
+        print("ok - each folder of src/ uses only its own and the folders below it")
+    return 1 if found or wrong or up else 0
 
 
 if __name__ == "__main__":

@@ -6,7 +6,7 @@ Usage: scan.py ROOT LOGDIR
 Every log (one per process) is split into its records: memory errors,
 definite leaks and fatal signals, each with its stack, and the suppression
 valgrind wrote for it.  A record is the extension's when a frame of its
-stack is in ROOT/src/*.c or in queryclaw_ext.so; a fatal signal (a crash)
+stack is in ROOT/src/**/*.c or in queryclaw_ext.so; a fatal signal (a crash)
 always counts.  Prints a summary, every record of
 ours in full (with its suppression, should one be a false positive worth
 adding to test/valgrind/queryclaw.supp), and one line per other record.
@@ -20,7 +20,7 @@ import sys
 PREFIX = re.compile(r"^==\d+== ?")
 FRAME = re.compile(r"^\s+(at|by) 0x")
 ADDRESS = re.compile(r"0x[0-9A-Fa-f]+:?")
-SOURCE = re.compile(r"\(([^():]*/)?src/([a-z_]+)\.c:\d+\)")
+SOURCE = re.compile(r"\(([^():]*/)?src/(?:[a-z_]+/)?([a-z_]+)\.c:\d+\)")
 
 
 def records(path):

@@ -1,6 +1,6 @@
 --
 -- llm_chat_tools_async against llama-server: the worker runs the same loop
--- (src/llmjob.c), several requests at once; wait() returns each once it
+-- (src/requests/llmjob.c), several requests at once; wait() returns each once it
 -- is final, with what llm_chat_tools would have returned or raised.
 --
 SELECT queryclaw.llm_chat_tools_async('Hello?', tools => '{}') AS plain \gset
