@@ -467,6 +467,18 @@ record_outcome(void *arg)
 
 /* ---- outcomes kept for a later pass ---- */
 
+/* A flight with no request yet, in a memory context of its own below parent. */
+static QcAsyncFlight *
+new_flight(MemoryContext parent)
+{
+	MemoryContext cxt = AllocSetContextCreate(parent, "queryclaw async request",
+											  ALLOCSET_SMALL_SIZES);
+	QcAsyncFlight *f = MemoryContextAllocZero(cxt, sizeof(QcAsyncFlight));
+
+	f->cxt = cxt;
+	return f;
+}
+
 /* The requests whose outcome waits for a user's transaction to end. */
 static MemoryContext deferred_cxt = NULL;
 static List *deferred = NIL;
@@ -538,11 +550,9 @@ qc_async_take_deferred(MemoryContext parent, int *n)
 	*n = 0;
 	foreach(lc, deferred)
 	{
-		QcAsyncFlight *f = palloc0(sizeof(QcAsyncFlight));
-		MemoryContext old;
+		QcAsyncFlight *f = new_flight(parent);
+		MemoryContext old = MemoryContextSwitchTo(f->cxt);
 
-		f->cxt = AllocSetContextCreate(parent, "queryclaw async request", ALLOCSET_SMALL_SIZES);
-		old = MemoryContextSwitchTo(f->cxt);
 		f->r = copy_request(lfirst(lc));
 		MemoryContextSwitchTo(old);
 		flights[(*n)++] = f;
@@ -1272,12 +1282,9 @@ admit(QcAsyncFlight **flights, int n)
 QcAsyncFlight *
 qc_async_flight_new(MemoryContext parent, HeapTuple tuple, TupleDesc desc)
 {
-	MemoryContext cxt = AllocSetContextCreate(parent, "queryclaw async request",
-											  ALLOCSET_SMALL_SIZES);
-	MemoryContext old = MemoryContextSwitchTo(cxt);
-	QcAsyncFlight *f = palloc0(sizeof(QcAsyncFlight));
+	QcAsyncFlight *f = new_flight(parent);
+	MemoryContext old = MemoryContextSwitchTo(f->cxt);
 
-	f->cxt = cxt;
 	f->r = qc_async_request_from_tuple(tuple, desc);
 	MemoryContextSwitchTo(old);
 	return f;

@@ -266,10 +266,27 @@ typedef struct ClaimScope
 
 static void next_due_time(void *arg);
 
-/* A role's waiting requests (as DUE_OF_ROLE, due or not). */
+/* The role of a waiting request, and of a due one (the same, due now). */
 #define WAITING_OF_ROLE \
 	"SELECT r.role::pg_catalog.oid FROM queryclaw.requests r" \
 	" WHERE r.state OPERATOR(pg_catalog.=) ANY ('{queued,retrying}'::pg_catalog.text[])"
+#define DUE_OF_ROLE \
+	WAITING_OF_ROLE "   AND r.next_attempt_at OPERATOR(pg_catalog.<=) pg_catalog.now()"
+
+/*
+ * "roles(role)": the roles of the requests OF_ROLE selects, read role
+ * after role through the index on role (each step the next role with such
+ * a request), so that reading them costs the number of roles, not of the
+ * requests; the last row's role is NULL.
+ */
+#define ROLES_OF(OF_ROLE) \
+	"WITH RECURSIVE roles(role) AS (" \
+	" (" OF_ROLE " ORDER BY r.role LIMIT 1)" \
+	" UNION ALL" \
+	" SELECT (" OF_ROLE \
+	"   AND r.role::pg_catalog.oid OPERATOR(pg_catalog.>) roles.role" \
+	"   ORDER BY r.role LIMIT 1)" \
+	" FROM roles WHERE roles.role IS NOT NULL)"
 
 /*
  * Claim up to limit due requests, round-robin between the roles: each
@@ -319,14 +336,8 @@ next_due_time(void *arg)
 	int			rc;
 
 	/* role by role through requests_role_due_idx: the cost of the roles */
-	rc = SPI_execute("WITH RECURSIVE waiting(role) AS ("
-					 " (" WAITING_OF_ROLE " ORDER BY r.role LIMIT 1)"
-					 " UNION ALL"
-					 " SELECT (" WAITING_OF_ROLE
-					 "   AND r.role::pg_catalog.oid OPERATOR(pg_catalog.>) w.role"
-					 "   ORDER BY r.role LIMIT 1)"
-					 " FROM waiting w WHERE w.role IS NOT NULL)"
-					 " SELECT pg_catalog.min(n.at) FROM waiting w,"
+	rc = SPI_execute(ROLES_OF(WAITING_OF_ROLE)
+					 " SELECT pg_catalog.min(n.at) FROM roles w,"
 					 " LATERAL (SELECT r.next_attempt_at AS at FROM queryclaw.requests r"
 					 "   WHERE r.role::pg_catalog.oid OPERATOR(pg_catalog.=) w.role"
 					 "     AND r.state OPERATOR(pg_catalog.=) ANY ('{queued,retrying}'::pg_catalog.text[])"
@@ -342,28 +353,16 @@ next_due_time(void *arg)
 		next_due = DT_NOEND;
 }
 
-#define DUE_OF_ROLE \
-	"SELECT r.role::pg_catalog.oid FROM queryclaw.requests r" \
-	" WHERE r.state OPERATOR(pg_catalog.=) ANY ('{queued,retrying}'::pg_catalog.text[])" \
-	"   AND r.next_attempt_at OPERATOR(pg_catalog.<=) pg_catalog.now()"
-
 /*
- * The roles that have due requests, as a List of OIDs.  Read role after
- * role through the index on role (each step the next role with a due
- * request), so that a pass costs the number of roles, not of the requests
- * waiting: a paused role's stay due, however many.
+ * The roles that have due requests, as a List of OIDs (ROLES_OF: a look
+ * costs the number of roles, not of the requests waiting: a paused role's
+ * stay due, however many).
  */
 static void
 due_roles(void *arg)
 {
-	int			rc = SPI_execute("WITH RECURSIVE due(role) AS ("
-								 " (" DUE_OF_ROLE " ORDER BY r.role LIMIT 1)"
-								 " UNION ALL"
-								 " SELECT (" DUE_OF_ROLE
-								 "   AND r.role::pg_catalog.oid OPERATOR(pg_catalog.>) due.role"
-								 "   ORDER BY r.role LIMIT 1)"
-								 " FROM due WHERE due.role IS NOT NULL)"
-								 " SELECT role FROM due WHERE role IS NOT NULL",
+	int			rc = SPI_execute(ROLES_OF(DUE_OF_ROLE)
+								 " SELECT role FROM roles WHERE role IS NOT NULL",
 								 true, 0);
 
 	if (rc != SPI_OK_SELECT)

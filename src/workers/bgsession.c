@@ -181,47 +181,50 @@ take_server_settings(void)
 	return server;
 }
 
-/* Where a setting's value came from (PGC_S_DEFAULT when it is unknown). */
-static GucSource
-find_option_source(const char *name)
+/* The setting named name, or NULL. */
+static struct config_generic *
+guc_variable(const char *name)
 {
 	int			n;
 	struct config_generic **vars = guc_variables(&n);
 
 	for (int i = 0; i < n; i++)
 		if (pg_strcasecmp(vars[i]->name, name) == 0)
-			return vars[i]->source;
-	return PGC_S_DEFAULT;
+			return vars[i];
+	return NULL;
 }
 
-/* A setting's built-in value, as text (NULL for a kind not pinned). */
+/* Where a setting's value came from (PGC_S_DEFAULT when it is unknown). */
+static GucSource
+find_option_source(const char *name)
+{
+	struct config_generic *var = guc_variable(name);
+
+	return var ? var->source : PGC_S_DEFAULT;
+}
+
+/* A setting's built-in value, as text (NULL for an unknown setting). */
 static char *
 boot_value(const char *name)
 {
-	int			n;
-	struct config_generic **vars = guc_variables(&n);
+	struct config_generic *var = guc_variable(name);
 
-	for (int i = 0; i < n; i++)
+	if (var == NULL)
+		return NULL;
+	switch (var->vartype)
 	{
-		struct config_generic *var = vars[i];
-
-		if (pg_strcasecmp(var->name, name) != 0)
-			continue;
-		switch (var->vartype)
-		{
-			case PGC_BOOL:
-				return pstrdup(((struct config_bool *) var)->boot_val ? "on" : "off");
-			case PGC_INT:
-				return psprintf("%d", ((struct config_int *) var)->boot_val);
-			case PGC_REAL:
-				return psprintf("%g", ((struct config_real *) var)->boot_val);
-			case PGC_STRING:
-				return pstrdup(((struct config_string *) var)->boot_val ?
-							   ((struct config_string *) var)->boot_val : "");
-			case PGC_ENUM:
-				return pstrdup(config_enum_lookup_by_value((struct config_enum *) var,
-														   ((struct config_enum *) var)->boot_val));
-		}
+		case PGC_BOOL:
+			return pstrdup(((struct config_bool *) var)->boot_val ? "on" : "off");
+		case PGC_INT:
+			return psprintf("%d", ((struct config_int *) var)->boot_val);
+		case PGC_REAL:
+			return psprintf("%g", ((struct config_real *) var)->boot_val);
+		case PGC_STRING:
+			return pstrdup(((struct config_string *) var)->boot_val ?
+						   ((struct config_string *) var)->boot_val : "");
+		case PGC_ENUM:
+			return pstrdup(config_enum_lookup_by_value((struct config_enum *) var,
+													   ((struct config_enum *) var)->boot_val));
 	}
 	return NULL;
 }
