@@ -944,6 +944,7 @@ typedef struct HostLoad
 	HostLoadKey key;
 	int			out;
 	double		mean_ms;		/* of its responses, smoothed; 0 before the first */
+	TimestampTz busy_since;		/* when out last went from none to one */
 } HostLoad;
 
 #define QC_HOST_MIN_WAIT_MS		10
@@ -973,6 +974,7 @@ host_load(Oid role, const char *host)
 	{
 		h->out = 0;
 		h->mean_ms = 0;
+		h->busy_since = 0;
 	}
 	return h;
 }
@@ -1009,7 +1011,14 @@ host_has_room(QcAsyncRequest *r, QcCall *call)
 
 	if (h->out < cap)
 		return true;
-	set_wait(r, Max((int64) h->mean_ms, QC_HOST_MIN_WAIT_MS),
+	/*
+	 * Before its first response, the host takes at least as long as its
+	 * oldest call has been out: a slow host's waiting requests are read
+	 * again less and less often, not every few milliseconds.
+	 */
+	set_wait(r, Max((int64) (h->mean_ms > 0 ? h->mean_ms :
+							 (GetCurrentTimestamp() - h->busy_since) / 1000),
+					QC_HOST_MIN_WAIT_MS),
 			 psprintf("host concurrency %d reached", cap));
 	blocked_count++;
 	return false;
@@ -1072,6 +1081,8 @@ send_call(QcAsyncFlight *f, QcCall *call, List **calls)
 	const char *message;
 	char	   *detail;
 	const char *hint;
+	HostLoad   *h;
+
 	/* what the call keeps (a refusal's words) outlives the transaction */
 	MemoryContext old = MemoryContextSwitchTo(f->cxt);
 
@@ -1080,7 +1091,9 @@ send_call(QcAsyncFlight *f, QcCall *call, List **calls)
 	{
 		case QC_ADMIT_START:
 			f->out++;
-			host_load(f->r->role, first_host(call))->out++;
+			h = host_load(f->r->role, first_host(call));
+			if (h->out++ == 0)
+				h->busy_since = GetCurrentTimestamp();
 			*calls = lappend(*calls, call);
 			MemoryContextSwitchTo(old);
 			return;
