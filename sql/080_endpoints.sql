@@ -193,9 +193,16 @@ SELECT k AS key, (SELECT count(*) FROM queryclaw.audit_log a WHERE a::text LIKE 
 
 -- queryclaw.servers_only: only URLs under servers the role has USAGE on
 SET queryclaw.servers_only = on;
+GRANT EXECUTE ON FUNCTION queryclaw.check_url(text) TO qc_other, qc_etl;
 SET ROLE qc_other;
 SELECT qc_test.try($$SELECT queryclaw.api_call(qc_test.url('/echo/v1/x'))$$);
 SELECT qc_test.try($$SELECT queryclaw.api_call('http://127.0.0.2/nowhere')$$);
+-- check_url's dry run says what the call would meet, refusal and hint
+SELECT qc_test.scrub(jsonb_pretty(queryclaw.check_url(u) - 'port')) AS check_url
+  FROM unnest(ARRAY[qc_test.url('/echo/v1/x'), 'http://127.0.0.2/nowhere']) AS u;
+RESET ROLE;
+SET ROLE qc_etl;
+SELECT queryclaw.check_url(qc_test.url('/echo/v1/x'))->'allowed' AS etl_may;
 RESET ROLE;
 SET ROLE qc_etl;
 SELECT qc_test.sent(qc_test.url('/echo/v1/x'));

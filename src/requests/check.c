@@ -27,6 +27,7 @@
 #include "json.h"
 #include "resolve.h"
 #include "response.h"
+#include "servers.h"
 
 PG_FUNCTION_INFO_V1(check_url);
 
@@ -147,7 +148,17 @@ qc_check_url_json(const char *given, char *audit_extra)
 	}
 	else
 	{
-		allowed = qc_policy_check_url(call->policy, &url, "GET", &refusal);
+		/*
+		 * In the order a real call meets them: queryclaw.servers_only when
+		 * it is admitted, then the URL's policy.
+		 */
+		if (call->server != NULL && call->server->refusal != NULL)
+		{
+			refusal = *call->server->refusal;
+			allowed = false;
+		}
+		else
+			allowed = qc_policy_check_url(call->policy, &url, "GET", &refusal);
 		appendStringInfo(&out, ", \"port\": %d", url.port);
 		append_json_text(&out, "host", url.host);
 		if (allowed)
