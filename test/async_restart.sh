@@ -154,6 +154,28 @@ qc_check "two workers: one audit row per attempt" \
 qc_check "two workers: both ran requests" \
 	"$(sql -c "SELECT count(DISTINCT a.pid) FROM queryclaw.audit_log a
 	            WHERE a.func = 'api_call_async' AND (a.detail->'request'->>'id')::bigint IN (SELECT id FROM queryclaw.requests)")" 2
+
+# Requests cancelled while the two workers have them on the wire: one
+# worker's pass over the cancelled requests must not call the callback of
+# a request the other has out, which calls it again as the transfer ends.
+sql >/dev/null <<SQL
+SET client_min_messages = warning;
+TRUNCATE queryclaw.requests CASCADE;
+TRUNCATE qc_restart_seen;
+SET ROLE $role;
+SELECT count(queryclaw.api_call_async(qc_test.url('/slow?ms=3000&c=' || i),
+                                      callback => 'qc_restart_note(bigint,jsonb,text,jsonb)'::regprocedure))
+  FROM generate_series(1, 16) i;
+SQL
+wait_for "(SELECT count(*) FROM queryclaw.requests WHERE state = 'running') = 16" 30
+sql -c "GRANT EXECUTE ON FUNCTION queryclaw.cancel_requests(bigint[]) TO $role" -c "SET ROLE $role" \
+	-c "SELECT queryclaw.cancel_requests(array_agg(id)) FROM queryclaw.requests" >/dev/null
+wait_for "(SELECT count(*) FROM queryclaw.requests WHERE finished_at IS NULL) = 0" 30
+sleep 1	# a second callback, if any, comes as the transfers end
+qc_check "two workers: a request cancelled on the wire has its callback called once" \
+	"$(sql -c "SELECT count(DISTINCT s.id) || ' ' || count(*) || ' ' || count(*) FILTER (WHERE s.error = 'cancelled') FROM qc_restart_seen s")" \
+	"16 16 16"
+sql -c "REVOKE EXECUTE ON FUNCTION queryclaw.cancel_requests(bigint[]) FROM $role" >/dev/null
 sql -c "ALTER SYSTEM RESET queryclaw.async_workers" -c "ALTER SYSTEM RESET queryclaw.async_concurrency" >/dev/null
 qc_pg_ctl -m fast restart || echo "not ok - the server restarted with one async worker again"
 

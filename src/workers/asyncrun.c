@@ -390,6 +390,7 @@ typedef struct Record
 	bool		cancelled;		/* out: the row was cancelled meanwhile */
 	bool		deferred;		/* out: a user's transaction holds the row */
 	bool		gone;			/* out: the row was deleted meanwhile */
+	bool		ended;			/* out: this record made the row final */
 } Record;
 
 /*
@@ -418,7 +419,8 @@ state_name(QcAsyncOutcome outcome)
 /*
  * Record r's outcome on its row.  A row no longer 'running' was cancelled
  * meanwhile (a cancelled row is left to finish_cancelled's pass when the
- * outcome was not final): it keeps no result.
+ * outcome was not final): it keeps no result.  rec->ended says whether
+ * this record made the row final, and so whether the callback is to run.
  */
 static void
 record_outcome(void *arg)
@@ -455,12 +457,19 @@ record_outcome(void *arg)
 		default:
 			values[1] = CStringGetTextDatum(state_name(r->outcome));
 			if (running)
-				(void) execute(STMT_FINAL, values, nulls);
+				rec->ended = execute(STMT_FINAL, values, nulls) == 1;
 			rec->cancelled = strcmp(state, "cancelled") == 0;
 			break;
 	}
+
+	/*
+	 * A cancelled row is ended once: by this record, or by another worker's
+	 * pass over the cancelled rows (finish_cancelled) that got to it first
+	 * while this worker still had the request out.  Only the one that ends
+	 * it calls the callback.
+	 */
 	if (rec->cancelled)
-		(void) execute(STMT_CANCELLED, values, nulls);
+		rec->ended = execute(STMT_CANCELLED, values, nulls) == 1;
 	if (r->has_secrets)
 		(void) execute(STMT_SECRETS, values, nulls);
 }
@@ -592,11 +601,9 @@ static void
 record_and_call(void *arg)
 {
 	Finish	   *f = arg;
-	QcAsyncRequest *r = f->rec.r;
 
 	qc_async_as_writer(record_outcome, &f->rec);
-	if (OidIsValid(f->callback) && !f->rec.deferred && !f->rec.gone &&
-		(f->rec.cancelled || r->outcome == QC_ASYNC_DONE || r->outcome == QC_ASYNC_FAILED))
+	if (OidIsValid(f->callback) && f->rec.ended)
 		qc_role_run_callback(f->settings, call_callback, f);
 }
 
@@ -611,7 +618,7 @@ finish(QcAsyncRequest *r, Oid callback, const QcRoleSettings *settings)
 	for (int tries = 1;; tries++)
 	{
 		ErrorData  *edata = NULL;
-		Finish		f = {{r, false, false, false}, callback, settings};
+		Finish		f = {{.r = r}, callback, settings};
 		bool		retry;
 
 		edata = qc_subxact_try(record_and_call, &f);
