@@ -126,21 +126,26 @@ fi
 # once, its callback runs once, and it has one audit row per attempt.  A
 # small async_concurrency and slow answers keep the first worker busy long
 # enough for the second to take its share.
-sql -c "ALTER SYSTEM SET queryclaw.async_workers = 2" -c "ALTER SYSTEM SET queryclaw.async_concurrency = 8" >/dev/null
-qc_pg_ctl -m fast restart || { echo "not ok - the server restarted with two async workers"; exit 1; }
-wait_for "(SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'queryclaw async worker') = 2" 30
-qc_check "two workers: both show in pg_stat_activity" \
-	"$(sql -c "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'queryclaw async worker'")" 2
-sql >/dev/null <<SQL
+# An empty queue, then $1 requests of the role to an endpoint that answers
+# in $2 ms, each with the callback that notes it.
+queue_slow() {
+	sql >/dev/null <<SQL
 SET client_min_messages = warning;
 TRUNCATE queryclaw.requests CASCADE;
 TRUNCATE qc_restart_seen;
 SELECT qc_test.reset_requests();
 SET ROLE $role;
-SELECT count(queryclaw.api_call_async(qc_test.url('/slow?ms=100&n=' || i),
+SELECT count(queryclaw.api_call_async(qc_test.url('/slow?ms=$2&n=' || i),
                                       callback => 'qc_restart_note(bigint,jsonb,text,jsonb)'::regprocedure))
-  FROM generate_series(1, 300) i;
+  FROM generate_series(1, $1) i;
 SQL
+}
+sql -c "ALTER SYSTEM SET queryclaw.async_workers = 2" -c "ALTER SYSTEM SET queryclaw.async_concurrency = 8" >/dev/null
+qc_pg_ctl -m fast restart || { echo "not ok - the server restarted with two async workers"; exit 1; }
+wait_for "(SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'queryclaw async worker') = 2" 30
+qc_check "two workers: both show in pg_stat_activity" \
+	"$(sql -c "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'queryclaw async worker'")" 2
+queue_slow 300 100
 wait_for "(SELECT count(*) FROM queryclaw.requests WHERE state NOT IN ('done', 'failed', 'cancelled')) = 0" 60
 qc_check "two workers: every request done" "$(sql -c "SELECT count(*) FROM queryclaw.requests WHERE state = 'done'")" 300
 qc_check "two workers: every request sent once" "$(sql -c "SELECT qc_test.requests_served()")" 300
@@ -158,15 +163,7 @@ qc_check "two workers: both ran requests" \
 # Requests cancelled while the two workers have them on the wire: one
 # worker's pass over the cancelled requests must not call the callback of
 # a request the other has out, which calls it again as the transfer ends.
-sql >/dev/null <<SQL
-SET client_min_messages = warning;
-TRUNCATE queryclaw.requests CASCADE;
-TRUNCATE qc_restart_seen;
-SET ROLE $role;
-SELECT count(queryclaw.api_call_async(qc_test.url('/slow?ms=3000&c=' || i),
-                                      callback => 'qc_restart_note(bigint,jsonb,text,jsonb)'::regprocedure))
-  FROM generate_series(1, 16) i;
-SQL
+queue_slow 16 3000
 wait_for "(SELECT count(*) FROM queryclaw.requests WHERE state = 'running') = 16" 30
 sql -c "GRANT EXECUTE ON FUNCTION queryclaw.cancel_requests(bigint[]) TO $role" -c "SET ROLE $role" \
 	-c "SELECT queryclaw.cancel_requests(array_agg(id)) FROM queryclaw.requests" >/dev/null
