@@ -95,12 +95,15 @@ PG_CFLAGS = -Wall -Wextra -Werror -Wno-unused-parameter -Wno-sign-compare
 PG_CFLAGS += -MMD -MP
 SHLIB_LINK = $(shell pkg-config --libs $(DEPS_PKGS) 2>/dev/null)
 
-# make installcheck (PGXS, against the server PGHOST/PGPORT name, with the
-# extension installed): the tests that need only that server, no fixture
-# servers and no preload; the library is loaded into each session so that
-# its settings exist.  Everything else needs make test's fixtures.
-REGRESS = 010_settings 030_content 050_server_only
-REGRESS_OPTS = --load-extension=queryclaw_ext $(if $(REGRESS_OUTPUTDIR),--outputdir=$(REGRESS_OUTPUTDIR))
+# make installcheck (PGXS, against the server PGHOST/PGPORT name, as a
+# superuser, with the extension's files installed): every test of sql/ that
+# needs only that server, no fixture servers, no preload and no network
+# (docs/testing.md says why each other one needs make test).  001_setup
+# creates the extension and the test helpers, as it does for make test;
+# the library is loaded into each session so that its settings exist.
+REGRESS = 001_setup 002_policy_precheck 010_settings 014_fuzz_findings_server 030_content \
+	041_secret_settings 050_server_only 080_endpoints_validator
+REGRESS_OPTS = $(if $(REGRESS_OUTPUTDIR),--outputdir=$(REGRESS_OUTPUTDIR))
 ENCODING = UTF8
 NO_LOCALE = 1
 installcheck: export PGOPTIONS += -c session_preload_libraries=queryclaw_ext
