@@ -190,6 +190,35 @@ SELECT stmt, a.result, a.advisory_locks
 -- casts and functions such as jsonb_populate_record check its values
 SELECT * FROM crm.attempt('SELECT id FROM crm.checked_table');
 RESET ROLE;
+-- a type whose default hash operator class hashes with a volatile
+-- function, which a hashed GROUP BY, DISTINCT or UNION runs (sorting is
+-- made dear here so that the planner hashes)
+CREATE TYPE crm.tag AS ENUM ('a', 'b');
+CREATE FUNCTION crm.tag_hash(t crm.tag) RETURNS int LANGUAGE plpgsql
+AS $$ BEGIN PERFORM pg_advisory_lock(4242); RETURN hashenum(t); END $$;
+CREATE FUNCTION crm.tag_cmp(a crm.tag, b crm.tag) RETURNS int LANGUAGE sql IMMUTABLE
+AS $$ SELECT enum_cmp(a, b) $$;
+CREATE FUNCTION crm.tag_lt(a crm.tag, b crm.tag) RETURNS boolean LANGUAGE sql IMMUTABLE
+AS $$ SELECT enum_lt(a, b) $$;
+CREATE FUNCTION crm.tag_eq(a crm.tag, b crm.tag) RETURNS boolean LANGUAGE sql IMMUTABLE
+AS $$ SELECT enum_eq(a, b) $$;
+CREATE OPERATOR crm.< (LEFTARG = crm.tag, RIGHTARG = crm.tag, FUNCTION = crm.tag_lt);
+CREATE OPERATOR crm.= (LEFTARG = crm.tag, RIGHTARG = crm.tag, FUNCTION = crm.tag_eq, HASHES);
+-- its btree class runs nothing volatile; its hash class does
+CREATE OPERATOR CLASS crm.tag_btree_ops DEFAULT FOR TYPE crm.tag USING btree AS
+    OPERATOR 1 crm.<, OPERATOR 3 crm.=, FUNCTION 1 crm.tag_cmp(crm.tag, crm.tag);
+CREATE OPERATOR CLASS crm.tag_hash_ops DEFAULT FOR TYPE crm.tag USING hash AS
+    OPERATOR 1 crm.=, FUNCTION 1 crm.tag_hash(crm.tag);
+SET ROLE qc_reader;
+SET enable_sort = off;
+SELECT stmt, a.result, a.advisory_locks
+  FROM unnest(ARRAY[
+    'SELECT x, count(*) FROM (VALUES (''a''::crm.tag), (''b''), (''a'')) v(x) GROUP BY x',
+    'SELECT DISTINCT x FROM (VALUES (''a''::crm.tag), (''b''), (''a'')) v(x)',
+    'SELECT ''a''::crm.tag UNION SELECT ''b''::crm.tag'
+  ]) AS stmt, crm.attempt(stmt) AS a;
+RESET enable_sort;
+RESET ROLE;
 -- the finding itself: a CHECK constraint that sends a request, reached
 -- through a cast and through an array literal; the fixture served nothing
 CREATE FUNCTION crm.send_out(v int) RETURNS boolean LANGUAGE plpgsql

@@ -241,6 +241,47 @@ SELECT qc_iso_queue('4 victim get', 'qc_victim', '/hello', 'GET', 'qc_iso_write(
 SELECT qc_iso_queue('4 victim post', 'qc_victim', '/echo', 'POST', NULL);
 SELECT * FROM qc_iso_outcomes();
 ALTER DATABASE :"db" RESET default_transaction_read_only;
+TRUNCATE qc_iso_ids, qc_iso_seen, qc_iso_written;
+
+--
+-- 5. Each stored setting of the issue alone, so that one cannot hide
+-- another: Mallory's session_authorization by itself.  The worker does not
+-- take it on, for her or after her: her callback runs as her, the
+-- victim's after it as the victim, both in a session whose session user
+-- is the worker's (a superuser), and a second round sees the same.
+--
+ALTER ROLE qc_mallory RESET ALL;
+SET client_min_messages = warning;
+SET ROLE qc_mallory;
+ALTER ROLE qc_mallory SET session_authorization = 'qc_victim';
+RESET ROLE;
+RESET client_min_messages;
+SELECT qc_iso_queue('5 mallory', 'qc_mallory', '/hello', 'GET', 'qc_iso_look(bigint,jsonb,text,jsonb)');
+SELECT qc_iso_queue('5 victim', 'qc_victim', '/hello', 'GET', 'qc_iso_look(bigint,jsonb,text,jsonb)');
+SELECT label, state, error, attempts, called FROM qc_iso_outcomes();
+SELECT qc_iso_queue('5 victim again', 'qc_victim', '/echo', 'POST', 'qc_iso_look(bigint,jsonb,text,jsonb)');
+SELECT label, state, error, attempts, called FROM qc_iso_outcomes() WHERE label = '5 victim again';
+SELECT label, by_role, error, superuser_session FROM qc_iso_sessions();
+ALTER ROLE qc_mallory RESET ALL;
+TRUNCATE qc_iso_ids, qc_iso_seen;
+
+--
+-- 6. transaction_read_only stored on the database (ALTER DATABASE, which
+-- its owner may do): at login it shapes no transaction of a session, so
+-- it shapes none of the worker's passes either.  The victim's request is
+-- sent once and ends done, its callback writes, and the worker records
+-- its outcome.  (Taken out of pg_db_role_setting directly: PostgreSQL 17
+-- and later cannot RESET it.)
+--
+ALTER DATABASE :"db" SET transaction_read_only = on;
+SELECT qc_iso_queue('6 victim get', 'qc_victim', '/hello', 'GET', 'qc_iso_write(bigint,jsonb,text,jsonb)');
+SELECT qc_iso_queue('6 victim post', 'qc_victim', '/echo', 'POST', NULL);
+SELECT * FROM qc_iso_outcomes();
+UPDATE pg_db_role_setting SET setconfig = array_remove(setconfig, 'transaction_read_only=on')
+ WHERE setdatabase = (SELECT oid FROM pg_database WHERE datname = current_database())
+   AND setrole = 0;
+SELECT count(*) AS stored_still FROM pg_db_role_setting, unnest(setconfig) c
+ WHERE c LIKE 'transaction_read_only%';
 
 -- clean up
 DELETE FROM queryclaw.requests WHERE id IN (SELECT id FROM qc_iso_ids)
