@@ -35,3 +35,13 @@ SELECT qc_test.scrub(url) AS url, qc_test.scrub(final_url) AS final_url
 SELECT error FROM queryclaw.web_fetch_many(ARRAY['http://a@//u:pw@h/']);
 SELECT qc_test.audit_flush();
 SELECT url, query FROM queryclaw.audit_log WHERE url LIKE 'http:%//h/' ORDER BY id;
+
+-- redaction: a bare value that is a URL was judged only up to a '&' in its
+-- userinfo, and kept; the URL's redaction then dropped that userinfo and
+-- left, in the path, a URL with a password of its own in plain view
+-- ("go=https://p.example:next=https://bob:hunter2@inner.example/").  The
+-- stored statement shows the value hidden whole.
+SELECT error FROM queryclaw.web_fetch_many(ARRAY['gopher://fuzz-finding/'])
+ WHERE 'go=https://a&b@p.example:next=https://bob:hunter2@inner.example/' <> '';
+SELECT qc_test.audit_flush();
+SELECT url, query FROM queryclaw.audit_log WHERE url = 'gopher://fuzz-finding/';

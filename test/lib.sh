@@ -29,6 +29,10 @@ QC_PACKAGES="make gcc pkg-config python3 python3-brotli openssl postgresql-$QC_P
 # releases; the test passes the same without it).
 QC_OPTIONAL_PACKAGES="postgresql-$QC_PG_MAJOR-pgvector"
 
+# What the fuzz targets are built with (test/fuzz/): `make fuzz`, and
+# `make test` where it builds them (qc_in_pgroot).
+QC_FUZZ_PACKAGES="clang-14 libclang-rt-14-dev"
+
 QC_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 QC_PG_CONFIG=/usr/lib/postgresql/$QC_PG_MAJOR/bin/pg_config
 QC_BINDIR=$($QC_PG_CONFIG --bindir 2>/dev/null)
@@ -42,6 +46,11 @@ QC_NGINX_PACKAGES="nginx-light libnginx-mod-http-echo"
 QC_NGINX_PORT=""
 
 qc_log() { printf '== %s\n' "$*"; }
+
+# Do we run inside one of test/pgroot.sh's roots?  Its stamp is at the top
+# of the root.  A root has only the packages pgroot.sh put in it, and no
+# network to install more while the tests run.
+qc_in_pgroot() { [ -e /.queryclaw-root ]; }
 
 # Run as root: directly when we are root, else through sudo.
 qc_as_root() {

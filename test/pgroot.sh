@@ -226,7 +226,8 @@ run_in_root() {
 	copy=$(mktemp -d "$root/tmp/queryclaw-src.XXXXXX") || return 1
 	mkdir "$copy/queryclaw_ext"
 	tar -C "$QC_SRC" --exclude=.git --exclude='*.o' --exclude='*.so' --exclude='*.bc' \
-		--exclude='*.d' --exclude=test/unit/test_rules --exclude=./deb -cf - . |
+		--exclude='*.d' --exclude=test/unit/test_rules --exclude=./deb \
+		--exclude=./test/fuzz/build -cf - . |
 		tar -C "$copy/queryclaw_ext" -xf - || return 1
 	chmod -R a+rX "$copy"
 	unshare --mount --net --propagation private bash -c '

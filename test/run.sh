@@ -2,9 +2,10 @@
 # test/run.sh: `make test` — every test, on a fresh machine, in one command.
 #
 # Installs what is missing, builds the extension and installs it into a
-# private copy of PostgreSQL (nothing system-wide), runs the unit tests
-# and the check that no two files of src/ use each other's functions
-# (test/layering/),
+# private copy of PostgreSQL (nothing system-wide), runs the unit tests,
+# builds the fuzz targets and replays their seed corpora (test/fuzz/check.sh;
+# not in test/pgroot.sh's roots), checks that no two files of src/ use each
+# other's functions (test/layering/),
 # starts the fixture server and the scripted model (test/fixture/) on free
 # loopback ports and a scratch cluster with the extension preloaded, runs
 # pg_regress over sql/*.sql against expected/, then test/hostile_dump.sh
@@ -39,6 +40,9 @@ set -uo pipefail
 if [ -n "${PG:-}" ] && [ "$PG" != "$QC_PG_MAJOR" ]; then
 	exec env -u PG bash "$QC_ROOT/test/pgroot.sh" test "$PG" "$@"
 fi
+
+# The fuzz targets' compiler, but not in a root of test/pgroot.sh (below).
+qc_in_pgroot || QC_PACKAGES="$QC_PACKAGES $QC_FUZZ_PACKAGES"
 
 if [ -z "${QC_ISOLATED:-}" ]; then
 	qc_install_deps || exit 1
@@ -93,6 +97,19 @@ qc_test.llm_base = 'http://127.0.0.1:$llm_port'"
 # Run a command that prints "ok - ..." and "not ok - ..." lines, and add
 # them up (test/lib.sh).
 run_checks() { qc_run_checks "$@"; }
+
+# The fuzz targets (test/fuzz/) build, and each replays its seed corpus
+# once (test/fuzz/check.sh), so that a change of the code they call cannot
+# leave them behind; fuzzing for longer is `make fuzz-run`.  They are built
+# with Debian 12's clang-14 against the native major's headers: the roots
+# of the other majors (test/pgroot.sh) have no clang, and the code the
+# targets fuzz is the same C whatever the major.
+if qc_in_pgroot; then
+	echo "skip - the fuzz targets are built and replayed for the native major only, not in a test/pgroot.sh root (PostgreSQL $QC_PG_MAJOR)"
+else
+	qc_log "fuzz targets: build, and replay of the seed corpora"
+	run_checks bash "$QC_ROOT/test/fuzz/check.sh" "$QC_PG_CONFIG"
+fi
 
 # No two files of src/ use each other's functions, and each header declares
 # only its own file's (the build is done).

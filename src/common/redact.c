@@ -1026,6 +1026,19 @@ redact_value(StringInfo out, const char *p, const char *wrap, bool to_eol)
 	return len;
 }
 
+/*
+ * The length of a bare value at p: to what ends one, or, when the value is
+ * a URL, to the end of the URL.  A URL is kept or hidden whole: judged only
+ * up to a '&' in its userinfo ("x=https://u:p&q@h/…"), it would be kept,
+ * and its redaction, dropping that userinfo, would leave a longer bare
+ * value to judge when the redacted text is redacted again.
+ */
+static size_t
+bare_value_length(const char *p)
+{
+	return Max(strcspn(p, BARE_VALUE_END), url_length(p));
+}
+
 static size_t
 skip_blanks(const char *p)
 {
@@ -1103,11 +1116,11 @@ redact_pair_value(StringInfo out, const char *name, size_t name_len, const char 
 	pfree(copy);
 	q++;
 	if (!secret && !header && q == end + 1 && quote_length(q) == 0 &&
-		value_hides_secret(q, strcspn(q, BARE_VALUE_END)))
+		value_hides_secret(q, bare_value_length(q)))
 	{
 		appendBinaryStringInfo(out, end, q - end);
 		appendStringInfoString(out, REDACTED);
-		return (q - end) + strcspn(q, BARE_VALUE_END);
+		return (q - end) + bare_value_length(q);
 	}
 	if (!secret)
 		return 0;

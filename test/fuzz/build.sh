@@ -7,6 +7,6 @@
 set -uo pipefail
 . "$(dirname "$0")/../lib.sh"
 
-QC_PACKAGES="$QC_PACKAGES clang-14 libclang-rt-14-dev"
+QC_PACKAGES="$QC_PACKAGES $QC_FUZZ_PACKAGES"
 qc_install_deps || exit 1
-make -C "$QC_ROOT/test/fuzz" -s
+make -C "$QC_ROOT/test/fuzz" -s -j"$(nproc)" PG_CONFIG="$QC_PG_CONFIG"

@@ -9,9 +9,12 @@
  * (queryclaw.local_allowlist, allowed_hosts or denied_hosts), block_local,
  * read_only and the method.  Properties checked besides memory safety and
  * the absence of any ERROR:
- * - a refusal has a message and a detail, and names its SQLSTATE;
- * - an allowed URL is http or https, and a literal address in it is
- *   public or in the allowlist;
+ * - the policy is the one qc_policy_capture() copies from the settings;
+ * - a refusal has a message and a detail, names its SQLSTATE, and is not
+ *   one that waiting lifts; an allowed URL leaves the verdict alone;
+ * - an allowed URL is http or https, a literal address in it is public or
+ *   in the allowlist, and the rules a queued request is checked for
+ *   (qc_policy_check_url_rules) allow it too;
  * - the URL handed to libcurl holds the very host the policy decided on
  *   (hostname.c's mapping), as libcurl's own parser reads it back;
  * - what qc_redact_url() makes of a URL, as given or as normalised, keeps
@@ -29,6 +32,7 @@
 #include <sys/socket.h>
 
 #include "guc.h"
+#include "policy.h"
 #include "redact.h"
 #include "shim.h"
 
@@ -36,6 +40,10 @@
 bool		qc_enabled = true;
 bool		qc_block_local = true;
 bool		qc_read_only = false;
+int			qc_max_redirects = 5;
+char	   *qc_user_agent = "queryclaw_ext/fuzz";
+char	   *qc_proxy = "";
+char	   *qc_ca_file = "";
 char	   *qc_llm_api_key = "sk-fuzz-0123456789";
 char	   *qc_search_api_key = "search-key-fuzz";
 char	   *qc_embed_api_key = "embed-key-fuzz";
@@ -139,19 +147,34 @@ check_keys(const char *text)
 			   "an API key survived qc_redact_keys");
 }
 
+/*
+ * The policy as a call captures it from the settings the flags chose.  The
+ * literal address is checked against the setting itself, not the captured
+ * copy, so a copy that lost or changed an entry is caught.
+ */
 static void
 check_policy(const QcUrl *url, const char *method)
 {
-	QcRefusal	refusal = {0};
+	const QcPolicy *policy = qc_policy_capture();
+	QcVerdict	refusal = {0};
+	QcVerdict	rules = {0};
 	QcAddrClass cls;
 
-	if (!qc_policy_check_url(url, method, &refusal))
+	FUZZ_CHECK(policy->enabled == qc_enabled && policy->block_local == qc_block_local &&
+			   policy->read_only == qc_read_only,
+			   "the captured policy differs from the settings");
+	if (!qc_policy_check_url(policy, url, method, &refusal))
 	{
-		FUZZ_CHECK(refusal.message != NULL && refusal.detail != NULL,
+		FUZZ_CHECK(!refusal.allowed && refusal.message != NULL && refusal.detail != NULL,
 				   "a refusal without a message or detail");
 		FUZZ_CHECK(refusal.sqlerrcode != 0, "a refusal without a SQLSTATE");
+		FUZZ_CHECK(refusal.retry_at == 0, "a policy refusal that waiting would lift");
 		return;
 	}
+	FUZZ_CHECK(refusal.message == NULL && refusal.sqlerrcode == 0,
+			   "an allowed URL's verdict was filled in");
+	FUZZ_CHECK(qc_policy_check_url_rules(policy, url, method, &rules),
+			   "a URL the policy allows is refused when queued");
 	FUZZ_CHECK(strcmp(url->scheme, "http") == 0 || strcmp(url->scheme, "https") == 0,
 			   "a scheme other than http or https allowed");
 	FUZZ_CHECK(url->port >= 0 && url->port <= 65535, "a port out of range allowed");

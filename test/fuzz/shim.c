@@ -13,7 +13,11 @@
  * - Memory: palloc() & co. malloc each chunk on its own, so AddressSanitizer
  *   sees every overrun of a palloc'd buffer, and keep a list of the chunks,
  *   which qc_fuzz_reset() frees after each input as a memory context reset
- *   would.  A request above MaxAllocSize is an ERROR, as in the backend.
+ *   would.  A chunk allocated while TopMemoryContext is current (the
+ *   caches a backend keeps from one statement to the next) stays off that
+ *   list and lives until it is pfree'd, so a cache that outlives its input
+ *   is fuzzed as it runs in the backend.  A request above MaxAllocSize is an
+ *   ERROR, as in the backend.
  * - Errors: ereport(ERROR) and elog(ERROR) print the message and abort().
  *   The fuzzed functions must not raise an error on any input, however
  *   bad, so an ERROR is a finding.  Lower levels are ignored.
@@ -40,7 +44,13 @@
 
 #include "shim.h"
 
-/* Backend globals the headers' macros refer to */
+/*
+ * Backend globals the headers' macros refer to.  TopMemoryContext only has
+ * to be a pointer of its own that palloc() can tell from the current
+ * context's; nothing reads what it points to.
+ */
+static char top_context;
+MemoryContext TopMemoryContext = (MemoryContext) &top_context;
 MemoryContext CurrentMemoryContext = NULL;
 sigjmp_buf *PG_exception_stack = NULL;
 ErrorContextCallback *error_context_stack = NULL;
@@ -56,8 +66,9 @@ typedef struct Chunk
 	struct Chunk *prev;
 	struct Chunk *next;
 	size_t		size;
+	bool		kept;			/* allocated in TopMemoryContext: not in live */
 	/* keep the user's pointer MAXALIGNed */
-	char		pad[MAXIMUM_ALIGNOF];
+	char		pad[MAXIMUM_ALIGNOF] pg_attribute_aligned(MAXIMUM_ALIGNOF);
 } Chunk;
 
 #define CHUNK_HEADER offsetof(Chunk, pad)
@@ -72,13 +83,20 @@ shim_error(const char *what, size_t size)
 	abort();
 }
 
+/* Record a new chunk: in the list of live ones unless kept. */
 static void *
-link_chunk(Chunk *c, size_t size)
+link_chunk(Chunk *c, size_t size, bool kept)
 {
 	if (c == NULL)
 		shim_error("out of memory", size);
 	c->size = size;
+	c->kept = kept;
 	c->prev = NULL;
+	if (c->kept)
+	{
+		c->next = NULL;
+		return (char *) c + CHUNK_HEADER;
+	}
 	c->next = live;
 	if (live != NULL)
 		live->prev = c;
@@ -89,6 +107,8 @@ link_chunk(Chunk *c, size_t size)
 static void
 unlink_chunk(Chunk *c)
 {
+	if (c->kept)
+		return;
 	if (c->prev != NULL)
 		c->prev->next = c->next;
 	else
@@ -102,7 +122,8 @@ palloc(Size size)
 {
 	if (!AllocSizeIsValid(size))
 		shim_error("invalid memory alloc request size", size);
-	return link_chunk(malloc(CHUNK_HEADER + size), size);
+	return link_chunk(malloc(CHUNK_HEADER + size), size,
+					  CurrentMemoryContext == TopMemoryContext);
 }
 
 void *
@@ -128,11 +149,12 @@ void *
 repalloc(void *pointer, Size size)
 {
 	Chunk	   *c = (Chunk *) ((char *) pointer - CHUNK_HEADER);
+	bool		kept = c->kept;	/* a chunk stays in its context */
 
 	if (!AllocSizeIsValid(size))
 		shim_error("invalid memory alloc request size", size);
 	unlink_chunk(c);
-	return link_chunk(realloc(c, CHUNK_HEADER + size), size);
+	return link_chunk(realloc(c, CHUNK_HEADER + size), size, kept);
 }
 
 
@@ -141,7 +163,7 @@ MemoryContextAllocHuge(MemoryContext context, Size size)
 {
 	if (!AllocHugeSizeIsValid(size))
 		shim_error("invalid memory alloc request size", size);
-	return link_chunk(malloc(CHUNK_HEADER + size), size);
+	return link_chunk(malloc(CHUNK_HEADER + size), size, context == TopMemoryContext);
 }
 
 char *
@@ -326,7 +348,7 @@ asc_tolower(const char *buff, size_t nbytes)
 
 
 /*
- * Lists: the two functions the sources call, on PostgreSQL 15's layout (a
+ * Lists: the three functions the sources call, on PostgreSQL 15's layout (a
  * header and an array of cells, read by the macros of nodes/pg_list.h).
  */
 List *
@@ -353,6 +375,21 @@ lappend(List *list, void *datum)
 		list->elements = repalloc(list->elements, list->max_length * sizeof(ListCell));
 	}
 	list->elements[list->length++].ptr_value = datum;
+	return list;
+}
+
+List *
+list_delete_first(List *list)
+{
+	if (list == NIL)
+		return NIL;
+	if (list->length == 1)
+	{
+		pfree(list->elements);
+		pfree(list);
+		return NIL;
+	}
+	memmove(list->elements, list->elements + 1, --list->length * sizeof(ListCell));
 	return list;
 }
 
