@@ -11,10 +11,11 @@
  * at their next poll, and counters and a condition variable that tell
  * workers and waiters something changed.
  *
- * The wake-up is a transaction callback: an enqueue only notes that its
- * transaction wrote a request; at commit the workers' latches are set, so
- * a worker never looks for rows that are not yet visible, and a rolled-back
- * enqueue wakes nobody.  A transaction that enqueued and is prepared
+ * The wake-up follows the transaction: an enqueue only notes that its
+ * transaction wrote a request; at commit, once its locks are released,
+ * the workers' latches are set, so a worker never looks for rows that are
+ * not yet visible nor under catalogs of before the commit, and a
+ * rolled-back enqueue wakes nobody.  A transaction that enqueued and is prepared
  * (PREPARE TRANSACTION, as every multi-node write on Citus is) has its
  * GID kept in shared memory, and its COMMIT PREPARED, in any session,
  * wakes the workers once it has run.  The last QC_PREPARED_KEPT such GIDs
@@ -51,6 +52,7 @@
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/regproc.h"
+#include "utils/resowner.h"
 #include "utils/snapmgr.h"
 #include "utils/syscache.h"
 #include "utils/timestamp.h"
@@ -68,6 +70,7 @@ static int	my_slot = -1;
 
 /* This transaction enqueued or cancelled: the workers have work at commit. */
 static bool xact_wakes_workers = false;
+static bool wake_after_locks = false;
 static bool xact_callback_registered = false;
 
 /*
@@ -169,11 +172,29 @@ wake_workers(void)
 			SetLatch(latches[i]);
 }
 
+/*
+ * A commit that queued requests wakes the workers once its locks are
+ * released, not at XACT_EVENT_COMMIT: the transaction is visible by then,
+ * but its catalog invalidations are sent later in the commit.  A worker
+ * woken at once could claim a request queued with a REVOKE in the same
+ * transaction and check the privilege against the catalog cache of before
+ * it.
+ */
+static void
+queue_release_callback(ResourceReleasePhase phase, bool isCommit, bool isTopLevel, void *arg)
+{
+	if (phase != RESOURCE_RELEASE_AFTER_LOCKS || !isTopLevel || !wake_after_locks)
+		return;
+	wake_after_locks = false;
+	if (isCommit)
+		wake_workers();
+}
+
 static void
 queue_xact_callback(XactEvent event, void *arg)
 {
 	if (event == XACT_EVENT_COMMIT && xact_wakes_workers)
-		wake_workers();
+		wake_after_locks = true;
 	if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_ABORT ||
 		event == XACT_EVENT_PREPARE)
 	{
@@ -201,6 +222,7 @@ note(bool *flag)
 	{
 		RegisterXactCallback(queue_xact_callback, NULL);
 		RegisterSubXactCallback(queue_subxact_callback, NULL);
+		RegisterResourceReleaseCallback(queue_release_callback, NULL);
 		xact_callback_registered = true;
 	}
 	if (flag != NULL)
