@@ -33,8 +33,6 @@
 
 #include "compat.h"
 #include "guc.h"
-#include "http.h"
-#include "queue.h"
 #include "redact.h"
 
 bool		qc_enabled = false;

@@ -13,8 +13,15 @@
 #ifndef QC_GUC_H
 #define QC_GUC_H
 
-#include "policy.h"
 #include "rules.h"
+
+/*
+ * The bounds of settings that code above sizes arrays by: the most
+ * transfers one batch may run at once (queryclaw.max_concurrency and the
+ * other concurrency caps), and the most async workers.
+ */
+#define QC_MAX_CONCURRENCY_LIMIT 256
+#define QC_ASYNC_MAX_WORKERS 16
 
 extern bool qc_enabled;
 extern int	qc_timeout;			/* milliseconds */

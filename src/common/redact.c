@@ -44,7 +44,7 @@
 
 #include "compat.h"
 #include "guc.h"
-#include "http.h"
+#include "header.h"
 #include "redact.h"
 
 /* Configured API keys shorter than this are not searched for: too many false hits. */

@@ -19,15 +19,9 @@
 #include "utils/timestamp.h"
 
 #include "compat.h"
+#include "header.h"
 #include "policy.h"
 #include "verdict.h"
-
-/* A request header, validated by qc_http_validate_header(). */
-typedef struct QcHeader
-{
-	char	   *name;
-	char	   *value;
-} QcHeader;
 
 /* Audit outcomes (README, "Audit"). */
 #define QC_OUTCOME_OK			"ok"

@@ -26,6 +26,7 @@
 #include "utils/formatting.h"
 
 #include "guc.h"
+#include "policy.h"
 
 /* Copy a libcurl string into palloc'd memory and free the original. */
 static char *

@@ -19,7 +19,6 @@
 #include "mb/pg_wchar.h"
 #include "utils/guc.h"
 
-#include "http.h"				/* QC_MAX_CONCURRENCY_LIMIT */
 #include "servers.h"
 
 /* Most retries a server may set (as queryclaw.retry_max). */

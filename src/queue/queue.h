@@ -46,8 +46,8 @@
 #include "utils/array.h"
 #include "utils/jsonb.h"
 
-/* Most async workers (queryclaw.async_workers' maximum). */
-#define QC_ASYNC_MAX_WORKERS 16
+#include "guc.h"
+
 
 /* Prepared transactions whose COMMIT PREPARED wakes the workers, at most. */
 #define QC_PREPARED_KEPT 64

@@ -14,8 +14,6 @@
 
 #include "callrec.h"
 
-/* Most transfers one batch may run at once (queryclaw.max_concurrency). */
-#define QC_MAX_CONCURRENCY_LIMIT 256
 
 /* What the owner of a call says when the transport is about to start it. */
 typedef enum QcAdmission

@@ -15,7 +15,9 @@ names start with x (one subsystem), never those of an unrelated file: a
 reader looks for a function where its header says it is.
 
 The files of src/ stand in folders, one per subsystem (LADDER, from the
-bottom up): a file uses only its own folder and those below it.
+bottom up): a file uses only its own folder and those below it, and
+includes only their headers (a type or a constant taken from a header above
+is a dependency that no symbol shows).
 
 Prints an "ok"/"not ok" line for each rule for make test, and each circle
 or misplaced declaration found.  Run by hand after a build:
@@ -140,6 +142,31 @@ def upward(g):
     return found
 
 
+def upward_includes():
+    """(file, its folder, a header it includes, that header's folder) for each include upward."""
+    headers = {stem + ".h": folder for stem, folder in sources(".h").items()}
+    rank = {folder: i for i, folder in enumerate(LADDER)}
+    found = []
+    for folder, _, names in os.walk(SRC):
+        here = os.path.relpath(folder, SRC).replace(".", "")
+        for name in sorted(names):
+            if not name.endswith((".c", ".h")):
+                continue
+            with open(os.path.join(folder, name)) as f:
+                for h in re.findall(r'^#include "([^"/]+)"', f.read(), re.M):
+                    if h in headers and rank[headers[h]] > rank[here]:
+                        found.append((name, here or "src", h, headers[h] or "src"))
+    return sorted(found)
+
+
+def report(found, line, rule):
+    """Print each thing found as line, then the rule's ok or not ok; return found."""
+    for item in found:
+        print(line % item)
+    print("%s - %s" % ("not ok" if found else "ok", rule))
+    return found
+
+
 def main():
     defined, used = objects()
     g = graph(defined, used)
@@ -156,21 +183,13 @@ def main():
         print("not ok - no circle in src/'s file graph (%d found)" % len(found))
     else:
         print("ok - no circle in src/'s file graph")
-    wrong = misplaced(defined)
-    for h, name, f in wrong:
-        print("# %s declares %s, a function of %s" % (h, name, f))
-    if wrong:
-        print("not ok - each header of src/ declares only its own file's functions")
-    else:
-        print("ok - each header of src/ declares only its own file's functions")
-    up = upward(g)
-    for f, ff, t, tf in up:
-        print("# %s (%s/) uses %s (%s/), a folder above its own" % (f, ff, t, tf))
-    if up:
-        print("not ok - each folder of src/ uses only its own and the folders below it")
-    else:
-        print("ok - each folder of src/ uses only its own and the folders below it")
-    return 1 if found or wrong or up else 0
+    wrong = report(misplaced(defined), "# %s declares %s, a function of %s",
+                   "each header of src/ declares only its own file's functions")
+    up = report(upward(g), "# %s (%s/) uses %s (%s/), a folder above its own",
+                "each folder of src/ uses only its own and the folders below it")
+    up_inc = report(upward_includes(), "# %s (%s/) includes %s (%s/), a folder above its own",
+                    "each folder of src/ includes only its own headers and those of the folders below it")
+    return 1 if found or wrong or up or up_inc else 0
 
 
 if __name__ == "__main__":
