@@ -72,7 +72,8 @@ SELECT stmt, qc_test.try(format('SELECT queryclaw.sql_query(%L)', stmt)) AS resu
     'SET work_mem = ''1GB''',
     'LOCK crm.companies'
   ]) AS stmt;
--- a mislabelled stable function is stopped by the read-only subtransaction
+-- a mislabelled stable function is stopped as it calls one that writes
+-- (the read-only subtransaction would stop the write itself)
 SELECT qc_test.try($$SELECT queryclaw.sql_query('SELECT crm.stable_writer()')$$);
 -- a statement past queryclaw.sql_timeout is stopped (54000), not the caller
 RESET ROLE;
@@ -232,6 +233,53 @@ RESET ROLE;
 SELECT qc_test.requests_served() AS requests_sent;
 -- a refusal while parsing leaves the session's own calls alone afterwards
 SELECT crm.lock_check(1) AS own_call, pg_advisory_unlock(4242) AS unlocked;
+-- a CHECK that calls a volatile built-in function (called without the
+-- function hook), reached through an array literal read while the
+-- statement is parsed: named by a cast, or coerced to a column's type with
+-- no type named; and a function declared STABLE that takes a session
+-- advisory lock (which the rolled-back subtransaction would keep)
+CREATE DOMAIN crm.builtin_lock AS int CHECK (pg_try_advisory_lock(VALUE::bigint));
+CREATE TABLE crm.lock_table (ids crm.builtin_lock[]);
+CREATE FUNCTION crm.stable_lock() RETURNS boolean LANGUAGE plpgsql STABLE
+AS $$ BEGIN RETURN pg_try_advisory_lock(4242); END $$;
+GRANT SELECT ON crm.lock_table TO qc_reader;
+SET ROLE qc_reader;
+SELECT stmt, a.result, a.advisory_locks
+  FROM unnest(ARRAY[
+    'SELECT ''{4242}''::crm.builtin_lock[]',
+    'SELECT count(*) FROM crm.lock_table WHERE ids = ''{4242}''',
+    'SELECT crm.stable_lock()'
+  ]) AS stmt, crm.attempt(stmt) AS a;
+-- the limit (docs/security.md): the same function called earlier in the
+-- transaction, outside sql_query, has its expression made ready already,
+-- and sql_query's guard does not see it again: the lock is taken
+BEGIN;
+SELECT crm.stable_lock() AS own_call, pg_advisory_unlock_all();
+SELECT * FROM crm.attempt('SELECT crm.stable_lock()');
+COMMIT;
+RESET ROLE;
+-- our own network functions are refused inside sql_query however they are
+-- reached: through a function declared STABLE, and even when a superuser
+-- has marked web_fetch itself STABLE; the fixture served nothing, and the
+-- session's own calls work afterwards
+CREATE FUNCTION crm.stable_fetch() RETURNS text LANGUAGE plpgsql STABLE
+AS $$ BEGIN RETURN queryclaw.web_fetch(qc_test.url('/hello')); END $$;
+GRANT EXECUTE ON FUNCTION crm.stable_fetch() TO qc_reader;
+SELECT qc_test.reset_requests();
+SET ROLE qc_reader;
+SELECT qc_test.try($$SELECT queryclaw.sql_query('SELECT crm.stable_fetch()')$$);
+RESET ROLE;
+ALTER FUNCTION queryclaw.web_fetch(text, text, integer, text) STABLE;
+SET ROLE qc_reader;
+SELECT qc_test.try(format('SELECT queryclaw.sql_query(%L)',
+                          format('SELECT queryclaw.web_fetch(%L)', qc_test.url('/hello'))));
+RESET ROLE;
+ALTER FUNCTION queryclaw.web_fetch(text, text, integer, text) VOLATILE;
+SELECT qc_test.requests_served() AS requests_sent;
+SET ROLE qc_reader;
+SELECT length(crm.stable_fetch()) > 0 AS own_call;
+RESET ROLE;
+SELECT qc_test.requests_served() AS requests_sent;
 
 -- nothing changed: no row, no sequence step, no lock, settings as they were
 SELECT count(*) AS companies, (SELECT last_value FROM crm.companies_id_seq) = :seq_before AS seq_unchanged,

@@ -48,12 +48,22 @@
  *
  * Parsing the statement already runs code: a literal of an array or row
  * type is read by its input function, which checks the CHECK constraints
- * of a domain it is made of.  So while sql_query parses a caller's
- * statement, a function hook refuses every call of a function that is not
- * built in and that the check would refuse.  (Built-in functions are
- * called without the hook; a CHECK constraint that calls a volatile
- * built-in function directly is refused by the check, but only after
- * parsing.)
+ * of a domain it is made of, whether the statement names the type or the
+ * literal is compared with a column of it.  And a function may claim to be
+ * stable and call volatile ones.  So while sql_query parses, plans and runs
+ * a caller's statement, a guard refuses the functions the check would
+ * refuse as they are reached:
+ *
+ * - the object access hook, which every expression made ready to run
+ *	 (ExecInitExpr: a domain's CHECK, a PL/pgSQL statement, a SQL
+ *	 function's body) calls for each function in it, built in or not;
+ * - while parsing, also the function hook, for the functions called
+ *	 without an expression (a type's input function).  Built-in functions
+ *	 are called without it, and so are a foreign table's handler and other
+ *	 planner calls, which is why it is off while the statement runs.
+ *
+ * The guard only adds to the check: a function called in a way neither
+ * hook sees runs as its declared volatility says (see docs/security.md).
  *
  *-------------------------------------------------------------------------
  */
@@ -63,6 +73,7 @@
 #include "access/htup_details.h"
 #include "access/table.h"
 #include "access/transam.h"
+#include "catalog/objectaccess.h"
 #include "catalog/pg_aggregate.h"
 #include "catalog/pg_am.h"
 #include "catalog/pg_amop.h"
@@ -193,11 +204,12 @@ static void check_type(CheckContext *cxt, Oid typid);
 static void check_family(CheckContext *cxt, Oid opfamily);
 static void check_operator(CheckContext *cxt, Oid opno);
 
-/* sql_query is parsing a caller's statement: the hooks below refuse */
-static bool guard_active = false;
+/* sql_query is parsing or running a caller's statement: the hooks refuse */
+static QcSqlGuard guard_mode = QC_GUARD_OFF;
 static bool guard_installed = false;
 static needs_fmgr_hook_type prev_needs_fmgr_hook = NULL;
 static fmgr_hook_type prev_fmgr_hook = NULL;
+static object_access_hook_type prev_object_access_hook = NULL;
 
 static bool
 name_in(const char *name, const char *const *names, int n)
@@ -263,22 +275,31 @@ via_name(CheckContext *cxt)
 	return NULL;
 }
 
-/* Refuse the statement if it may not call fn (cxt NULL: no via to name). */
+/*
+ * Refuse the statement if it may not call fn (cxt NULL: a guard found it
+ * as it was reached, with no via to name).
+ */
 static void
 check_function(CheckContext *cxt, Oid fn)
 {
 	const char *why;
 	char	   *name;
 	char	   *via;
+	char	   *detail;
 
 	if (!OidIsValid(fn) || (name = forbidden_function(fn, &why)) == NULL)
 		return;
 	via = cxt ? via_name(cxt) : NULL;
+	if (cxt == NULL && guard_mode == QC_GUARD_RUN)
+		detail = psprintf("A function the statement calls runs function %s, which %s, so the statement is stopped and changes nothing.",
+						  name, why);
+	else if (via == NULL)
+		detail = psprintf("%s %s, so the statement is not run.", name, why);
+	else
+		detail = psprintf("%s runs function %s, which %s, so the statement is not run.",
+						  via, name, why);
 	refuse(psprintf("sql_query cannot call function %s", quote_identifier(name)),
-		   via == NULL ?
-		   psprintf("%s %s, so the statement is not run.", name, why) :
-		   psprintf("%s runs function %s, which %s, so the statement is not run.",
-					via, name, why));
+		   detail);
 }
 
 static bool
@@ -712,7 +733,7 @@ qc_sql_check_statement(SPIPlanPtr plan)
 		check_walker((Node *) lfirst(lc), &cxt);
 }
 
-/* While the guard is on, calls of the functions the check refuses fail. */
+/* While parsing, calls of the functions the check refuses fail. */
 static bool
 guard_needs_hook(Oid fn)
 {
@@ -720,7 +741,7 @@ guard_needs_hook(Oid fn)
 
 	if (prev_needs_fmgr_hook && prev_needs_fmgr_hook(fn))
 		return true;
-	return guard_active && forbidden_function(fn, &why) != NULL;
+	return guard_mode == QC_GUARD_PARSE && forbidden_function(fn, &why) != NULL;
 }
 
 static void
@@ -728,12 +749,26 @@ guard_hook(FmgrHookEventType event, FmgrInfo *flinfo, Datum *arg)
 {
 	if (prev_fmgr_hook)
 		prev_fmgr_hook(event, flinfo, arg);
-	if (event == FHET_START && guard_active)
+	if (event == FHET_START && guard_mode != QC_GUARD_OFF)
 		check_function(NULL, flinfo->fn_oid);
 }
 
+/*
+ * An expression is made ready to run: each function in it is announced
+ * here first, built-in ones too (the function hook never sees those).
+ */
+static void
+guard_object_access(ObjectAccessType access, Oid classId, Oid objectId,
+					int subId, void *arg)
+{
+	if (prev_object_access_hook)
+		prev_object_access_hook(access, classId, objectId, subId, arg);
+	if (access == OAT_FUNCTION_EXECUTE && guard_mode != QC_GUARD_OFF)
+		check_function(NULL, objectId);
+}
+
 void
-qc_sql_guard(bool on)
+qc_sql_guard(QcSqlGuard mode)
 {
 	if (!guard_installed)
 	{
@@ -741,7 +776,9 @@ qc_sql_guard(bool on)
 		needs_fmgr_hook = guard_needs_hook;
 		prev_fmgr_hook = fmgr_hook;
 		fmgr_hook = guard_hook;
+		prev_object_access_hook = object_access_hook;
+		object_access_hook = guard_object_access;
 		guard_installed = true;
 	}
-	guard_active = on;
+	guard_mode = mode;
 }

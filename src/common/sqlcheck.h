@@ -17,11 +17,19 @@
  */
 extern void qc_sql_check_statement(SPIPlanPtr plan);
 
+/* What the guard refuses (sqlcheck.c). */
+typedef enum QcSqlGuard
+{
+	QC_GUARD_OFF,
+	QC_GUARD_PARSE,				/* the caller's statement is parsed */
+	QC_GUARD_RUN,				/* it is planned and run */
+} QcSqlGuard;
+
 /*
- * While on, a call of a function the check would refuse fails (42501),
- * unless the function is built in: on while a caller's statement is
- * parsed, since reading its literals can run code.
+ * While on, a function the check would refuse fails (42501) as an
+ * expression that calls it is made ready to run, built in or not; while
+ * parsing, also as any function that is not built in is called.
  */
-extern void qc_sql_guard(bool on);
+extern void qc_sql_guard(QcSqlGuard mode);
 
 #endif							/* QC_SQLCHECK_H */

@@ -34,10 +34,42 @@ qc_call_make_for(const char *query)
 	return previous;
 }
 
+/* A statement of sql_query is running: no call may start (qc_call_forbid). */
+static bool calls_forbidden = false;
+
+bool
+qc_call_forbid(bool on)
+{
+	bool		previous = calls_forbidden;
+
+	calls_forbidden = on;
+	return previous;
+}
+
+void
+qc_call_check_allowed(const char *func)
+{
+	/*
+	 * Declared volatility is a function owner's claim: a function that says
+	 * it is stable can still reach ours.  So the refusal is here, where
+	 * every call starts, whatever led to it.
+	 */
+	if (calls_forbidden)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("queryclaw calls are not allowed inside sql_query"),
+				 errdetail("The statement given to sql_query reached %s, which would make a call (a request, a name lookup or a queued request); sql_query only reads the database.",
+						   func),
+				 errhint("Call %s outside sql_query.", func)));
+}
+
 QcCall *
 qc_call_new(const char *func, const char *method, const char *url)
 {
-	QcCall	   *call = palloc0(sizeof(QcCall));
+	QcCall	   *call;
+
+	qc_call_check_allowed(func);
+	call = palloc0(sizeof(QcCall));
 
 	call->func = func;
 	call->query = made_for;

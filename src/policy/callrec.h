@@ -124,6 +124,17 @@ typedef struct QcCall
 extern QcCall *qc_call_new(const char *func, const char *method, const char *url);
 
 /*
+ * While on, every call this backend would start is refused (42501), in
+ * qc_call_new and by qc_call_check_allowed: on while a statement given to
+ * sql_query runs.  Returns the setting it replaces, for the caller to put
+ * back on every path.
+ */
+extern bool qc_call_forbid(bool on);
+
+/* Refuse (42501) to start a call of func while calls are forbidden. */
+extern void qc_call_check_allowed(const char *func);
+
+/*
  * From now on, the calls this backend starts are made for the statement
  * query (QcCall.query; NULL: the one under way): an async worker running
  * a model request makes its calls, the tool calls' included, for the

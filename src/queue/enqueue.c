@@ -224,6 +224,8 @@ insert_request(FunctionCallInfo fcinfo, const char *func, RequestJson *r, int ar
 	bool		isnull;
 	int64		id;
 
+	/* the model's loop has no call yet: refused here like one */
+	qc_call_check_allowed(func);
 	values[0] = ObjectIdGetDatum(role);
 	values[1] = CStringGetTextDatum(func);
 	values[2] = JsonbPGetDatum(request_end(&r->shown));

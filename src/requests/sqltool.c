@@ -22,8 +22,12 @@
  *   query_to_xml and our own network functions are all volatile.  A few
  *   volatile functions that change nothing (random(), clock_timestamp()...)
  *   are allowed; a few stable ones that assign a transaction id are not.
- *   While the statement is parsed, which reads its literals (and can check
- *   a domain's constraints), such functions are refused as they are called;
+ *   While the statement is parsed (which reads its literals, and can check
+ *   a domain's constraints), planned and run, such functions are refused
+ *   as they are reached too, built-in ones included, so that a function
+ *   claiming to be stable cannot call them;
+ * - no call of this extension starts while it runs (qc_call_forbid),
+ *   however it is reached;
  * - it runs in a subtransaction marked read-only, which is always rolled
  *   back, so even a mislabelled stable function cannot leave a write;
  * - it has a time limit of its own, queryclaw.sql_timeout (the caller's
@@ -143,19 +147,14 @@ execute(SqlRun *run)
 
 	SPI_connect();
 	/*
-	 * parsing a caller's statement can run code: see sqlcheck.c; the guard
-	 * goes off on every path, or it would refuse the session's later calls
+	 * parsing a caller's statement can run code: see sqlcheck.c; on an
+	 * error, sql_run turns the guard off, or it would refuse the session's
+	 * later calls
 	 */
-	qc_sql_guard(run->check);
-	PG_TRY();
-	{
-		plan = SPI_prepare(run->sql, run->has_param ? 1 : 0, argtypes);
-	}
-	PG_FINALLY();
-	{
-		qc_sql_guard(false);
-	}
-	PG_END_TRY();
+	if (run->check)
+		qc_sql_guard(QC_GUARD_PARSE);
+	plan = SPI_prepare(run->sql, run->has_param ? 1 : 0, argtypes);
+	qc_sql_guard(QC_GUARD_OFF);
 	if (plan == NULL)
 		elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
 	if (run->check)
@@ -164,8 +163,12 @@ execute(SqlRun *run)
 
 	sql_timed_out = false;
 	enable_timeout_after(sql_timeout_id, qc_sql_timeout);
+	/* what it runs may claim to be stable and not be: checked as reached */
+	if (run->check)
+		qc_sql_guard(QC_GUARD_RUN);
 	rc = SPI_execute_plan(plan, values, run->param ? NULL : "n", true,
 						  run->whole ? 1 : run->max_rows + 1);
+	qc_sql_guard(QC_GUARD_OFF);
 	disable_timeout(sql_timeout_id, false);
 	if (sql_timed_out)
 	{
@@ -246,6 +249,7 @@ sql_run(SqlRun *run)
 	ResourceOwner owner = CurrentResourceOwner;
 	bool		read_only = XactReadOnly;
 	QcCall	   *call = qc_call_new(run->func, "SQL", "");
+	bool		calls_forbidden;
 
 	/* registered before anything can fail: the error path disables it */
 	if (sql_timeout_id == MAX_TIMEOUTS)
@@ -254,6 +258,12 @@ sql_run(SqlRun *run)
 	BeginInternalSubTransaction(NULL);
 	XactReadOnly = true;
 	MemoryContextSwitchTo(callercxt);
+	/*
+	 * a function that claims to be stable may reach ours: no call of this
+	 * extension starts until the statement is over (this run's own call
+	 * was made above)
+	 */
+	calls_forbidden = qc_call_forbid(true);
 	PG_TRY();
 	{
 		execute(run);
@@ -265,7 +275,8 @@ sql_run(SqlRun *run)
 
 		disable_timeout(sql_timeout_id, false);
 		sql_timed_out = false;
-		qc_sql_guard(false);
+		qc_sql_guard(QC_GUARD_OFF);
+		qc_call_forbid(calls_forbidden);
 		MemoryContextSwitchTo(callercxt);
 		edata = CopyErrorData();
 		FlushErrorState();
@@ -280,6 +291,7 @@ sql_run(SqlRun *run)
 		ReThrowError(edata);
 	}
 	PG_END_TRY();
+	qc_call_forbid(calls_forbidden);
 	/* whatever the statement did, it is undone */
 	RollbackAndReleaseCurrentSubTransaction();
 	XactReadOnly = read_only;
