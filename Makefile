@@ -68,7 +68,8 @@ OBJS = \
 	src/policy/servers.o \
 	src/call/serversadmit.o \
 	src/common/compat.o
-DATA = sql/queryclaw_ext--0.1.sql sql/queryclaw_ext--0.1--0.2.sql
+DATA = sql/queryclaw_ext--0.1.sql sql/queryclaw_ext--0.1--0.2.sql \
+	sql/queryclaw_ext--0.2--0.3.sql
 PGFILEDESC = "queryclaw_ext - policy-checked, audited HTTP from SQL"
 
 DEPS_PKGS = libcurl libcjson libxml-2.0 libidn2

@@ -743,7 +743,7 @@ qc_guc_init(void)
 	DefineCustomStringVariable("queryclaw.user_agent",
 							   "Sets the User-Agent header sent with every request.",
 							   NULL,
-							   &qc_user_agent, "queryclaw_ext/0.2", PGC_SUSET, 0,
+							   &qc_user_agent, "queryclaw_ext/" QC_VERSION, PGC_SUSET, 0,
 							   NULL, NULL, NULL);
 	DefineCustomStringVariable("queryclaw.proxy",
 							   "Sets the HTTP proxy used for every request; empty means none.",

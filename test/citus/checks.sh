@@ -67,10 +67,11 @@ SELECT citus_add_node('127.0.0.1', 5434);
 SQL
 echo "ok - a coordinator and two workers made one Citus cluster"
 
+version=$(sed -n "s/^default_version = '\(.*\)'/\1/p" "$QC_ROOT/queryclaw_ext.control")
 csql -c "CREATE EXTENSION queryclaw_ext" || { echo "not ok - CREATE EXTENSION queryclaw_ext on the coordinator"; exit 1; }
 qc_check "CREATE EXTENSION on the coordinator reaches both workers" \
 	"$(csql -c "SELECT string_agg(result, ',') FROM run_command_on_workers(\$\$SELECT extversion FROM pg_extension WHERE extname = 'queryclaw_ext'\$\$)")" \
-	"0.2,0.2"
+	"$version,$version"
 qc_check "the async workers run on every node" \
 	"$(csql -c "SELECT string_agg(result, ',') FROM run_command_on_all_nodes(\$\$SELECT count(*) FROM pg_stat_activity WHERE backend_type LIKE 'queryclaw async%'\$\$)")" \
 	"2,2,2"

@@ -1,11 +1,13 @@
 --
 -- Upgrades: release 0.1's SQL objects under the new library, then
--- ALTER EXTENSION queryclaw_ext UPDATE.
+-- ALTER EXTENSION queryclaw_ext UPDATE TO '0.2' and release 0.2's objects
+-- under it, then the update to what this library installs.
 --
 -- This database is queryclaw.database (test/run.sh), so its calls go
 -- through the durable audit: the audit worker writes into 0.1's table.  A
 -- second database shows the transactional audit on 0.1's objects, and a
--- third, installed fresh, is what the updated one must equal.
+-- third, installed fresh, is what the updated one must equal, as must a
+-- fourth, where 0.2 was installed as such and then updated.
 --
 -- Every change to SQL objects comes with its upgrade script, and this test
 -- calls every function before and after the update: a new function shows
@@ -181,7 +183,7 @@ SELECT (a.id, a.at, a.role, a.pid, a.func, a.method, a.url, a.final_url, a.statu
 $$;
 SELECT md5(string_agg(upgrade_test.row01(a), E'\n' ORDER BY id)) AS rows_before, count(*) AS n_before
   FROM queryclaw.audit_log a \gset
-ALTER EXTENSION queryclaw_ext UPDATE;
+ALTER EXTENSION queryclaw_ext UPDATE TO '0.2';
 SELECT extversion FROM pg_extension WHERE extname = 'queryclaw_ext';
 SELECT md5(string_agg(upgrade_test.row01(a), E'\n' ORDER BY id)) = :'rows_before' AS rows_kept,
        count(*) = :n_before AS same_count
@@ -230,15 +232,34 @@ CREATE USER MAPPING FOR PUBLIC SERVER upgrade_fx OPTIONS (headers '{"X-Srv": "ne
 SELECT r->'body'->'headers'->>'x-srv' AS sent FROM queryclaw.api_call(upgrade_test.url('/echo')) AS r;
 DROP SERVER upgrade_fx CASCADE;
 
+-- Release 0.2's objects, as every 0.2 user has them, updated to what this
+-- library installs: the audit rows and the queue's requests are kept, and
+-- every function, the queue's included, works after it.
+SELECT count(*) > 0 AS audit_settled FROM upgrade_test.audit();
+SELECT md5(string_agg(upgrade_test.row01(a), E'\n' ORDER BY id)) AS rows_before, count(*) AS n_before
+  FROM queryclaw.audit_log a \gset
+SELECT md5(string_agg(r::text, E'\n' ORDER BY id)) AS requests_before FROM queryclaw.requests r \gset
+ALTER EXTENSION queryclaw_ext UPDATE;
+SELECT extversion FROM pg_extension WHERE extname = 'queryclaw_ext';
+SELECT md5(string_agg(upgrade_test.row01(a), E'\n' ORDER BY id)) = :'rows_before' AS rows_kept,
+       count(*) = :n_before AS same_count
+  FROM queryclaw.audit_log a;
+SELECT md5(string_agg(r::text, E'\n' ORDER BY id)) = :'requests_before' AS requests_kept
+  FROM queryclaw.requests r;
+SELECT * FROM upgrade_test.calls();
+SELECT queryclaw.api_call_async(upgrade_test.url('/echo'), 'PUT', body => 'after') AS async_id \gset
+SELECT func, state, attempts, result->'body'->>'body' AS sent FROM queryclaw.wait(ARRAY[:async_id], NULL);
+
 -- The updated database holds the same objects as a fresh install: every
 -- member of the extension with its comment, initial privileges and whole
 -- definition (a function's text, a table's columns, constraints, indexes,
 -- policies and privileges, a view's query), and the tables whose rows
 -- pg_dump keeps.  Nothing here names an object: what is added to the
--- upgrade script is compared too.  While CREATE EXTENSION reaches 0.2 by
--- the same update script, the two differ only if the script does
--- something else in a database in use; once a release ships a complete
--- install script of its own, this is what keeps it equal to the update.
+-- upgrade scripts is compared too.  While CREATE EXTENSION reaches the
+-- current version by the same update scripts, the two differ only if a
+-- script does something else in a database in use; once a release ships
+-- a complete install script of its own, this is what keeps it equal to
+-- the update.
 -- (PostgreSQL 17 and newer make the row types of the tables and views, and
 -- their array types, members too: they come with the relations, listed.)
 SELECT $describe$
@@ -311,3 +332,15 @@ DROP DATABASE queryclaw_upgrade_fresh;
 SELECT split_part(m.d, E'\n', 1) AS member FROM (:describe) AS m(d) ORDER BY 1;
 SELECT m.d AS only_after_update FROM (:describe) AS m(d) EXCEPT SELECT unnest(:'fresh'::text[]);
 SELECT unnest(:'fresh'::text[]) AS only_in_fresh_install EXCEPT SELECT m.d FROM (:describe) AS m(d);
+
+-- A database where release 0.2 was installed as such (CREATE EXTENSION
+-- at 0.2), updated: the same objects as a fresh install too.
+CREATE DATABASE queryclaw_upgrade_02;
+\c queryclaw_upgrade_02
+CREATE EXTENSION queryclaw_ext VERSION '0.2';
+ALTER EXTENSION queryclaw_ext UPDATE;
+SELECT extversion FROM pg_extension WHERE extname = 'queryclaw_ext';
+SELECT m.d AS only_after_update_from_02 FROM (:describe) AS m(d) EXCEPT SELECT unnest(:'fresh'::text[]);
+SELECT unnest(:'fresh'::text[]) AS only_in_fresh_install EXCEPT SELECT m.d FROM (:describe) AS m(d);
+\c queryclaw_upgrade
+DROP DATABASE queryclaw_upgrade_02;
