@@ -116,6 +116,10 @@ fi
 qc_log "layering"
 run_checks "$QC_PYTHON" "$QC_ROOT/test/layering/cycles.py"
 
+# The scripts of released versions are as they were released.
+qc_log "released SQL scripts"
+run_checks bash "$QC_ROOT/test/upgrade/released.sh"
+
 # META.json, what PGXN reads: its spec's rules, and the tree.
 qc_log "META.json"
 run_checks "$QC_PYTHON" "$QC_ROOT/test/meta/validate.py"
