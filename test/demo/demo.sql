@@ -34,6 +34,17 @@ SELECT coalesce(max(id), 0) AS audit_mark FROM queryclaw.audit_log \gset
 
 DROP TABLE IF EXISTS demo_companies, demo_leads, demo_checks;
 
+-- The audit worker commits rows within milliseconds of each call: a step
+-- that shows the audit log first waits until it has written them all.
+CREATE FUNCTION pg_temp.audit_settled() RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+    FOR i IN 1..500 LOOP
+        EXIT WHEN (SELECT queued + in_flight FROM queryclaw.audit_status()) = 0;
+        PERFORM pg_sleep(0.01);
+    END LOOP;
+END
+$$;
+
 \echo
 \echo '== 1. Load the company list from the site (GET /api/companies)'
 \set ECHO queries
@@ -101,6 +112,9 @@ SELECT slug,
 FROM   demo_companies
 ORDER  BY id;
 
+\set ECHO none
+SELECT pg_temp.audit_settled() AS settled \gset
+\set ECHO queries
 \echo
 \echo '== 4. What the audit log recorded for this run'
 
@@ -197,10 +211,7 @@ SELECT c.name, r.state, r.attempts, r.result -> 'status' AS status, r.error
  ORDER BY c.name DESC;
 
 \set ECHO none
--- the audit worker commits the last rows within milliseconds: wait for it
-DO $$ BEGIN FOR i IN 1..500 LOOP
-    EXIT WHEN (SELECT queued + in_flight FROM queryclaw.audit_status()) = 0;
-    PERFORM pg_sleep(0.01); END LOOP; END $$;
+SELECT pg_temp.audit_settled() AS settled \gset
 \set ECHO queries
 \echo
 \echo '== 7a. The audit rows of both: one per attempt'
@@ -238,6 +249,9 @@ SELECT slug,
                            '\s+', ' ', 'g'), 100) AS extracted
 FROM   demo_companies WHERE id = 1;
 
+\set ECHO none
+SELECT pg_temp.audit_settled() AS settled \gset
+\set ECHO queries
 \echo
 \echo '== 9. What the audit log recorded for the model: one row per request, one per tool call'
 
