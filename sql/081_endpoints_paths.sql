@@ -95,3 +95,23 @@ DROP FUNCTION qc_test.sent_async(jsonb);
 DELETE FROM queryclaw.requests WHERE role IN ('qc_team_a'::regrole, 'qc_team_b'::regrole);
 DROP OWNED BY qc_team_a, qc_team_b;
 DROP ROLE qc_team_a, qc_team_b;
+
+-- a queued model's tool call under a server whose one slot another request
+-- holds waits for the slot, the job going on after it (it failed, as if
+-- the audit queue were full)
+DO $$
+BEGIN
+    EXECUTE format('CREATE SERVER fx_one FOREIGN DATA WRAPPER queryclaw OPTIONS (url %L, max_concurrency %L)',
+                   qc_test.url('/slow'), '1');
+END
+$$;
+BEGIN;
+SELECT queryclaw.api_call_async(qc_test.url('/slow?ms=1500')) AS slow_id \gset
+SELECT queryclaw.llm_chat_tools_async('SCENARIO:tool_call URL:' || qc_test.url('/slow?ms=10'),
+                                      '{web_fetch}') AS model_id \gset
+COMMIT;
+SELECT func, state, result->'tool_calls'->0->'ok' AS tool_ok,
+       qc_test.scrub(result->'tool_calls'->0->>'error') AS tool_error
+  FROM queryclaw.wait(ARRAY[:slow_id, :model_id], NULL) ORDER BY id;
+DELETE FROM queryclaw.requests WHERE id IN (:slow_id, :model_id);
+DROP SERVER fx_one;

@@ -1080,14 +1080,12 @@ later_reason(QcCall *call)
  * end it at once: a refusal (the rate limit's, taken in as the call's
  * outcome), or no room yet (its server's concurrency cap, the audit
  * queue): a web or API request then waits a moment in the queue, not
- * sent; a call of an LLM request's job fails as a call with no room does.
+ * sent; a call of an LLM request's job is held in the flight and admitted
+ * again at the next step (llm_continue), the job's other calls going on.
  */
 static void
 send_call(QcAsyncFlight *f, QcCall *call, List **calls)
 {
-	const char *message;
-	char	   *detail;
-	const char *hint;
 	HostLoad   *h;
 
 	/* what the call keeps (a refusal's words) outlives the transaction */
@@ -1110,14 +1108,11 @@ send_call(QcAsyncFlight *f, QcCall *call, List **calls)
 				/* not sent: the request waits a moment, the claims slow down */
 				set_wait(f->r, QC_HOST_MIN_WAIT_MS, later_reason(call));
 				blocked_count++;
-				MemoryContextSwitchTo(old);
-				return;
 			}
-			qc_audit_queue_full(0, call->timeout_setting, &message, &detail, &hint);
-			qc_call_set_failure(call, QC_OUTCOME_ERROR, ERRCODE_INSUFFICIENT_RESOURCES,
-								message, detail, hint);
-			call->audited = true;
-			break;
+			else
+				f->held = lappend(f->held, call);
+			MemoryContextSwitchTo(old);
+			return;
 		case QC_ADMIT_ENDED:
 			break;
 	}
@@ -1153,6 +1148,19 @@ llm_failed(QcAsyncRequest *r, const ErrorData *edata)
 						  qc_cluster_share(qc_max_tokens_per_day)));
 	else
 		set_failed(r, edata->sqlerrcode, edata->message);
+}
+
+/* The calls of an LLM request's job that were held, admitted again. */
+static void
+llm_resend(QcAsyncFlight *f, List **calls)
+{
+	List	   *held = f->held;
+	ListCell   *lc;
+
+	f->held = NIL;
+	foreach(lc, held)
+		send_call(f, lfirst(lc), calls);
+	list_free(held);
 }
 
 /* The next calls of an LLM request's job, sent. */
@@ -1220,6 +1228,21 @@ llm_take(QcAsyncFlight *f)
 static void
 llm_continue(QcAsyncFlight *f, List **calls)
 {
+	if (f->held != NIL)
+	{
+		/* never sent, so neither audited nor counted: dropped on a stop */
+		if (f->r->cancel_seen || qc_bgsession_stop)
+		{
+			list_free(f->held);
+			f->held = NIL;
+		}
+		else
+		{
+			llm_resend(f, calls);
+			if (f->held != NIL || f->out > 0)
+				return;
+		}
+	}
 	if (f->ended != NIL)
 		llm_take(f);
 	if (f->r->cancel_seen || qc_bgsession_stop)

@@ -70,6 +70,8 @@ typedef struct QcAsyncFlight
 	int			format;			/* web_fetch_async's QcFormat */
 	struct QcLlmJob *job;		/* an LLM request's */
 	List	   *ended;			/* its calls that ended, not yet taken in */
+	List	   *held;			/* its job's calls not admitted yet (a
+								 * server's cap, the audit queue) */
 	int			out;			/* its calls on the wire */
 	bool		recorded;		/* its outcome is recorded: it is over */
 } QcAsyncFlight;
