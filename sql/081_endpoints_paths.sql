@@ -113,5 +113,18 @@ COMMIT;
 SELECT func, state, result->'tool_calls'->0->'ok' AS tool_ok,
        qc_test.scrub(result->'tool_calls'->0->>'error') AS tool_error
   FROM queryclaw.wait(ARRAY[:slow_id, :model_id], NULL) ORDER BY id;
-DELETE FROM queryclaw.requests WHERE id IN (:slow_id, :model_id);
+-- cancelled while its tool call is held: it ends cancelled, and the held
+-- call is never sent
+BEGIN;
+SELECT queryclaw.api_call_async(qc_test.url('/slow?ms=1500')) AS slow2_id \gset
+SELECT queryclaw.llm_chat_tools_async('SCENARIO:tool_call URL:' || qc_test.url('/slow?ms=11'),
+                                      '{web_fetch}') AS model2_id \gset
+COMMIT;
+SELECT qc_test.wait_until(format('(SELECT count(*) FROM queryclaw.audit_log WHERE func = %L AND detail->''request''->>''id'' = %L) > 0',
+                                 'llm_chat_tools_async', :model2_id)) AS model_answered;
+SELECT queryclaw.cancel_requests(ARRAY[:model2_id]) AS cancelled;
+SELECT func, state, error FROM queryclaw.wait(ARRAY[:slow2_id, :model2_id], NULL) ORDER BY id;
+SELECT qc_test.audit_flush();
+SELECT count(*) AS held_call_sent FROM queryclaw.audit_log WHERE url LIKE '%/slow?ms=11';
+DELETE FROM queryclaw.requests WHERE id IN (:slow_id, :model_id, :slow2_id, :model2_id);
 DROP SERVER fx_one;

@@ -1220,32 +1220,45 @@ llm_take(QcAsyncFlight *f)
 }
 
 /*
+ * The job's step ended part-sent (calls held, then a cancel or a stop):
+ * the calls that ran are audited, those held, never sent, are dropped.
+ */
+static void
+llm_drop_step(QcAsyncFlight *f)
+{
+	ListCell   *lc;
+
+	foreach(lc, f->ended)
+		qc_call_end(lfirst(lc));
+	list_free(f->ended);
+	f->ended = NIL;
+	list_free(f->held);
+	f->held = NIL;
+}
+
+/*
  * An LLM request between two steps of its job: a request cancelled
  * meanwhile stops; a worker that is stopping puts it back in the queue,
- * to start again (an LLM request is repeatable); a job that is over
+ * to start again (an LLM request is repeatable); calls held for room are
+ * admitted again, and the step waits for them; a job that is over
  * settles; else its next calls go once its wait is over.
  */
 static void
 llm_continue(QcAsyncFlight *f, List **calls)
 {
-	if (f->held != NIL)
+	bool		stopping = f->r->cancel_seen || qc_bgsession_stop;
+
+	if (f->held != NIL && !stopping)
 	{
-		/* never sent, so neither audited nor counted: dropped on a stop */
-		if (f->r->cancel_seen || qc_bgsession_stop)
-		{
-			list_free(f->held);
-			f->held = NIL;
-		}
-		else
-		{
-			llm_resend(f, calls);
-			if (f->held != NIL || f->out > 0)
-				return;
-		}
+		llm_resend(f, calls);
+		if (f->held != NIL || f->out > 0)
+			return;
 	}
-	if (f->ended != NIL)
+	if (f->held != NIL)
+		llm_drop_step(f);
+	else if (f->ended != NIL)
 		llm_take(f);
-	if (f->r->cancel_seen || qc_bgsession_stop)
+	if (stopping)
 	{
 		qc_llm_job_free(f->job);
 		f->job = NULL;
