@@ -5,15 +5,17 @@
 -- NULL when it says nothing.  Before, a run that had just begun showed
 -- hours (its pace measured over a whole minute), a paused role's a few
 -- milliseconds, and 10,000 requests just queued showed last_minute 0.
+-- The waiting ones are due in an hour, so that the async worker leaves
+-- them alone however slow this test runs.
 --
 CREATE ROLE qc_status_busy;		-- 100 ended in the last 10 s, 1,000 queued
 CREATE ROLE qc_status_paused;	-- 100 ended 50-40 s ago, none since, 1,000 queued
 CREATE ROLE qc_status_new;		-- 10,000 just queued, none ended yet
 CREATE FUNCTION qc_test.fake_requests(who regrole, state text, n int, ended_from interval,
                                       ended_to interval) RETURNS void LANGUAGE sql AS $$
-INSERT INTO queryclaw.requests (role, func, state, request, created_at, finished_at)
+INSERT INTO queryclaw.requests (role, func, state, request, created_at, next_attempt_at, finished_at)
 SELECT who, 'web_fetch_async', state, '{"url": "http://example.com/"}',
-       now() - interval '2 minutes',
+       now() - interval '2 minutes', now() + interval '1 hour',
        CASE WHEN state IN ('done', 'failed', 'cancelled')
             THEN now() - ended_from + (ended_from - ended_to) * i / n END
   FROM generate_series(1, n) i
@@ -22,8 +24,8 @@ SELECT qc_test.fake_requests('qc_status_busy', 'done', 100, '10 s', '0 s');
 SELECT qc_test.fake_requests('qc_status_busy', 'queued', 1000, NULL, NULL);
 SELECT qc_test.fake_requests('qc_status_paused', 'done', 100, '50 s', '40 s');
 SELECT qc_test.fake_requests('qc_status_paused', 'queued', 1000, NULL, NULL);
-INSERT INTO queryclaw.requests (role, func, request)
-SELECT 'qc_status_new', 'web_fetch_async', '{"url": "http://example.com/"}'
+INSERT INTO queryclaw.requests (role, func, request, next_attempt_at)
+SELECT 'qc_status_new', 'web_fetch_async', '{"url": "http://example.com/"}', now() + interval '1 hour'
   FROM generate_series(1, 10000);
 
 -- busy: 100 in 10 s is 10/s, so 1,000 queued take about 100 s
