@@ -102,8 +102,9 @@ SHLIB_LINK = $(shell pkg-config --libs $(DEPS_PKGS) 2>/dev/null)
 # (docs/testing.md says why each other one needs make test).  001_setup
 # creates the extension and the test helpers, as it does for make test;
 # the library is loaded into each session so that its settings exist.
-REGRESS = 001_setup 002_policy_precheck 010_settings 014_fuzz_findings_server 030_content \
-	041_secret_settings 050_server_only 080_endpoints_validator
+REGRESS = 001_setup 002_policy_precheck 008_privileges_policy 010_settings \
+	014_fuzz_findings_server 024_sql_query_guard 030_content 041_secret_settings \
+	050_server_only 080_endpoints_validator
 REGRESS_OPTS = $(if $(REGRESS_OUTPUTDIR),--outputdir=$(REGRESS_OUTPUTDIR))
 ENCODING = UTF8
 NO_LOCALE = 1
