@@ -45,13 +45,13 @@ SELECT stmt, qc_test.try(format('SELECT queryclaw.sql_query(%L)', stmt)) AS resu
 RESET ROLE;
 SET queryclaw.sql_timeout = '200ms';
 SET ROLE qc_reader;
-SELECT qc_test.try($$SELECT queryclaw.sql_query('SELECT count(*) FROM generate_series(1, 1000000000)')$$);
+SELECT qc_test.try($$SELECT queryclaw.sql_query('SELECT count(*) FROM (SELECT generate_series(1, 1000000000)) AS s')$$);
 SELECT 'the caller goes on' AS after_timeout;
 RESET ROLE;
 RESET queryclaw.sql_timeout;
 -- the caller's statement_timeout still stops the whole statement, at once
 SET statement_timeout = '300ms';
-SELECT qc_test.cancel_stop($$SELECT queryclaw.sql_query('SELECT count(*) FROM generate_series(1, 1000000000)')$$);
+SELECT qc_test.cancel_stop($$SELECT queryclaw.sql_query('SELECT count(*) FROM (SELECT generate_series(1, 1000000000)) AS s')$$);
 RESET statement_timeout;
 
 -- the finding itself: a CHECK constraint that sends a request, reached

@@ -5,8 +5,10 @@
 -- NULL when it says nothing.  Before, a run that had just begun showed
 -- hours (its pace measured over a whole minute), a paused role's a few
 -- milliseconds, and 10,000 requests just queued showed last_minute 0.
--- The waiting ones are due in an hour, so that the async worker leaves
--- them alone however slow this test runs.
+-- The rows are written and read in one transaction, whose now() they are
+-- timed against, so the figures do not depend on how fast the test runs;
+-- the waiting ones are due in an hour, so the async worker leaves them
+-- alone once committed.
 --
 CREATE ROLE qc_status_busy;		-- 100 ended in the last 10 s, 1,000 queued
 CREATE ROLE qc_status_paused;	-- 100 ended 50-40 s ago, none since, 1,000 queued
@@ -20,6 +22,7 @@ SELECT who, 'web_fetch_async', state, '{"url": "http://example.com/"}',
             THEN now() - ended_from + (ended_from - ended_to) * i / n END
   FROM generate_series(1, n) i
 $$;
+BEGIN;
 SELECT qc_test.fake_requests('qc_status_busy', 'done', 100, '10 s', '0 s');
 SELECT qc_test.fake_requests('qc_status_busy', 'queued', 1000, NULL, NULL);
 SELECT qc_test.fake_requests('qc_status_paused', 'done', 100, '50 s', '40 s');
@@ -34,6 +37,7 @@ SELECT role, state, requests, last_minute,
   FROM queryclaw.queue_status
  WHERE role::text LIKE 'qc_status_%'
  ORDER BY role::text, state;
+COMMIT;
 
 -- clean up
 DELETE FROM queryclaw.requests WHERE role::text LIKE 'qc_status_%';
