@@ -5,7 +5,7 @@
 -- pg_cancel_backend from another session).
 --
 SELECT qc_test.audit_flush() AS flushed;
-SELECT max(id) AS audit_mark FROM queryclaw.audit_log \gset
+SELECT coalesce(max(id), 0) AS audit_mark FROM queryclaw.audit_log \gset
 
 -- the blackhole port accepts no connection: a request waits in connect
 SET queryclaw.local_allowlist = '127.0.0.1';

@@ -11,7 +11,7 @@
 -- built.
 --
 SELECT qc_test.audit_flush() AS flushed;
-SELECT max(id) AS audit_mark FROM queryclaw.audit_log \gset
+SELECT coalesce(max(id), 0) AS audit_mark FROM queryclaw.audit_log \gset
 
 -- Is t valid in the database encoding?  convert_to() checks it.
 CREATE FUNCTION qc_test.valid(t text) RETURNS boolean LANGUAGE plpgsql AS $$

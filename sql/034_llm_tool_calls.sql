@@ -5,7 +5,7 @@
 -- tool_calls with ok false.
 --
 SELECT qc_test.audit_flush() AS flushed;
-SELECT max(id) AS audit_mark FROM queryclaw.audit_log \gset
+SELECT coalesce(max(id), 0) AS audit_mark FROM queryclaw.audit_log \gset
 
 SHOW queryclaw.llm_max_tool_calls;
 SELECT context, min_val, max_val FROM pg_settings WHERE name = 'queryclaw.llm_max_tool_calls';
