@@ -189,18 +189,25 @@ qc_server_audit_name(const QcCall *call)
 	return call->server != NULL && call->server->applied ? call->server->name : NULL;
 }
 
+const QcVerdict *
+qc_server_refusal(const QcCall *call)
+{
+	return call->server != NULL && !call->trusted ? call->server->refusal : NULL;
+}
+
 QcServerAdmission
 qc_server_admit(QcCall *call)
 {
 	QcServerUse *use = call->server;
+	const QcVerdict *refusal = qc_server_refusal(call);
 	QcVerdict	verdict;
 	int		   *calls;
 
 	if (use == NULL)
 		return QC_SERVER_START;
-	if (use->refusal != NULL && !call->trusted)
+	if (refusal != NULL)
 	{
-		qc_call_set_refusal(call, use->refusal);
+		qc_call_set_refusal(call, refusal);
 		return QC_SERVER_REFUSED;
 	}
 	if (!OidIsValid(use->serverid))

@@ -138,6 +138,13 @@ extern QcServerAdmission qc_server_admit_slot(QcCall *call, bool others_in_fligh
  */
 extern QcServerAdmission qc_server_admit(QcCall *call);
 
+/*
+ * queryclaw.servers_only's refusal of the call (its URL is under no server
+ * the role has USAGE on), or NULL: what qc_server_admit() refuses it with,
+ * for check_url's dry run.
+ */
+extern const QcVerdict *qc_server_refusal(const QcCall *call);
+
 /* The call admitted under a server ended: its slot is free again. */
 extern void qc_server_release(QcCall *call);
 

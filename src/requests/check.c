@@ -152,9 +152,11 @@ qc_check_url_json(const char *given, char *audit_extra)
 		 * In the order a real call meets them: queryclaw.servers_only when
 		 * it is admitted, then the URL's policy.
 		 */
-		if (call->server != NULL && call->server->refusal != NULL)
+		const QcVerdict *off_servers = qc_server_refusal(call);
+
+		if (off_servers != NULL)
 		{
-			refusal = *call->server->refusal;
+			refusal = *off_servers;
 			allowed = false;
 		}
 		else

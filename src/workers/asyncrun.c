@@ -1194,6 +1194,18 @@ llm_settle(QcAsyncFlight *f)
 	MemoryContextSwitchTo(old);
 }
 
+/* The flight's calls that ended, each ended (audited once), and let go. */
+static void
+end_calls(QcAsyncFlight *f)
+{
+	ListCell   *lc;
+
+	foreach(lc, f->ended)
+		qc_call_end(lfirst(lc));
+	list_free(f->ended);
+	f->ended = NIL;
+}
+
 /*
  * The calls an LLM request's job sent have all ended: each audited as it
  * would be in a direct call (a failure before the job reads it, a response
@@ -1212,10 +1224,7 @@ llm_take(QcAsyncFlight *f)
 			qc_call_end(call);
 	}
 	qc_llm_job_take(f->job);
-	foreach(lc, f->ended)
-		qc_call_end(lfirst(lc));
-	list_free(f->ended);
-	f->ended = NIL;
+	end_calls(f);
 	qc_llm_job_advance(f->job);
 }
 
@@ -1226,12 +1235,7 @@ llm_take(QcAsyncFlight *f)
 static void
 llm_drop_step(QcAsyncFlight *f)
 {
-	ListCell   *lc;
-
-	foreach(lc, f->ended)
-		qc_call_end(lfirst(lc));
-	list_free(f->ended);
-	f->ended = NIL;
+	end_calls(f);
 	list_free(f->held);
 	f->held = NIL;
 }
