@@ -100,12 +100,19 @@ make_scope(const QcUrl *base, QcServerScope *scope)
 		scope->path[r] = paths[r];
 }
 
+/*
+ * Is url under the scope?  paths are url's (url_paths), read on the first
+ * call that needs them: {NULL} until then, so that a URL of another host
+ * costs no normalization.
+ */
 static bool
-scope_covers(const QcServerScope *scope, const QcUrl *url, char *const paths[QC_PATH_READINGS])
+scope_covers(const QcServerScope *scope, const QcUrl *url, char *paths[QC_PATH_READINGS])
 {
 	if (strcmp(url->scheme, scope->scheme) != 0 ||
 		strcmp(url->host, scope->host) != 0 || url->port != scope->port)
 		return false;
+	if (paths[0] == NULL)
+		url_paths(url, paths);
 	/* under it however the server reads the path */
 	for (int r = 0; r < QC_PATH_READINGS; r++)
 		if (!qc_url_path_under(paths[r], scope->path[r]))
@@ -186,9 +193,8 @@ load_servers(void)
 bool
 qc_server_covers(const QcServerUse *use, const QcUrl *url)
 {
-	char	   *paths[QC_PATH_READINGS];
+	char	   *paths[QC_PATH_READINGS] = {NULL};
 
-	url_paths(url, paths);
 	return scope_covers(&use->scope, url, paths);
 }
 
@@ -515,7 +521,7 @@ qc_server_for_url(const char *url)
 {
 	QcUrl		parsed;
 	char	   *error;
-	char	   *paths[QC_PATH_READINGS];
+	char	   *paths[QC_PATH_READINGS] = {NULL};
 	List	   *covering = NIL;
 	const QcServerUse *best = NULL;
 	const QcServerUse *unusable = NULL;
@@ -528,7 +534,6 @@ qc_server_for_url(const char *url)
 		load_servers();
 	if ((cached_servers == NIL && !qc_servers_only) || !qc_url_parse(url, &parsed, &error))
 		return NULL;
-	url_paths(&parsed, paths);
 	foreach(lc, cached_servers)
 	{
 		if (scope_covers(&((QcServerUse *) lfirst(lc))->scope, &parsed, paths))
@@ -636,10 +641,9 @@ carries_mapping_value(const QcServerUse *use, const char *url)
 static bool
 under_any(List *scopes, const QcUrl *hop)
 {
-	char	   *paths[QC_PATH_READINGS];
+	char	   *paths[QC_PATH_READINGS] = {NULL};
 	ListCell   *lc;
 
-	url_paths(hop, paths);
 	foreach(lc, scopes)
 	{
 		if (scope_covers(lfirst(lc), hop, paths))
