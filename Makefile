@@ -62,6 +62,7 @@ OBJS = \
 	src/queue/qretry.o \
 	src/queue/hostlimits.o \
 	src/common/cluster.o \
+	src/common/clustergrant.o \
 	src/common/latchwait.o \
 	src/policy/serversopts.o \
 	src/functions/serversfdw.o \
