@@ -14,6 +14,7 @@ OBJS = \
 	src/common/rules.o \
 	src/policy/policy.o \
 	src/common/redact.o \
+	src/common/redactforms.o \
 	src/call/call.o \
 	src/policy/callrec.o \
 	src/transport/http.o \

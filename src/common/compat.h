@@ -93,13 +93,17 @@ typedef void QcJsonActionResult;
 	makeJsonLexContextCstringLen((json), (len), (encoding), (need_escapes))
 #endif
 
-/* 18 takes the bytes to encode in base64 as uint8, not char. */
+/* 18 takes the bytes to encode, and gives the bytes decoded, in base64 as uint8, not char. */
 #if PG_VERSION_NUM >= 180000
 #define qc_b64_encode(src, len, dst, dstlen) \
 	pg_b64_encode((const uint8 *) (src), (len), (dst), (dstlen))
+#define qc_b64_decode(src, len, dst, dstlen) \
+	pg_b64_decode((src), (len), (uint8 *) (dst), (dstlen))
 #else
 #define qc_b64_encode(src, len, dst, dstlen) \
 	pg_b64_encode((src), (len), (dst), (dstlen))
+#define qc_b64_decode(src, len, dst, dstlen) \
+	pg_b64_decode((src), (len), (dst), (dstlen))
 #endif
 
 /*

@@ -744,7 +744,7 @@ shape_call(QcAsyncFlight *f, QcCall *call)
 	}
 	/* shaping may have failed too: the error is read once it is done */
 	error = qc_call_error_text(call);
-	secrets = qc_call_secrets(call->url, call->final_url, call->headers);
+	secrets = qc_call_secret_set(call);
 	MemoryContextSwitchTo(f->cxt);
 	set_final(r, result ? QC_ASYNC_DONE : QC_ASYNC_FAILED, result, error,
 			  call->error_code, secrets);
