@@ -46,6 +46,7 @@ OBJS = \
 	src/call/hostrate.o \
 	src/workers/asyncrun.o \
 	src/workers/asyncworker.o \
+	src/workers/enrichfeed.o \
 	src/requests/endpoint.o \
 	src/common/schema.o \
 	src/common/sqlcheck.o \
@@ -60,6 +61,7 @@ OBJS = \
 	src/queue/enqueue.o \
 	src/queue/qwait.o \
 	src/queue/qretry.o \
+	src/queue/enrichdef.o \
 	src/queue/hostlimits.o \
 	src/common/cluster.o \
 	src/common/latchwait.o \

@@ -75,6 +75,7 @@
 #include "utils/wait_event.h"
 
 #include "asyncrun.h"
+#include "enrichfeed.h"
 #include "asyncworker.h"
 #include "audit.h"
 #include "call.h"
@@ -687,6 +688,7 @@ chores(TimestampTz now)
 	if (qc_async_have_deferred())
 		done += record_deferred();
 	done += finish_cancelled();
+	qc_enrich_feed();
 	if (now >= retention_at)
 	{
 		qc_async_as_writer(purge, NULL);
