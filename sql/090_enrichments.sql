@@ -11,12 +11,16 @@ CREATE ROLE qc_enr_bob;
 GRANT USAGE ON SCHEMA qc_test TO qc_enr_alice, qc_enr_bob;
 GRANT EXECUTE ON FUNCTION
     queryclaw.create_enrichment(text, regclass, text, text, name, text, boolean, interval),
+    queryclaw.web_fetch_request(text, text, integer),
+    queryclaw.api_call_request(text, text, jsonb, text, integer, text),
+    queryclaw.llm_request(text, text[], text, text, integer, jsonb),
     queryclaw.alter_enrichment(text, text, text, name, boolean),
     queryclaw.pause_enrichment(text), queryclaw.resume_enrichment(text),
     queryclaw.retry_enrichment(text), queryclaw.refresh_enrichment(text),
     queryclaw.drop_enrichment(text), queryclaw.estimate_enrichment(text),
     queryclaw.api_call_async(text, text, jsonb, text, integer, regprocedure, jsonb, text),
     queryclaw.web_fetch_async(text, text, integer, regprocedure, jsonb),
+    queryclaw.llm_chat_tools_async(text, text[], text, text, integer, jsonb, regprocedure, jsonb),
     queryclaw.api_call(text, text, jsonb, text, integer)
     TO qc_enr_alice, qc_enr_bob;
 -- the fixture's count of requests to /flaky with a key
@@ -204,6 +208,32 @@ SELECT count(*) AS states_left FROM queryclaw.enrichment_rows;
 SELECT count(*) AS triggers_left FROM pg_trigger WHERE tgrelid = 'companies'::regclass;
 SELECT count(*) AS objects_left FROM pg_class WHERE relname ~ '^enrichment_[0-9]+_';
 
+-- A model's answer into columns: llm_request with an output_schema (the
+-- scripted model answers {"city": "Lyon"}), and a page's text into a
+-- column with target.
+CREATE TABLE firms (id int PRIMARY KEY, name text, hq_city text, page text, tokens int);
+INSERT INTO firms VALUES (1, 'Acme'), (2, 'Globex');
+ALTER TABLE firms OWNER TO qc_enr_alice;
+SET ROLE qc_enr_alice;
+SELECT queryclaw.create_enrichment('firm_hq', 'firms',
+    request => $$queryclaw.llm_request('SCENARIO:json Where is ' || name || ' headquartered?',
+                   tools => '{}',
+                   output_schema => '{"type": "object", "properties": {"city": {"type": "string"}},
+                                      "required": ["city"]}')$$,
+    apply => $$hq_city = result #>> '{answer,city}', tokens = (result #>> '{usage,total_tokens}')::int$$);
+SELECT queryclaw.create_enrichment('firm_page', 'firms',
+    request => $$queryclaw.web_fetch_request(qc_test.url('/html?firm=' || id))$$, target => 'page');
+SELECT qc_test.enriched('firm_hq') AND qc_test.enriched('firm_page') AS enriched;
+SELECT id, name, hq_city, tokens > 0 AS counted, replace(left(page, 28), E'\n', ' ') AS page FROM firms ORDER BY id;
+SELECT name, done, calls, tokens > 0 AS tokens_counted FROM queryclaw.enrichments ORDER BY name;
+-- what a backfill would cost, asking nothing
+SELECT * FROM queryclaw.estimate_enrichment('firm_hq');
+RESET ROLE;
+SELECT func, count(*) FROM queryclaw.requests WHERE context ->> 'enrichment' LIKE 'firm%' GROUP BY 1 ORDER BY 1;
+SET client_min_messages = warning;
+DROP TABLE firms CASCADE;
+RESET client_min_messages;
+
 -- 1,000 rows naming 10 keys make 10 calls; a row whose request raises
 -- (a scheme the policy refuses) fails alone.
 SELECT qc_test.reset_requests();
@@ -221,6 +251,9 @@ SELECT count(*) FILTER (WHERE answer = k) AS answered, count(*) FILTER (WHERE an
   FROM many;
 SELECT done, failed, calls, calls_saved FROM queryclaw.enrichments WHERE name = 'many';
 SELECT key, state, sqlstate, error FROM queryclaw.enrichment_rows WHERE state = 'failed';
+-- each call's audit row names the enrichment
+SELECT qc_test.audit_flush() AS flushed;
+SELECT count(*) AS audited FROM queryclaw.my_audit WHERE detail ->> 'enrichment' = 'many';
 -- a dropped table takes its enrichment with it
 SET client_min_messages = warning;
 DROP TABLE many CASCADE;

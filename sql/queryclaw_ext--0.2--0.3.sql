@@ -136,6 +136,7 @@ AS 'MODULE_PATHNAME', 'web_fetch_request'
 LANGUAGE C VOLATILE PARALLEL UNSAFE;
 COMMENT ON FUNCTION queryclaw.web_fetch_request(text, text, integer) IS
 'A web_fetch as an enrichment''s request: the arguments of web_fetch_async, checked as it checks them, as jsonb.';
+REVOKE ALL ON FUNCTION queryclaw.web_fetch_request(text, text, integer) FROM PUBLIC;
 
 CREATE FUNCTION queryclaw.api_call_request(url text, method text DEFAULT 'GET',
 										   headers jsonb DEFAULT NULL, body text DEFAULT NULL,
@@ -146,6 +147,7 @@ AS 'MODULE_PATHNAME', 'api_call_request'
 LANGUAGE C VOLATILE PARALLEL UNSAFE;
 COMMENT ON FUNCTION queryclaw.api_call_request(text, text, jsonb, text, integer, text) IS
 'An api_call as an enrichment''s request: the arguments of api_call_async, checked as it checks them, as jsonb.';
+REVOKE ALL ON FUNCTION queryclaw.api_call_request(text, text, jsonb, text, integer, text) FROM PUBLIC;
 
 CREATE FUNCTION queryclaw.llm_request(prompt text,
 									  tools text[] DEFAULT '{web_fetch,api_call}',
@@ -157,6 +159,7 @@ AS 'MODULE_PATHNAME', 'llm_request'
 LANGUAGE C VOLATILE PARALLEL UNSAFE;
 COMMENT ON FUNCTION queryclaw.llm_request(text, text[], text, text, integer, jsonb) IS
 'An llm_chat_tools loop as an enrichment''s request: the arguments of llm_chat_tools_async, checked as it checks them, as jsonb.';
+REVOKE ALL ON FUNCTION queryclaw.llm_request(text, text[], text, text, integer, jsonb) FROM PUBLIC;
 
 CREATE FUNCTION queryclaw.llm_embed_request(input text, model text DEFAULT NULL)
 RETURNS jsonb
@@ -164,6 +167,7 @@ AS 'MODULE_PATHNAME', 'llm_embed_request'
 LANGUAGE C VOLATILE PARALLEL UNSAFE;
 COMMENT ON FUNCTION queryclaw.llm_embed_request(text, text) IS
 'An embedding of input (llm_embed) as an enrichment''s request, as jsonb.';
+REVOKE ALL ON FUNCTION queryclaw.llm_embed_request(text, text) FROM PUBLIC;
 
 -- Internal: the enrichment's view and write-back function, made (again)
 -- from its definition row by the extension's owner once the calling role
@@ -995,14 +999,18 @@ COMMENT ON FUNCTION queryclaw.estimate_enrichment(text) IS
 REVOKE ALL ON FUNCTION queryclaw.estimate_enrichment(text) FROM PUBLIC;
 
 -- An enrichment whose source table is dropped (with CASCADE, which its
--- view and write-back function need) goes with it.
+-- view and write-back function need), or whose objects are dropped with
+-- everything its owner owns, goes with them.
 CREATE FUNCTION queryclaw.enrichment_on_sql_drop()
 RETURNS event_trigger
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
+	-- its table, or its view (DROP OWNED BY its owner)
 	DELETE FROM queryclaw.enrichment_definitions d
 	 USING pg_event_trigger_dropped_objects() o
-	 WHERE o.classid = 'pg_class'::regclass AND o.objsubid = 0 AND o.objid = d.source::oid;
+	 WHERE o.classid = 'pg_class'::regclass AND o.objsubid = 0
+	   AND (o.objid = d.source::oid
+			OR (o.schema_name = 'queryclaw' AND o.object_name = 'enrichment_' || d.id || '_request'));
 END
 $$;
 CREATE EVENT TRIGGER queryclaw_enrichment_sql_drop ON sql_drop

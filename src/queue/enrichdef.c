@@ -22,8 +22,8 @@
  *   UPDATE of one row applied only while its inputs hash the same.  Names
  *   are resolved then, once, as a view's are; both views run with the
  *   reader's privileges (security_invoker) and the function is SECURITY
- *   INVOKER, and only the enrichment's owner may use them, so whatever
- *   they run, they run as that owner;
+ *   INVOKER; then they are given to the enrichment's owner, and nobody
+ *   else may use them, so whatever they run, they run as that owner;
  * - finds the inputs: the source's columns the request reads, from the
  *   view's query (a whole-row reference reads them all); a column
  *   apply writes may not be one (the write would make its own row stale);
@@ -425,13 +425,17 @@ object_name(const Definition *d, const char *what)
 	return psprintf("queryclaw.enrichment_" INT64_FORMAT "_%s", d->id, what);
 }
 
-/* Only the enrichment's owner may use what is made for it. */
+/*
+ * What is made for the enrichment belongs to its owner, and only the owner
+ * may use it: whatever it runs, it runs with the owner's privileges.
+ */
 static void
-grant_to_owner(const char *object, const Definition *d)
+give_to_owner(const char *kind, const char *object, const Definition *d)
 {
-	run(psprintf("REVOKE ALL ON %s FROM PUBLIC", object));
-	run(psprintf("GRANT %s ON %s TO %s", strncmp(object, "FUNCTION", 8) == 0 ? "EXECUTE" : "SELECT",
-				 object, quote_identifier(GetUserNameFromId(d->owner, false))));
+	run(psprintf("ALTER %s %s OWNER TO %s", kind, object,
+				 quote_identifier(GetUserNameFromId(d->owner, false))));
+	run(psprintf("REVOKE ALL ON %s%s FROM PUBLIC", strcmp(kind, "FUNCTION") == 0 ? "FUNCTION " : "",
+				 object));
 }
 
 static void
@@ -457,12 +461,13 @@ make_views(Definition *d, const char *source)
 	int			kinds;
 	Oid			view;
 
-	run(psprintf("CREATE VIEW %s AS SELECT (%s\n) AS qc_request FROM %s", request_view, d->request, source));
+	run(psprintf("CREATE VIEW %s AS SELECT (%s\n) AS qc_request FROM %s", object_name(d, "probe"),
+				 d->request, source));
 	CommandCounterIncrement();
-	view = get_relname_relid(psprintf("enrichment_" INT64_FORMAT "_request", d->id),
+	view = get_relname_relid(psprintf("enrichment_" INT64_FORMAT "_probe", d->id),
 							 get_namespace_oid("queryclaw", false));
 	kinds = view_request(view, d);
-	run(psprintf("DROP VIEW %s", request_view));
+	run(psprintf("DROP VIEW %s", object_name(d, "probe")));
 
 	hash = psprintf("pg_catalog.md5(ROW(%s)::pg_catalog.text) AS qc_inputs_hash",
 					column_list(d->inputs, ""));
@@ -470,8 +475,8 @@ make_views(Definition *d, const char *source)
 				 object_name(d, "inputs"), column_list(d->keys, ""), hash, source));
 	run(psprintf("CREATE VIEW %s WITH (security_invoker = true) AS SELECT %s, %s, (%s\n) AS qc_request FROM %s",
 				 request_view, column_list(d->keys, ""), hash, d->request, source));
-	grant_to_owner(psprintf("%s", object_name(d, "inputs")), d);
-	grant_to_owner(request_view, d);
+	give_to_owner("VIEW", object_name(d, "inputs"), d);
+	give_to_owner("VIEW", request_view, d);
 	return kinds;
 }
 
@@ -492,7 +497,7 @@ make_apply(const Definition *d, const char *source)
 				 " SELECT pg_catalog.count(*) FROM qc_applied; END",
 				 fn, source, d->apply, column_list(d->keys, ""), column_list(d->keys, "qc_key."),
 				 source, column_list(d->inputs, "")));
-	grant_to_owner(psprintf("FUNCTION %s(pg_catalog.jsonb, pg_catalog.jsonb, pg_catalog.text)", fn), d);
+	give_to_owner("FUNCTION", psprintf("%s(pg_catalog.jsonb, pg_catalog.jsonb, pg_catalog.text)", fn), d);
 }
 
 /* apply must not write an input: its write would make its own row stale. */
