@@ -154,6 +154,7 @@ bench:
 	bash test/bench/throughput.sh
 	bash test/bench/async.sh
 	bash test/bench/enqueue.sh
+	bash test/bench/enrich.sh
 # Quality and speed of text, article and markdown on a corpus of real pages
 # with ground truth (see test/bench/content.sh): make bench-content CORPUS=dir
 bench-content:
