@@ -139,6 +139,9 @@ SELECT state, info ->> 'attempt' AS attempt FROM queryclaw.enrichment_rows, comp
 SELECT count(*) AS still_from_echo FROM companies WHERE info ->> 'path' = '/echo';
 
 -- Paused: rows become stale but nothing is asked until resumed.
+SELECT queryclaw.alter_enrichment('echo',
+    request => $$queryclaw.api_call_request(qc_test.url('/flaky?fail=0&run=enr-' || name))$$,
+    reenrich => false);
 SELECT queryclaw.pause_enrichment('echo');
 UPDATE companies SET name = 'paused' WHERE id = 4;
 SELECT pg_sleep(0.5);

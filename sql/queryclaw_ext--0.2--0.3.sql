@@ -716,24 +716,32 @@ END
 $$;
 
 -- Ask for up to n stale rows of the enrichment (all of them, or the one
--- row only when only is given): rows whose requests are identical share
+-- row only when one_key is given): rows whose requests are identical share
 -- one call, a call already on its way or a result still kept answers
--- without a new one.  Returns how many rows it handled.
+-- without a new one.  Set-based but for the enqueue of each new request.
+-- Returns how many rows it handled.
 CREATE FUNCTION queryclaw.enrichment_ask(d queryclaw.enrichment_definitions, n integer,
 										 one_key jsonb DEFAULT NULL)
 RETURNS integer
 LANGUAGE plpgsql VOLATILE SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
-	g record;
-	c queryclaw.enrichment_calls;
+	keys jsonb[];				-- the batch, row by row
+	hashes text[];
+	requests jsonb[];
+	rhashes text[];
+	known jsonb;				-- request hash -> its call, for those the batch names
+	asked_hashes text[] := '{}';	-- request hash -> request id, for the rows
+	asked_ids bigint[] := '{}';
+	failed_hashes text[] := '{}';
+	failed_errors text[] := '{}';
+	failed_codes text[] := '{}';
+	call jsonb;
 	rid bigint;
-	handled integer := 0;
 	made bigint := 0;
-	saved bigint := 0;
-	err_code text;
-	err_text text;
+	cached_keys jsonb[] := '{}';
+	cached_hashes text[] := '{}';
 BEGIN
-	FOR g IN EXECUTE format($q$
+	EXECUTE format($q$
 		WITH s AS (
 			SELECT r.key AS qc_row_key, %3$s
 			  FROM queryclaw.enrichment_rows r,
@@ -749,78 +757,112 @@ BEGIN
 					SELECT v.qc_inputs_hash, v.qc_request FROM queryclaw.%1$I v
 					 WHERE (%2$s) = (%5$s) OFFSET 0) v
 				ON true)
-		SELECT md5(a.qc_request::text) AS request_hash, (array_agg(a.qc_request))[1] AS request,
-			   array_agg(a.qc_row_key) AS keys, array_agg(a.qc_inputs_hash) AS hashes
-		  FROM a GROUP BY 1$q$,
+		SELECT array_agg(a.qc_row_key), array_agg(a.qc_inputs_hash), array_agg(a.qc_request),
+			   array_agg(md5(a.qc_request::text))
+		  FROM a$q$,
 		'enrichment_' || d.id || '_request',
 		(SELECT string_agg('v.' || quote_ident(k), ', ') FROM unnest(d.key_columns) k),
 		(SELECT string_agg('qc_key.' || quote_ident(k), ', ') FROM unnest(d.key_columns) k),
 		d.source,
 		(SELECT string_agg('s.' || quote_ident(k), ', ') FROM unnest(d.key_columns) k))
-		USING d.id, n, one_key
-	LOOP
-		handled := handled + array_length(g.keys, 1);
-		IF g.request IS NULL THEN
-			-- NULL: nothing to ask (skipped), or the row is gone (no hash)
-			DELETE FROM queryclaw.enrichment_rows r
-			 USING unnest(g.keys, g.hashes) x(k, h)
-			 WHERE r.enrichment = d.id AND r.key = x.k AND x.h IS NULL;
-			UPDATE queryclaw.enrichment_rows r
-			   SET state = 'skipped', inputs_hash = x.h, definition_hash = d.definition_hash,
-				   request_hash = NULL, request_id = NULL, error = NULL, sqlstate = NULL,
-				   enriched_at = now()
-			  FROM unnest(g.keys, g.hashes) x(k, h)
-			 WHERE r.enrichment = d.id AND r.key = x.k AND x.h IS NOT NULL;
-			CONTINUE;
-		END IF;
-		UPDATE queryclaw.enrichment_rows r
-		   SET inputs_hash = x.h, definition_hash = d.definition_hash, request_hash = g.request_hash
-		  FROM unnest(g.keys, g.hashes) x(k, h)
-		 WHERE r.enrichment = d.id AND r.key = x.k;
-		SELECT * INTO c FROM queryclaw.enrichment_calls
-		 WHERE enrichment = d.id AND request_hash = g.request_hash FOR UPDATE;
-		IF c.state = 'done' AND c.expires_at > now() THEN
-			-- answered already: written now, no call
-			PERFORM queryclaw.enrichment_apply_rows(d, c.result, g.keys, g.hashes);
-			saved := saved + array_length(g.keys, 1);
-			CONTINUE;
-		ELSIF c.state = 'running' THEN
-			rid := c.request_id;
-			saved := saved + array_length(g.keys, 1);
-		ELSE
-			BEGIN
-				rid := queryclaw.enrichment_enqueue(d, g.request, g.request_hash);
-			EXCEPTION
-				WHEN SQLSTATE '53400' THEN
-					-- max_queued_per_role reached: these rows wait for room
-					EXIT;
-				WHEN OTHERS THEN
-					err_code := SQLSTATE;
-					err_text := SQLERRM;
-					UPDATE queryclaw.enrichment_rows r
-					   SET state = 'failed', error = err_text, sqlstate = err_code,
-						   attempts = attempts + 1, request_id = NULL
-					 WHERE r.enrichment = d.id AND r.key = ANY (g.keys);
-					UPDATE queryclaw.enrichment_definitions SET last_error = err_text WHERE id = d.id;
-					CONTINUE;
-			END;
-			INSERT INTO queryclaw.enrichment_calls AS x (enrichment, owner, request_hash, request_id, state)
-			VALUES (d.id, d.owner, g.request_hash, rid, 'running')
-			ON CONFLICT (enrichment, request_hash) DO UPDATE
-			   SET request_id = rid, state = 'running', result = NULL, expires_at = NULL;
-			made := made + 1;
-			saved := saved + array_length(g.keys, 1) - 1;
-		END IF;
-		UPDATE queryclaw.enrichment_rows r
-		   SET state = 'running', request_id = rid
-		 WHERE r.enrichment = d.id AND r.key = ANY (g.keys);
-	END LOOP;
-	IF made > 0 OR saved > 0 THEN
-		UPDATE queryclaw.enrichment_definitions
-		   SET calls = calls + made, calls_saved = calls_saved + saved
-		 WHERE id = d.id;
+		INTO keys, hashes, requests, rhashes
+		USING d.id, n, one_key;
+	IF keys IS NULL THEN
+		RETURN 0;
 	END IF;
-	RETURN handled;
+
+	-- gone from the table (no inputs hash): forgotten; NULL request: skipped
+	DELETE FROM queryclaw.enrichment_rows r
+	 USING unnest(keys, hashes) x(k, h)
+	 WHERE r.enrichment = d.id AND r.key = x.k AND x.h IS NULL;
+	UPDATE queryclaw.enrichment_rows r
+	   SET state = 'skipped', inputs_hash = x.h, definition_hash = d.definition_hash,
+		   request_hash = NULL, request_id = NULL, error = NULL, sqlstate = NULL,
+		   enriched_at = now()
+	  FROM unnest(keys, hashes, rhashes) x(k, h, rh)
+	 WHERE r.enrichment = d.id AND r.key = x.k AND x.h IS NOT NULL AND x.rh IS NULL;
+
+	-- the calls the batch's requests already have
+	SELECT jsonb_object_agg(c.request_hash,
+							jsonb_build_object('state', c.state, 'id', c.request_id,
+											   'fresh', c.expires_at > now()))
+	  INTO known
+	  FROM queryclaw.enrichment_calls c
+	 WHERE c.enrichment = d.id AND c.request_hash = ANY (rhashes);
+	known := coalesce(known, '{}');
+
+	-- one call for each distinct request that has none on its way
+	FOR i IN 1 .. array_length(keys, 1) LOOP
+		CONTINUE WHEN rhashes[i] IS NULL OR rhashes[i] = ANY (asked_hashes)
+			OR rhashes[i] = ANY (failed_hashes);
+		call := known -> rhashes[i];
+		IF call ->> 'state' = 'running' THEN
+			asked_hashes := asked_hashes || rhashes[i];
+			asked_ids := asked_ids || (call ->> 'id')::bigint;
+			CONTINUE;
+		ELSIF call ->> 'state' = 'done' AND (call ->> 'fresh')::boolean THEN
+			CONTINUE;			-- answered already: written below, no call
+		END IF;
+		BEGIN
+			rid := queryclaw.enrichment_enqueue(d, requests[i], rhashes[i]);
+		EXCEPTION
+			WHEN SQLSTATE '53400' THEN
+				-- max_queued_per_role reached: the rest wait for room
+				EXIT;
+			WHEN OTHERS THEN
+				failed_hashes := failed_hashes || rhashes[i];
+				failed_errors := failed_errors || SQLERRM;
+				failed_codes := failed_codes || SQLSTATE;
+				CONTINUE;
+		END;
+		asked_hashes := asked_hashes || rhashes[i];
+		asked_ids := asked_ids || rid;
+		made := made + 1;
+	END LOOP;
+
+	INSERT INTO queryclaw.enrichment_calls AS c (enrichment, owner, request_hash, request_id, state)
+	SELECT d.id, d.owner, x.rh, x.rid, 'running'
+	  FROM unnest(asked_hashes, asked_ids) x(rh, rid)
+	 WHERE (known -> x.rh ->> 'state') IS DISTINCT FROM 'running'
+	ON CONFLICT (enrichment, request_hash) DO UPDATE
+	   SET request_id = EXCLUDED.request_id, state = 'running', result = NULL, expires_at = NULL;
+	UPDATE queryclaw.enrichment_rows r
+	   SET state = 'running', request_id = m.rid, request_hash = x.rh, inputs_hash = x.h,
+		   definition_hash = d.definition_hash
+	  FROM unnest(keys, hashes, rhashes) x(k, h, rh)
+	  JOIN unnest(asked_hashes, asked_ids) m(rh, rid) ON m.rh = x.rh
+	 WHERE r.enrichment = d.id AND r.key = x.k;
+	UPDATE queryclaw.enrichment_rows r
+	   SET state = 'failed', error = f.err, sqlstate = f.code, attempts = attempts + 1,
+		   request_id = NULL, request_hash = x.rh, inputs_hash = x.h,
+		   definition_hash = d.definition_hash
+	  FROM unnest(keys, hashes, rhashes) x(k, h, rh)
+	  JOIN unnest(failed_hashes, failed_errors, failed_codes) f(rh, err, code) ON f.rh = x.rh
+	 WHERE r.enrichment = d.id AND r.key = x.k;
+
+	-- rows answered by a kept result
+	SELECT coalesce(array_agg(x.k), '{}'), coalesce(array_agg(x.h), '{}')
+	  INTO cached_keys, cached_hashes
+	  FROM unnest(keys, hashes, rhashes) x(k, h, rh)
+	 WHERE known -> x.rh ->> 'state' = 'done' AND (known -> x.rh ->> 'fresh')::boolean;
+	IF array_length(cached_keys, 1) > 0 THEN
+		FOR i IN 1 .. array_length(cached_keys, 1) LOOP
+			PERFORM queryclaw.enrichment_apply_rows(d,
+				(SELECT c.result FROM queryclaw.enrichment_calls c
+				  WHERE c.enrichment = d.id
+					AND c.request_hash = rhashes[array_position(keys, cached_keys[i])]),
+				ARRAY[cached_keys[i]], ARRAY[cached_hashes[i]]);
+		END LOOP;
+	END IF;
+
+	UPDATE queryclaw.enrichment_definitions e
+	   SET calls = e.calls + made,
+		   -- rows that a call asked for another row answered, or a kept result
+		   calls_saved = e.calls_saved - made + coalesce(array_length(cached_keys, 1), 0)
+			   + (SELECT count(*) FROM unnest(rhashes) rh WHERE rh = ANY (asked_hashes)),
+		   last_error = coalesce(failed_errors[array_length(failed_errors, 1)], e.last_error)
+	 WHERE e.id = d.id;
+	RETURN array_length(keys, 1);
 END
 $$;
 
@@ -897,10 +939,12 @@ BEGIN
 	IF NOT FOUND THEN
 		RETURN;
 	END IF;
-	DELETE FROM queryclaw.enrichment_calls c
-	 WHERE c.enrichment = d.id AND c.request_hash = rhash AND c.request_id = enrichment_done.id
-	   AND (failure IS NOT NULL OR d.cache_ttl = interval '0'
-			OR enrichment_done.result ->> 'ok' = 'false');
+	IF failure IS NOT NULL OR d.cache_ttl = interval '0'
+		OR enrichment_done.result ->> 'ok' = 'false' THEN
+		-- nothing to keep: a row asking the same later asks anew
+		DELETE FROM queryclaw.enrichment_calls c
+		 WHERE c.enrichment = d.id AND c.request_hash = rhash AND c.request_id = enrichment_done.id;
+	END IF;
 	IF failure = 'cancelled' THEN
 		-- cancelled by hand (or its rows deleted): what waited for it is asked again
 		UPDATE queryclaw.enrichment_rows r SET state = 'stale', request_id = NULL
@@ -920,18 +964,27 @@ BEGIN
 		UPDATE queryclaw.enrichment_definitions e SET last_error = failure WHERE e.id = d.id;
 		RETURN;
 	END IF;
-	UPDATE queryclaw.enrichment_calls c
-	   SET state = 'done', result = enrichment_done.result, expires_at = now() + d.cache_ttl
-	 WHERE c.enrichment = d.id AND c.request_hash = rhash AND c.request_id = enrichment_done.id;
+	IF d.cache_ttl > interval '0' THEN
+		UPDATE queryclaw.enrichment_calls c
+		   SET state = 'done', result = enrichment_done.result, expires_at = now() + d.cache_ttl
+		 WHERE c.enrichment = d.id AND c.request_hash = rhash AND c.request_id = enrichment_done.id;
+	END IF;
 	IF (enrichment_done.result #>> '{usage,total_tokens}') IS NOT NULL THEN
 		UPDATE queryclaw.enrichment_definitions e
 		   SET tokens = tokens + (enrichment_done.result #>> '{usage,total_tokens}')::bigint
 		 WHERE e.id = d.id;
 	END IF;
-	SELECT array_agg(r.key), array_agg(r.inputs_hash) INTO keys, hashes
-	  FROM queryclaw.enrichment_rows r
-	 WHERE r.enrichment = d.id AND r.request_id = enrichment_done.id AND r.state = 'running';
-	PERFORM queryclaw.enrichment_apply_rows(d, enrichment_done.result, keys, hashes);
+	BEGIN
+		-- every row waiting for it, in one statement
+		EXECUTE format('SELECT queryclaw.%I($1, $2)', 'enrichment_' || d.id || '_apply_request')
+			USING enrichment_done.result, enrichment_done.id;
+	EXCEPTION WHEN OTHERS THEN
+		-- apply raised on this result: row by row, failing those that raise
+		SELECT array_agg(r.key), array_agg(r.inputs_hash) INTO keys, hashes
+		  FROM queryclaw.enrichment_rows r
+		 WHERE r.enrichment = d.id AND r.request_id = enrichment_done.id AND r.state = 'running';
+		PERFORM queryclaw.enrichment_apply_rows(d, enrichment_done.result, keys, hashes);
+	END;
 END
 $$;
 

@@ -215,6 +215,25 @@ column_list(List *names, const char *prefix)
 	return s.data;
 }
 
+/* "qc_key.a AS qc_k1, qc_key.b AS qc_k2", or with as NULL "p.qc_k1, p.qc_k2". */
+static char *
+key_aliases(List *names, const char *prefix, bool as)
+{
+	StringInfoData s;
+	ListCell   *lc;
+
+	initStringInfo(&s);
+	foreach(lc, names)
+	{
+		if (s.len > 0)
+			appendStringInfoString(&s, ", ");
+		if (as)
+			appendStringInfo(&s, "%s%s AS ", prefix, quote_identifier(lfirst(lc)));
+		appendStringInfo(&s, "%sqc_k%d", as ? "" : prefix, foreach_current_index(lc) + 1);
+	}
+	return s.data;
+}
+
 /* ---- what the request reads and calls ---- */
 
 /*
@@ -447,6 +466,8 @@ drop_objects(const Definition *d)
 	run(psprintf("DROP VIEW IF EXISTS %s, %s", object_name(d, "request"), object_name(d, "inputs")));
 	run(psprintf("DROP FUNCTION IF EXISTS %s(pg_catalog.jsonb, pg_catalog.jsonb, pg_catalog.text)",
 				 object_name(d, "apply")));
+	run(psprintf("DROP FUNCTION IF EXISTS %s(pg_catalog.jsonb, pg_catalog.int8)",
+				 object_name(d, "apply_request")));
 }
 
 /*
@@ -481,23 +502,57 @@ make_views(Definition *d, const char *source)
 }
 
 /*
- * enrichment_<id>_apply(result, key, inputs_hash) returns the rows written:
- * 1, or 0 when the row is gone or its inputs changed since it was asked.
+ * The write-back, in two forms.  enrichment_<id>_apply_request(result,
+ * request_id): every row waiting for that request, in one statement, each
+ * written only while its inputs hash as when it was asked, then marked
+ * done (or stale again, when its inputs changed meanwhile); returns the
+ * rows written.  enrichment_<id>_apply(result, key, inputs_hash): one row,
+ * for a kept result and for the rows of a result that apply raised on,
+ * which are then tried one by one.  The row is found by its key through
+ * jsonb_populate_record, so by the primary key's index.
  */
 static void
 make_apply(const Definition *d, const char *source)
 {
 	char	   *fn = object_name(d, "apply");
+	char	   *keys = column_list(d->keys, "");
+	char	   *hash = psprintf("pg_catalog.md5(ROW(%s)::pg_catalog.text)", column_list(d->inputs, ""));
 
 	run(psprintf("CREATE FUNCTION %s(result pg_catalog.jsonb, key pg_catalog.jsonb, inputs_hash pg_catalog.text)"
 				 " RETURNS pg_catalog.int8 LANGUAGE sql SECURITY INVOKER BEGIN ATOMIC"
 				 " WITH qc_applied AS (UPDATE %s SET %s\n"
 				 " WHERE (%s) OPERATOR(pg_catalog.=) (SELECT %s FROM pg_catalog.jsonb_populate_record(NULL::%s, $2) qc_key)"
-				 " AND pg_catalog.md5(ROW(%s)::pg_catalog.text) OPERATOR(pg_catalog.=) $3 RETURNING 1)"
+				 " AND %s OPERATOR(pg_catalog.=) $3 RETURNING 1)"
 				 " SELECT pg_catalog.count(*) FROM qc_applied; END",
-				 fn, source, d->apply, column_list(d->keys, ""), column_list(d->keys, "qc_key."),
-				 source, column_list(d->inputs, "")));
+				 fn, source, d->apply, keys, column_list(d->keys, "qc_key."), source, hash));
 	give_to_owner("FUNCTION", psprintf("%s(pg_catalog.jsonb, pg_catalog.jsonb, pg_catalog.text)", fn), d);
+
+	fn = object_name(d, "apply_request");
+	run(psprintf("CREATE FUNCTION %s(result pg_catalog.jsonb, request_id pg_catalog.int8)"
+				 " RETURNS pg_catalog.int8 LANGUAGE sql SECURITY INVOKER BEGIN ATOMIC"
+				 " WITH qc_pending AS (SELECT qc_r.key AS qc_row_key, qc_r.inputs_hash AS qc_row_hash, %s"
+				 "   FROM queryclaw.enrichment_rows qc_r,"
+				 "        pg_catalog.jsonb_populate_record(NULL::%s, qc_r.key) qc_key"
+				 "  WHERE qc_r.enrichment OPERATOR(pg_catalog.=) " INT64_FORMAT
+				 "    AND qc_r.request_id OPERATOR(pg_catalog.=) $2"
+				 "    AND qc_r.state OPERATOR(pg_catalog.=) 'running'),"
+				 " qc_applied AS (UPDATE %s SET %s\n"
+				 "   FROM qc_pending WHERE (%s) OPERATOR(pg_catalog.=) (%s)"
+				 "    AND %s OPERATOR(pg_catalog.=) qc_pending.qc_row_hash"
+				 "  RETURNING qc_pending.qc_row_key),"
+				 " qc_marked AS (UPDATE queryclaw.enrichment_rows qc_r"
+				 "   SET state = CASE WHEN qc_r.key IN (SELECT qc_row_key FROM qc_applied) THEN 'done' ELSE 'stale' END,"
+				 "       request_id = NULL, error = NULL, sqlstate = NULL,"
+				 "       attempts = qc_r.attempts OPERATOR(pg_catalog.+) 1,"
+				 "       enriched_at = CASE WHEN qc_r.key IN (SELECT qc_row_key FROM qc_applied)"
+				 "                     THEN pg_catalog.now() ELSE qc_r.enriched_at END"
+				 "   FROM qc_pending WHERE qc_r.enrichment OPERATOR(pg_catalog.=) " INT64_FORMAT
+				 "    AND qc_r.key OPERATOR(pg_catalog.=) qc_pending.qc_row_key RETURNING 1)"
+				 " SELECT pg_catalog.count(*) FROM qc_applied; END",
+				 fn, key_aliases(d->keys, "qc_key.", true), source, d->id, source, d->apply,
+				 column_list(d->keys, psprintf("%s.", source)), key_aliases(d->keys, "qc_pending.", false),
+				 hash, d->id));
+	give_to_owner("FUNCTION", psprintf("%s(pg_catalog.jsonb, pg_catalog.int8)", fn), d);
 }
 
 /* apply must not write an input: its write would make its own row stale. */
