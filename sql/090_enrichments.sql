@@ -191,14 +191,32 @@ WITH u AS (UPDATE queryclaw.enrichment_definitions SET paused = true RETURNING 1
 SELECT count(*) AS bob_updated FROM u;
 WITH u AS (DELETE FROM queryclaw.enrichment_rows RETURNING 1)
 SELECT count(*) AS bob_deleted FROM u;
+-- nor gives alice's enrichment a row, nor takes it over
+SELECT qc_test.try(format($$INSERT INTO queryclaw.enrichment_rows (enrichment, owner, key, state)
+                           VALUES (%s, 'qc_enr_bob', '{"id": 99}', 'stale')$$, :echo_id)) AS bob_adds_a_row;
+SELECT qc_test.try(format($$INSERT INTO queryclaw.enrichment_rows (enrichment, owner, key, state)
+                           VALUES (%s, 'qc_enr_alice', '{"id": 99}', 'stale')$$, :echo_id)) AS bob_adds_alices_row;
 SELECT regexp_replace(qc_test.try(format('SELECT queryclaw.enrichment_define(%s)', :echo_id)),
-                      '[0-9]+', 'N') AS bob_redefines;
+                      '(enrichment[ _])[0-9]+', '\1N', 'g') AS bob_redefines;
 SELECT qc_test.try(format('SELECT queryclaw.enrichment_cancel(''{1}'', ''qc_enr_alice'')')) AS bob_cancels;
 SELECT regexp_replace(qc_test.try(format('SELECT * FROM queryclaw.enrichment_%s_request', :echo_id)),
-                      '[0-9]+', 'N') AS bob_reads_view;
+                      '(enrichment[ _])[0-9]+', '\1N', 'g') AS bob_reads_view;
 SELECT regexp_replace(qc_test.try(format('SELECT queryclaw.enrichment_%s_apply(''{}'', ''{"id": 1}'', '''')', :echo_id)),
-                      '[0-9]+', 'N') AS bob_applies;
+                      '(enrichment[ _])[0-9]+', '\1N', 'g') AS bob_applies;
 RESET ROLE;
+
+-- A role without EXECUTE on create_enrichment has no enrichment at all.
+CREATE ROLE qc_enr_carol;
+GRANT USAGE ON SCHEMA qc_test TO qc_enr_carol;
+SET ROLE qc_enr_carol;
+SELECT qc_test.try($$INSERT INTO queryclaw.enrichment_definitions
+                       (name, owner, source, request, target, mode, cache_ttl, definition_hash,
+                        key_columns, backfill_done)
+                     VALUES ('sneak', 'qc_enr_carol', 'companies', 'x', 'info', 'live', '1 day', '',
+                             '{}', true)$$) AS carol_inserts;
+RESET ROLE;
+DROP OWNED BY qc_enr_carol;
+DROP ROLE qc_enr_carol;
 
 -- Dropped: its triggers and states go, the values stay.
 SET ROLE qc_enr_alice;

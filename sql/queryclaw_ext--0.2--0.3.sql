@@ -102,17 +102,40 @@ COMMENT ON TABLE queryclaw.enrichment_calls IS
 CREATE INDEX enrichment_calls_running_idx ON queryclaw.enrichment_calls (enrichment)
 	WHERE state = 'running';
 
+-- Each role reads and writes its own rows, matched by OID; it may create
+-- an enrichment only with EXECUTE on create_enrichment, and give its rows
+-- states and calls only for its own enrichments.
+CREATE FUNCTION queryclaw.enrichment_me()
+RETURNS oid
+LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
+	SELECT r.oid FROM pg_roles r WHERE r.rolname = current_user
+$$;
+CREATE FUNCTION queryclaw.enrichment_mine(enrichment bigint)
+RETURNS boolean
+LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
+	SELECT EXISTS (SELECT 1 FROM queryclaw.enrichment_definitions d
+					WHERE d.id = $1 AND d.owner::oid = queryclaw.enrichment_me())
+$$;
 DO $$
 DECLARE
 	t text;
+	mine text;
 BEGIN
 	FOREACH t IN ARRAY ARRAY['enrichment_definitions', 'enrichment_rows', 'enrichment_calls'] LOOP
 		EXECUTE format('REVOKE ALL ON queryclaw.%I FROM PUBLIC', t);
 		EXECUTE format('GRANT SELECT, INSERT, UPDATE, DELETE ON queryclaw.%I TO PUBLIC', t);
 		EXECUTE format('ALTER TABLE queryclaw.%I ENABLE ROW LEVEL SECURITY', t);
-		EXECUTE format($p$CREATE POLICY %I ON queryclaw.%I USING (owner OPERATOR(pg_catalog.=)
-			(SELECT r.oid FROM pg_catalog.pg_roles r WHERE r.rolname OPERATOR(pg_catalog.=) CURRENT_USER))$p$,
-			t || '_own_rows', t);
+		EXECUTE format('CREATE POLICY %I ON queryclaw.%I FOR SELECT USING (owner OPERATOR(pg_catalog.=) queryclaw.enrichment_me())',
+					   t || '_own_rows', t);
+		EXECUTE format('CREATE POLICY %I ON queryclaw.%I FOR DELETE USING (owner OPERATOR(pg_catalog.=) queryclaw.enrichment_me())',
+					   t || '_own_delete', t);
+		mine := CASE t WHEN 'enrichment_definitions'
+					   THEN 'pg_catalog.has_function_privilege(''queryclaw.create_enrichment(text, regclass, text, text, name, text, boolean, interval)'', ''EXECUTE'')'
+					   ELSE 'queryclaw.enrichment_mine(enrichment)' END;
+		EXECUTE format('CREATE POLICY %I ON queryclaw.%I FOR INSERT WITH CHECK (owner OPERATOR(pg_catalog.=) queryclaw.enrichment_me() AND %s)',
+					   t || '_own_insert', t, mine);
+		EXECUTE format('CREATE POLICY %I ON queryclaw.%I FOR UPDATE USING (owner OPERATOR(pg_catalog.=) queryclaw.enrichment_me()) WITH CHECK (owner OPERATOR(pg_catalog.=) queryclaw.enrichment_me() AND %s)',
+					   t || '_own_update', t, mine);
 		EXECUTE format('CREATE POLICY %I ON queryclaw.%I FOR SELECT TO queryclaw_admin USING (true)',
 					   t || '_admin', t);
 		-- the async worker finds the enrichments with work to do
@@ -1095,6 +1118,10 @@ COMMENT ON FUNCTION queryclaw.enrichment_for_trigger(text, oid) IS
 'Internal to enrichments: the live enrichment a trigger on its source fires for.';
 COMMENT ON FUNCTION queryclaw.enrichment_forget(queryclaw.enrichment_definitions, jsonb[]) IS
 'Internal to enrichments: forget rows gone from the source, cancelling what only they waited for.';
+COMMENT ON FUNCTION queryclaw.enrichment_me() IS
+'Internal to enrichments: the calling role''s OID, for the tables'' row-level security.';
+COMMENT ON FUNCTION queryclaw.enrichment_mine(bigint) IS
+'Internal to enrichments: whether the calling role owns that enrichment.';
 COMMENT ON FUNCTION queryclaw.enrichment_in_flight_cap() IS
 'Internal to enrichments: how many of an enrichment''s requests may be unfinished at once.';
 COMMENT ON FUNCTION queryclaw.enrichment_key_expression(name[], text) IS

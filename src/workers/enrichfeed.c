@@ -56,8 +56,12 @@ read_due(void *arg)
 {
 	DueList    *list = arg;
 
+	/* an owner who lost EXECUTE on create_enrichment has its enrichments stop */
 	if (SPI_execute("SELECT d.id, d.owner::pg_catalog.oid FROM queryclaw.enrichment_definitions d"
-					" WHERE NOT d.paused AND (NOT d.backfill_done OR EXISTS"
+					" WHERE NOT d.paused AND pg_catalog.has_function_privilege(d.owner,"
+					"  'queryclaw.create_enrichment(text, regclass, text, text, name, text, boolean, interval)',"
+					"  'EXECUTE')"
+					" AND (NOT d.backfill_done OR EXISTS"
 					"  (SELECT 1 FROM queryclaw.enrichment_rows r"
 					"	 WHERE r.enrichment OPERATOR(pg_catalog.=) d.id"
 					"	   AND r.state OPERATOR(pg_catalog.=) 'stale'))"
