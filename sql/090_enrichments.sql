@@ -273,7 +273,9 @@ SELECT count(*) FILTER (WHERE answer = k) AS answered, count(*) FILTER (WHERE an
 SELECT done, failed, calls, calls_saved FROM queryclaw.enrichments WHERE name = 'many';
 SELECT key, state, sqlstate, error FROM queryclaw.enrichment_rows WHERE state = 'failed';
 -- each call's audit row names the enrichment
+RESET ROLE;
 SELECT qc_test.audit_flush() AS flushed;
+SET ROLE qc_enr_alice;
 SELECT count(*) AS audited FROM queryclaw.my_audit WHERE detail ->> 'enrichment' = 'many';
 -- a dropped table takes its enrichment with it
 SET client_min_messages = warning;
