@@ -64,9 +64,11 @@ OBJS = \
 	src/queue/enrichdef.o \
 	src/queue/hostlimits.o \
 	src/common/cluster.o \
+	src/common/clustergrant.o \
 	src/common/latchwait.o \
 	src/policy/serversopts.o \
 	src/functions/serversfdw.o \
+	src/common/urlpath.o \
 	src/policy/servers.o \
 	src/call/serversadmit.o \
 	src/common/compat.o
@@ -127,7 +129,7 @@ endif
 
 -include $(OBJS:.o=.d)
 $(OBJS:.o=.bc): %.bc: %.o
-EXTRA_CLEAN = $(OBJS:.o=.d) test/unit/test_rules test/unit/test_retry test/unit/test_hostrate
+EXTRA_CLEAN = $(OBJS:.o=.d) test/unit/test_rules test/unit/test_retry test/unit/test_hostrate test/unit/test_urlpath
 
 .PHONY: test test-citus test-llm-server demo deps bench bench-content deb
 deps:
@@ -188,8 +190,12 @@ HOSTRATE_SRCS = test/unit/test_hostrate.c src/common/bucket.c src/common/netaddr
 test/unit/test_hostrate: $(HOSTRATE_SRCS) test/unit/check.h src/common/bucket.h src/common/rules.h src/common/hostname.h src/common/netaddr.h
 	$(CC) -std=c99 -D_DEFAULT_SOURCE -Wall -Wextra -Werror $(QC_INCLUDES) -o $@ $(HOSTRATE_SRCS) \
 		$(shell pkg-config --cflags --libs libidn2)
+URLPATH_SRCS = test/unit/test_urlpath.c src/common/urlpath.c
+test/unit/test_urlpath: $(URLPATH_SRCS) src/common/urlpath.h test/unit/check.h
+	$(CC) -std=c99 -D_DEFAULT_SOURCE -Wall -Wextra -Werror $(QC_INCLUDES) -o $@ $(URLPATH_SRCS)
 .PHONY: unit-tests
-unit-tests: test/unit/test_rules test/unit/test_retry test/unit/test_hostrate
+unit-tests: test/unit/test_rules test/unit/test_retry test/unit/test_hostrate test/unit/test_urlpath
 	./test/unit/test_rules
 	./test/unit/test_retry
 	./test/unit/test_hostrate
+	./test/unit/test_urlpath

@@ -47,6 +47,7 @@
  *	asyncrun.c	a role's requests run as that role: retries, final states, callbacks
  *	rolesession.c	a role's session in a worker: settings, identity, bounded callbacks
  *	cluster.c	on a Citus cluster: the node's group, limits' shares, GRANTs sent to workers
+ *	servers.c, serversopts.c, serversfdw.c, serversadmit.c	endpoints: APIs as foreign servers
  *
  *-------------------------------------------------------------------------
  */
@@ -65,6 +66,7 @@
 #include "hostrate.h"
 #include "queue.h"
 #include "ratelimit.h"
+#include "servers.h"
 #include "worker.h"
 
 QC_MODULE_MAGIC;
@@ -75,6 +77,8 @@ void
 _PG_init(void)
 {
 	qc_guc_init();
+	/* in every session that loads the library: servers are made anywhere */
+	qc_serversfdw_init();
 
 	/*
 	 * The durable audit and the rate limits live in shared memory, which
@@ -92,4 +96,5 @@ _PG_init(void)
 	qc_queue_init();
 	qc_asyncworker_init();
 	qc_cluster_init();
+	qc_cluster_grant_init();
 }

@@ -62,6 +62,16 @@
 #endif
 
 /*
+ * May role member SET ROLE to role?  16 made it take the membership's SET
+ * option, where 15 takes membership alone.
+ */
+#if PG_VERSION_NUM >= 160000
+#define qc_can_set_role(member, role) member_can_set_role((member), (role))
+#else
+#define qc_can_set_role(member, role) is_member_of_role((member), (role))
+#endif
+
+/*
  * JSON parser callbacks return a JsonParseErrorType from 16 on (void
  * before): a callback is declared QcJsonActionResult and ends with
  * QC_JSON_ACTION_DONE.  17 gave makeJsonLexContextCstringLen() a context

@@ -43,7 +43,7 @@ PG_FUNCTION_INFO_V1(llm_embed_many);
 /* The endpoint and the model a request goes to. */
 typedef struct EmbedTarget
 {
-	const char *base;			/* embed_url, else llm_url */
+	QcEndpointBase base;		/* embed_url (embed_server), else llm_url's */
 	const char *model;
 	const char *key;			/* or NULL */
 } EmbedTarget;
@@ -60,11 +60,10 @@ host_of(const char *url)
 static void
 resolve_target(const char *model, EmbedTarget *t)
 {
-	const char *embed_url = QC_EMBED_URL();
-	const char *llm_url = QC_LLM_URL();
-
-	t->base = embed_url[0] ? embed_url : llm_url;
-	if (t->base[0] == '\0')
+	t->base = QC_EMBED_ENDPOINT();
+	if (t->base.url[0] == '\0')
+		t->base = QC_LLM_ENDPOINT();
+	if (t->base.url[0] == '\0')
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("no embeddings endpoint is configured"),
@@ -78,13 +77,16 @@ resolve_target(const char *model, EmbedTarget *t)
 				 errmsg("no embedding model is configured"),
 				 errdetail("No model was given, and queryclaw.embed_model and queryclaw.llm_model are empty."),
 				 errhint("Pass model => '...', or have a superuser set queryclaw.embed_model.")));
+	/* under a server, the role's mapping is the key: never the DBA's */
 	t->key = NULL;
+	if (t->base.server != NULL)
+		return;
 	if (qc_embed_api_key[0])
 		t->key = qc_embed_api_key;
-	else if (qc_llm_api_key[0])
+	else if (qc_llm_api_key[0] && qc_llm_server[0] == '\0')
 	{
-		char	   *embed_host = host_of(t->base);
-		char	   *llm_host = llm_url[0] ? host_of(llm_url) : NULL;
+		char	   *embed_host = host_of(t->base.url);
+		char	   *llm_host = qc_llm_url[0] ? host_of(qc_llm_url) : NULL;
 
 		if (embed_host && llm_host && strcmp(embed_host, llm_host) == 0)
 			t->key = qc_llm_api_key;
@@ -178,7 +180,7 @@ read_reply(QcCall *call, Jsonb *jb, int n, ArrayType **out, int64 *tokens)
 static void
 send_group(const EmbedTarget *t, char **inputs, int n, ArrayType **out)
 {
-	QcCall	   *proto = qc_endpoint_request("llm_embed", t->base, "/embeddings",
+	QcCall	   *proto = qc_endpoint_request("llm_embed", &t->base, "/embeddings",
 											t->key, (size_t) 64 * 1024 * 1024,
 											request_body(t, inputs, n));
 	QcCall	   *call;

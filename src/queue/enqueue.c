@@ -9,8 +9,9 @@
  * Each checks its arguments as its synchronous twin does before sending
  * (URL, method, headers, format, tools, output schema: 22023 and 42501
  * errors now, not a failed request later), what the policy decides from
- * the URL and method alone (scheme, allowed and denied hosts, read_only:
- * 42501, audited as the synchronous call's refusal) and the callback
+ * the URL and method alone (scheme, allowed and denied hosts, read_only,
+ * queryclaw.servers_only: 42501, audited as the synchronous call's
+ * refusal) and the callback
  * (qc_queue_check_callback), then inserts one row into queryclaw.requests
  * in the caller's transaction.  The rest of the policy (enabled, the
  * addresses, a redirect's target) and the limits are applied when a worker
@@ -57,6 +58,7 @@
 #include "queue.h"
 #include "redact.h"
 #include "response.h"
+#include "servers.h"
 #include "tools.h"
 
 PG_FUNCTION_INFO_V1(web_fetch_async);
@@ -181,11 +183,11 @@ request_end(StringInfo s)
 /*
  * The URL of call, checked as the synchronous call checks it before
  * anything is sent: 22023 unless it parses; then what the policy decides
- * from the URL and method alone (the scheme, the host lists, read_only:
- * 42501), refused and audited as that call's refusal.  Not
- * queryclaw.enabled, which makes a queued request wait, nor the addresses,
- * which need a lookup when it is sent (and a redirect's, which nothing
- * knows yet).
+ * from the URL and method alone (the scheme, the host lists, read_only)
+ * and queryclaw.servers_only (42501), refused and audited as that call's
+ * refusal.  Not queryclaw.enabled, which makes a queued request wait, nor
+ * the addresses, which need a lookup when it is sent (and a redirect's,
+ * which nothing knows yet).
  */
 static void
 check_url(QcCall *call)
@@ -193,6 +195,7 @@ check_url(QcCall *call)
 	QcUrl		parsed;
 	char	   *error;
 	QcVerdict	refusal;
+	const QcVerdict *refused;
 
 	if (!qc_url_parse(call->url, &parsed, &error))
 		ereport(ERROR,
@@ -200,8 +203,12 @@ check_url(QcCall *call)
 				 errmsg("invalid URL"),
 				 errdetail("%s", error)));
 	if (!qc_policy_check_url_rules(call->policy, &parsed, call->method, &refusal))
+		refused = &refusal;
+	else
+		refused = qc_server_refusal(call);
+	if (refused != NULL)
 	{
-		qc_call_set_refusal(call, &refusal);
+		qc_call_set_refusal(call, refused);
 		qc_call_raise(call);
 	}
 }
