@@ -14,6 +14,7 @@ GRANT EXECUTE ON FUNCTION
     queryclaw.web_fetch_request(text, text, integer),
     queryclaw.api_call_request(text, text, jsonb, text, integer, text),
     queryclaw.llm_request(text, text[], text, text, integer, jsonb),
+    queryclaw.llm_embed_request(text, text),
     queryclaw.alter_enrichment(text, text, text, name, boolean),
     queryclaw.pause_enrichment(text), queryclaw.resume_enrichment(text),
     queryclaw.retry_enrichment(text), queryclaw.refresh_enrichment(text),
@@ -70,6 +71,8 @@ SELECT qc_test.try($$SELECT queryclaw.create_enrichment('e', 'companies',
     apply => $a$info = result WHERE false$a$)$$) AS apply_with_where;
 SELECT qc_test.try($$SELECT queryclaw.create_enrichment('e', 'companies',
     $r$queryclaw.api_call_request(qc_test.url('/echo'))$r$, target => 'info', mode => 'sometimes')$$) AS bad_mode;
+SELECT qc_test.try($$SELECT queryclaw.create_enrichment('e', 'companies',
+    $r$queryclaw.llm_embed_request(name)$r$, target => 'info')$$) AS embeddings_not_yet;
 RESET ROLE;
 -- bob may read companies but not update it: 42501
 GRANT SELECT ON companies TO qc_enr_bob;

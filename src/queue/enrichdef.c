@@ -580,6 +580,12 @@ make_objects(Definition *d)
 
 	drop_objects(d);
 	kinds = make_views(d, source);
+	if (kinds & KIND_EMBED)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("an enrichment cannot ask for embeddings yet"),
+				 errdetail("The queue does not send embedding requests yet, so llm_embed_request has no enrichment to serve."),
+				 errhint("Fill the column with queryclaw.llm_embed() in a batch job (docs/llm.md).")));
 	if (d->target != NULL)
 	{
 		d->apply = psprintf("%s = %s", quote_identifier(d->target),
