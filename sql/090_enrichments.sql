@@ -74,6 +74,15 @@ SELECT qc_test.try($$SELECT queryclaw.create_enrichment('e', 'companies',
 SELECT qc_test.try($$SELECT queryclaw.create_enrichment('e', 'companies',
     $r$queryclaw.llm_embed_request(name)$r$, target => 'info')$$) AS embeddings_not_yet;
 RESET ROLE;
+-- the owner queues the requests: without EXECUTE on api_call_async, 42501 now
+REVOKE EXECUTE ON FUNCTION queryclaw.api_call_async(text, text, jsonb, text, integer, regprocedure, jsonb, text)
+    FROM qc_enr_alice;
+SET ROLE qc_enr_alice;
+SELECT qc_test.try($$SELECT queryclaw.create_enrichment('e', 'companies',
+    $r$queryclaw.api_call_request(qc_test.url('/echo'))$r$, target => 'info')$$) AS may_not_send;
+RESET ROLE;
+GRANT EXECUTE ON FUNCTION queryclaw.api_call_async(text, text, jsonb, text, integer, regprocedure, jsonb, text)
+    TO qc_enr_alice;
 -- bob may read companies but not update it: 42501
 GRANT SELECT ON companies TO qc_enr_bob;
 SET ROLE qc_enr_bob;

@@ -57,6 +57,7 @@
 #include "optimizer/optimizer.h"
 #include "parser/parser.h"
 #include "rewrite/rewriteHandler.h"
+#include "utils/acl.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
@@ -64,6 +65,7 @@
 #include "utils/rel.h"
 #include "utils/syscache.h"
 
+#include "compat.h"
 #include "queue.h"
 
 PG_FUNCTION_INFO_V1(enrichment_define);
@@ -83,13 +85,41 @@ static const struct
 {
 	const char *constructor;
 	RequestKind kind;
+	const char *sends;			/* the asynchronous function that queues it */
 }			constructors[] =
 {
-	{"web_fetch_request", KIND_WEB_FETCH},
-	{"api_call_request", KIND_API_CALL},
-	{"llm_request", KIND_LLM},
-	{"llm_embed_request", KIND_EMBED},
+	{"web_fetch_request", KIND_WEB_FETCH,
+	"queryclaw.web_fetch_async(text,text,integer,regprocedure,jsonb)"},
+	{"api_call_request", KIND_API_CALL,
+	"queryclaw.api_call_async(text,text,jsonb,text,integer,regprocedure,jsonb,text)"},
+	{"llm_request", KIND_LLM,
+	"queryclaw.llm_chat_tools_async(text,text[],text,text,integer,jsonb,regprocedure,jsonb)"},
+	{"llm_embed_request", KIND_EMBED, NULL},
 };
+
+/*
+ * The owner queues the requests of kinds: 42501 now, not at the first
+ * row, unless it may run the asynchronous function behind each.
+ */
+static void
+check_may_send(int kinds, Oid owner)
+{
+	for (int i = 0; i < lengthof(constructors); i++)
+	{
+		Oid			fn;
+
+		if (!(kinds & constructors[i].kind) || constructors[i].sends == NULL)
+			continue;
+		fn = DatumGetObjectId(DirectFunctionCall1(regprocedurein,
+												  CStringGetDatum(constructors[i].sends)));
+		if (qc_proc_aclcheck(fn, owner, ACL_EXECUTE) != ACLCHECK_OK)
+			ereport(ERROR,
+					(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+					 errmsg("permission denied for function %s", constructors[i].sends),
+					 errdetail("An enrichment's requests are queued as its owner."),
+					 errhint("The function's owner or a superuser can grant EXECUTE on it.")));
+	}
+}
 
 /* An enrichment's definition as the role gave it. */
 typedef struct Definition
@@ -580,6 +610,7 @@ make_objects(Definition *d)
 
 	drop_objects(d);
 	kinds = make_views(d, source);
+	check_may_send(kinds, d->owner);
 	if (kinds & KIND_EMBED)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),

@@ -19,8 +19,8 @@
 #      without the enrichment, µs a row (target: 5 over);
 #   6. a backfill of QC_BENCH_ENRICH_ROWS rows (1,000,000 by default) to
 #      /small.json (answered at once): the worker's memory and the queue's
-#      size as it goes, and another role's single request's time from
-#      COMMIT to final state, every few seconds (target: under 1 s).
+#      size as it goes, and another role's single request's time from its
+#      queueing to its final state, every few seconds (target: under 1 s).
 # Only loopback is contacted.  It prints figures and asserts nothing.
 set -uo pipefail
 . "$(dirname "$0")/../lib.sh"
@@ -110,7 +110,8 @@ qc_psql -q -d postgres <<SQL
 CREATE TABLE big (id int PRIMARY KEY, status int);
 INSERT INTO big SELECT generate_series(1, $BIG);
 CREATE ROLE bench_other;
-GRANT EXECUTE ON FUNCTION queryclaw.api_call_async(text, text, jsonb, text, integer, regprocedure, jsonb, text) TO bench_other;
+GRANT EXECUTE ON FUNCTION queryclaw.api_call_async(text, text, jsonb, text, integer, regprocedure, jsonb, text),
+                          queryclaw.wait(bigint[], interval) TO bench_other;
 SQL
 qc_psql -q -d postgres -c "SELECT queryclaw.create_enrichment('big', 'big',
         request => \$\$queryclaw.api_call_request('$base/small.json?row=' || id)\$\$,
@@ -123,13 +124,8 @@ while :; do
 	other=$(qc_psql -q -At -d postgres <<SQL
 SET ROLE bench_other;
 SELECT queryclaw.api_call_async('$base/small.json?other') AS rid \gset
-SELECT clock_timestamp() AS t0 \gset
-DO \$\$ BEGIN
-    WHILE NOT EXISTS (SELECT FROM queryclaw.requests WHERE id = :rid AND state = 'done') LOOP
-        PERFORM pg_sleep(0.005);
-    END LOOP;
-END \$\$;
-SELECT round(1000 * extract(epoch FROM clock_timestamp() - :'t0')::numeric);
+SELECT round(1000 * extract(epoch FROM finished_at - created_at)::numeric)
+  FROM queryclaw.wait(ARRAY[:rid]::bigint[], '30 s');
 SQL
 )
 	echo "  $(awk -v a="$start" -v b="$(date +%s%N)" 'BEGIN { printf "%5.0f", (b - a) / 1e9 }') s: $left rows left, $queue requests unfinished; worker $(worker_rss); another role's request final after ${other} ms"
