@@ -999,7 +999,7 @@ BEGIN
 	END IF;
 	BEGIN
 		-- every row waiting for it, in one statement
-		EXECUTE format('SELECT queryclaw.%I($1, $2)', 'enrichment_' || d.id || '_apply_request')
+		EXECUTE format('SELECT queryclaw.%I($1, $2, true)', 'enrichment_' || d.id || '_apply_request')
 			USING enrichment_done.result, enrichment_done.id;
 	EXCEPTION WHEN OTHERS THEN
 		-- apply raised on this result: row by row, failing those that raise

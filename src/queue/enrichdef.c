@@ -496,8 +496,9 @@ drop_objects(const Definition *d)
 	run(psprintf("DROP VIEW IF EXISTS %s, %s", object_name(d, "request"), object_name(d, "inputs")));
 	run(psprintf("DROP FUNCTION IF EXISTS %s(pg_catalog.jsonb, pg_catalog.jsonb, pg_catalog.text)",
 				 object_name(d, "apply")));
-	run(psprintf("DROP FUNCTION IF EXISTS %s(pg_catalog.jsonb, pg_catalog.int8)",
-				 object_name(d, "apply_request")));
+	run(psprintf("DROP FUNCTION IF EXISTS %s(pg_catalog.jsonb, pg_catalog.int8), "
+				 "%s(pg_catalog.jsonb, pg_catalog.int8, pg_catalog.bool)",
+				 object_name(d, "apply_request"), object_name(d, "apply_request")));
 }
 
 /*
@@ -529,6 +530,51 @@ make_views(Definition *d, const char *source)
 	give_to_owner("VIEW", object_name(d, "inputs"), d);
 	give_to_owner("VIEW", request_view, d);
 	return kinds;
+}
+
+/*
+ * The write-back of a request runs once a result: as a SQL function its
+ * statement would be planned again at every call.  Its twin,
+ * enrichment_<id>_apply_request(result, request_id, planned), is a PL/pgSQL
+ * function whose statement is the SQL function's as PostgreSQL itself
+ * deparses it with only pg_catalog on the search_path (every other name
+ * qualified, as pg_dump writes it), run with that search_path: so it names
+ * the very objects the SQL function resolved at creation, and the SQL
+ * function's dependencies keep them from being dropped under it; its plan
+ * is kept by the worker's session.
+ */
+static void
+make_planned_twin(const Definition *d, const char *fn)
+{
+	Oid			sql_fn;
+	char	   *body;
+	char	   *start;
+	char	   *end;
+	char	   *written;
+
+	CommandCounterIncrement();
+	(void) set_config_option("search_path", "pg_catalog", PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_SAVE, true, 0, false);
+	sql_fn = DatumGetObjectId(DirectFunctionCall1(regprocedurein,
+												  CStringGetDatum(psprintf("%s(jsonb,int8)", fn))));
+	body = TextDatumGetCString(DirectFunctionCall1(pg_get_function_sqlbody,
+												   ObjectIdGetDatum(sql_fn)));
+	start = strstr(body, "BEGIN ATOMIC");
+	end = strrchr(body, ';');
+	written = strstr(body, " AS qc_written");
+	if (start == NULL || end == NULL || written == NULL || written > end)
+		elog(ERROR, "unexpected body of %s: %s", fn, body);
+	*end = '\0';
+	written += strlen(" AS qc_written");
+	start += strlen("BEGIN ATOMIC");
+	run(psprintf("CREATE FUNCTION %s(result pg_catalog.jsonb, request_id pg_catalog.int8,"
+				 " planned pg_catalog.bool) RETURNS pg_catalog.int8 LANGUAGE plpgsql SECURITY INVOKER"
+				 " SET search_path = pg_catalog, pg_temp AS %s",
+				 fn, quote_literal_cstr(psprintf("#variable_conflict use_column\n"
+												 "DECLARE qc_n pg_catalog.int8;\nBEGIN\n%.*s INTO qc_n%s;\n"
+												 "RETURN qc_n;\nEND",
+												 (int) (written - start), start, written))));
+	give_to_owner("FUNCTION", psprintf("%s(pg_catalog.jsonb, pg_catalog.int8, pg_catalog.bool)", fn), d);
 }
 
 /*
@@ -578,11 +624,12 @@ make_apply(const Definition *d, const char *source)
 				 "                     THEN pg_catalog.now() ELSE qc_r.enriched_at END"
 				 "   FROM qc_pending WHERE qc_r.enrichment OPERATOR(pg_catalog.=) " INT64_FORMAT
 				 "    AND qc_r.key OPERATOR(pg_catalog.=) qc_pending.qc_row_key RETURNING 1)"
-				 " SELECT pg_catalog.count(*) FROM qc_applied; END",
+				 " SELECT pg_catalog.count(*) AS qc_written FROM qc_applied; END",
 				 fn, key_aliases(d->keys, "qc_key.", true), source, d->id, source, d->apply,
 				 column_list(d->keys, psprintf("%s.", source)), key_aliases(d->keys, "qc_pending.", false),
 				 hash, d->id));
 	give_to_owner("FUNCTION", psprintf("%s(pg_catalog.jsonb, pg_catalog.int8)", fn), d);
+	make_planned_twin(d, fn);
 }
 
 /* apply must not write an input: its write would make its own row stale. */
