@@ -688,7 +688,6 @@ chores(TimestampTz now)
 	if (qc_async_have_deferred())
 		done += record_deferred();
 	done += finish_cancelled();
-	qc_enrich_feed();
 	if (now >= retention_at)
 	{
 		qc_async_as_writer(purge, NULL);
@@ -734,6 +733,7 @@ service(void *arg)
 	if (ready != NIL)
 		sv->done += by_roles(ready, qc_async_continue_role);
 	list_free(ready);
+	qc_enrich_feed(now, now >= worker.chores_at);
 	if (now >= worker.chores_at)
 		sv->done += chores(now);
 	if (sv->room > 0)

@@ -15,9 +15,11 @@
  * subtransaction of its own so that one enrichment's failure is recorded
  * on it (last_error) and stops nothing else.
  *
- * The worker looks at every chore (QC_ASYNC_CHORES_MS) and whenever a
- * commit woke it: a trigger that made rows stale, or create, resume,
- * retry and refresh, wake the workers at commit.
+ * The worker looks at every chore (QC_ASYNC_CHORES_MS), and while its
+ * last look found rows to ask, at every service step QC_ENRICH_FEED_BUSY_MS
+ * after it: a backfill's requests are topped up as they end.  A trigger
+ * that made rows stale, and create, resume, retry and refresh, wake the
+ * workers at commit.
  *
  *-------------------------------------------------------------------------
  */
@@ -25,6 +27,7 @@
 
 #include "catalog/namespace.h"
 #include "catalog/pg_type.h"
+#include "datatype/timestamp.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
@@ -35,13 +38,21 @@
 #include "rolesession.h"
 #include "subxact.h"
 
-/* Enrichments fed in one chore; the others wait for the next. */
+/* Enrichments fed in one turn; the others wait for the next. */
 #define QC_ENRICH_FEED_BATCH 16
+
+/*
+ * While the last turn asked rows, the next comes this soon (at every
+ * service step past it), so that a backfill's window of requests is topped
+ * up as they end; an idle worker looks only at its chores.
+ */
+#define QC_ENRICH_FEED_BUSY_MS 20
 
 typedef struct Due
 {
 	int64		id;
 	Oid			owner;
+	int			handled;		/* rows the feed asked */
 } Due;
 
 typedef struct DueList
@@ -78,17 +89,20 @@ read_due(void *arg)
 	list->n = (int) SPI_processed;
 }
 
-/* As the owner: feed it. */
+/* As the owner: feed it; due->handled is how many rows it asked. */
 static void
 feed_as_owner(void *arg)
 {
 	Due		   *due = arg;
 	Oid			type = INT8OID;
 	Datum		value = Int64GetDatum(due->id);
+	bool		isnull;
 
 	if (SPI_execute_with_args("SELECT queryclaw.enrichment_feed($1)", 1, &type, &value, NULL,
-							  false, 0) != SPI_OK_SELECT)
+							  false, 0) != SPI_OK_SELECT || SPI_processed != 1)
 		elog(ERROR, "could not feed enrichment " INT64_FORMAT, due->id);
+	due->handled = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1,
+											   &isnull));
 }
 
 static void
@@ -119,19 +133,25 @@ record_failure(void *arg)
 		elog(ERROR, "could not record an enrichment's failure");
 }
 
-void
-qc_enrich_feed(void)
+/* Feed every enrichment that has work; how many rows were asked. */
+static int
+feed_all(void)
 {
 	DueList		list;
+	int			handled = 0;
 
 	/* the extension's objects may be older than 0.3 until ALTER EXTENSION */
 	if (!OidIsValid(get_relname_relid("enrichment_definitions",
 									  get_namespace_oid("queryclaw", true))))
-		return;
+		return 0;
 	qc_async_as_writer(read_due, &list);
 	for (int i = 0; i < list.n; i++)
 	{
-		ErrorData  *edata = qc_subxact_try(feed, &list.due[i]);
+		ErrorData  *edata;
+
+		list.due[i].handled = 0;
+		edata = qc_subxact_try(feed, &list.due[i]);
+		handled += list.due[i].handled;
 
 		qc_role_forget_callback();
 		if (edata != NULL)
@@ -145,4 +165,17 @@ qc_enrich_feed(void)
 			FreeErrorData(edata);
 		}
 	}
+	return handled;
+}
+
+void
+qc_enrich_feed(TimestampTz now, bool chores)
+{
+	static TimestampTz next_at = 0;
+	static bool busy = false;
+
+	if (!chores && !(busy && now >= next_at))
+		return;
+	busy = feed_all() > 0;
+	next_at = TimestampTzPlusMilliseconds(now, QC_ENRICH_FEED_BUSY_MS);
 }

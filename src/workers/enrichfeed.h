@@ -8,7 +8,13 @@
 #ifndef QC_ENRICHFEED_H
 #define QC_ENRICHFEED_H
 
-/* Feed each enrichment with stale rows, as its owner; in a transaction. */
-extern void qc_enrich_feed(void);
+#include "datatype/timestamp.h"
+
+/*
+ * Feed each enrichment with stale rows, as its owner, in the service
+ * step's transaction: at the chores (chores true), and soon again while
+ * the last turn found rows to ask.
+ */
+extern void qc_enrich_feed(TimestampTz now, bool chores);
 
 #endif							/* QC_ENRICHFEED_H */
