@@ -913,7 +913,9 @@ BEGIN
 	room := queryclaw.enrichment_in_flight_cap() -
 		(SELECT count(*) FROM queryclaw.enrichment_calls c
 		  WHERE c.enrichment = d.id AND c.state = 'running');
-	IF room <= 0 THEN
+	-- top the window up once half of it is free: each turn asks hundreds
+	-- of rows, and its fixed cost is shared between them
+	IF room < queryclaw.enrichment_in_flight_cap() / 2 THEN
 		RETURN 0;
 	END IF;
 	IF NOT d.backfill_done THEN

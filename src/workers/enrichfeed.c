@@ -42,9 +42,11 @@
 #define QC_ENRICH_FEED_BATCH 16
 
 /*
- * While the last turn asked rows, the next comes this soon (at every
- * service step past it), so that a backfill's window of requests is topped
- * up as they end; an idle worker looks only at its chores.
+ * While an enrichment has rows to ask, the next turn comes this soon (at
+ * every service step past it), so that a backfill's window of requests is
+ * topped up as they end (the feed itself waits until half the window is
+ * free, so that each turn asks hundreds); an idle worker looks only at its
+ * chores.
  */
 #define QC_ENRICH_FEED_BUSY_MS 20
 
@@ -52,7 +54,6 @@ typedef struct Due
 {
 	int64		id;
 	Oid			owner;
-	int			handled;		/* rows the feed asked */
 } Due;
 
 typedef struct DueList
@@ -89,20 +90,17 @@ read_due(void *arg)
 	list->n = (int) SPI_processed;
 }
 
-/* As the owner: feed it; due->handled is how many rows it asked. */
+/* As the owner: feed it. */
 static void
 feed_as_owner(void *arg)
 {
 	Due		   *due = arg;
 	Oid			type = INT8OID;
 	Datum		value = Int64GetDatum(due->id);
-	bool		isnull;
 
 	if (SPI_execute_with_args("SELECT queryclaw.enrichment_feed($1)", 1, &type, &value, NULL,
-							  false, 0) != SPI_OK_SELECT || SPI_processed != 1)
+							  false, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not feed enrichment " INT64_FORMAT, due->id);
-	due->handled = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1,
-											   &isnull));
 }
 
 static void
@@ -133,12 +131,15 @@ record_failure(void *arg)
 		elog(ERROR, "could not record an enrichment's failure");
 }
 
-/* Feed every enrichment that has work; how many rows were asked. */
+/*
+ * Feed every enrichment that has work; how many have it (each may have
+ * found its window of requests still too full to be worth topping up).
+ */
 static int
 feed_all(void)
 {
+	static TimestampTz quiet_until = 0;
 	DueList		list;
-	int			handled = 0;
 
 	/* the extension's objects may be older than 0.3 until ALTER EXTENSION */
 	if (!OidIsValid(get_relname_relid("enrichment_definitions",
@@ -147,25 +148,27 @@ feed_all(void)
 	qc_async_as_writer(read_due, &list);
 	for (int i = 0; i < list.n; i++)
 	{
-		ErrorData  *edata;
-
-		list.due[i].handled = 0;
-		edata = qc_subxact_try(feed, &list.due[i]);
-		handled += list.due[i].handled;
+		ErrorData  *edata = qc_subxact_try(feed, &list.due[i]);
 
 		qc_role_forget_callback();
 		if (edata != NULL)
 		{
 			Failure		f = {list.due[i].id, psprintf("feed failed: %s", edata->message)};
 
-			ereport(WARNING,
-					(errmsg("enrichment " INT64_FORMAT " could not be fed: %s",
-							list.due[i].id, edata->message)));
+			/* its owner sees it in last_error; the log hears of it once a minute */
+			if (GetCurrentTimestamp() >= quiet_until)
+			{
+				ereport(WARNING,
+						(errmsg("enrichment " INT64_FORMAT " could not be fed: %s",
+								list.due[i].id, edata->message),
+						 errdetail("Failures of enrichments are logged once a minute at most; queryclaw.enrichments shows each one's last error.")));
+				quiet_until = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), 60 * 1000);
+			}
 			qc_async_as_writer(record_failure, &f);
 			FreeErrorData(edata);
 		}
 	}
-	return handled;
+	return list.n;
 }
 
 void
@@ -176,6 +179,6 @@ qc_enrich_feed(TimestampTz now, bool chores)
 
 	if (!chores && !(busy && now >= next_at))
 		return;
-	busy = feed_all() > 0;
+	busy = feed_all() > 0;	/* some enrichment had work */
 	next_at = TimestampTzPlusMilliseconds(now, QC_ENRICH_FEED_BUSY_MS);
 }
