@@ -22,18 +22,7 @@ owner=qc_enrich_owner
 other=qc_enrich_other
 rows=3000
 
-sql() {
-	qc_as_pg "$QC_BINDIR/psql" -X -q -At -v ON_ERROR_STOP=1 -h "$QC_WORK" -p 5432 -d "$db" "$@"
-}
-
-# Wait (at most $2 seconds) until the SQL condition $1 holds.
-wait_for() {
-	for _ in $(seq $(($2 * 10))); do
-		[ "$(sql -c "SELECT $1" 2>/dev/null)" = t ] && return 0
-		sleep 0.1
-	done
-	return 1
-}
+sql() { QC_DB=$db qc_sql "$@"; }
 
 sql >/dev/null <<SQL || { echo "not ok - the test was set up"; exit 1; }
 CREATE ROLE $owner;
@@ -62,7 +51,7 @@ SELECT queryclaw.create_enrichment('big', 'qc_enrich_big',
 SQL
 
 # Another role's single request, queued once the backfill is under way.
-wait_for "(SELECT done FROM queryclaw.enrichments WHERE name = 'big') > 0" 60
+QC_DB=$db qc_wait_for "SELECT (SELECT done FROM queryclaw.enrichments WHERE name = 'big') > 0" 60
 other_id=$(sql -c "SET ROLE $other" -c "SELECT queryclaw.api_call_async(qc_test.url('/flaky?fail=0&run=enr-other'))")
 peak=0
 for _ in $(seq 100); do

@@ -34,6 +34,16 @@ SELECT coalesce(max(id), 0) AS audit_mark FROM queryclaw.audit_log \gset
 
 DROP TABLE IF EXISTS demo_companies, demo_leads, demo_checks, demo_profiles CASCADE;
 
+-- An enrichment works in the background: a step that shows its rows
+-- first waits until it has nothing stale or running.
+CREATE FUNCTION pg_temp.enrichment_settled(e text) RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+    WHILE (SELECT stale + running FROM queryclaw.enrichments WHERE name = e) > 0 LOOP
+        PERFORM pg_sleep(0.1);
+    END LOOP;
+END
+$$;
+
 -- The audit worker commits rows within milliseconds of each call: a step
 -- that shows the audit log first waits until it has written them all.
 CREATE FUNCTION pg_temp.audit_settled() RETURNS void LANGUAGE plpgsql AS $$
@@ -208,21 +218,13 @@ SELECT queryclaw.create_enrichment('demo_profiles', source => 'demo_profiles',
     request => format($$queryclaw.api_call_request(%L || '/api/companies/' || slug)$$, :'base'),
     apply   => $$city = result #>> '{body,city}', employees = (result #>> '{body,employees}')::int$$);
 \set ECHO none
-DO $$ BEGIN
-    WHILE (SELECT stale + running FROM queryclaw.enrichments WHERE name = 'demo_profiles') > 0 LOOP
-        PERFORM pg_sleep(0.1);
-    END LOOP;
-END $$;
+SELECT pg_temp.enrichment_settled('demo_profiles') AS settled \gset
 \set ECHO queries
 SELECT slug, city, employees FROM demo_profiles ORDER BY slug LIMIT 5;
 INSERT INTO demo_profiles (slug) VALUES ('ghost-systems'),
     ((SELECT slug FROM demo_companies WHERE slug <> 'ghost-systems' ORDER BY id DESC LIMIT 1));
 \set ECHO none
-DO $$ BEGIN
-    WHILE (SELECT stale + running FROM queryclaw.enrichments WHERE name = 'demo_profiles') > 0 LOOP
-        PERFORM pg_sleep(0.1);
-    END LOOP;
-END $$;
+SELECT pg_temp.enrichment_settled('demo_profiles') AS settled \gset
 \set ECHO queries
 SELECT name, rows, done, failed, stale, calls, last_error FROM queryclaw.enrichments;
 SELECT e.key ->> 'slug' AS slug, e.state, e.error
