@@ -217,6 +217,14 @@ SELECT regexp_replace(qc_test.try(format('SELECT queryclaw.enrichment_%s_apply('
                       '(enrichment[ _])[0-9]+', '\1N', 'g') AS bob_applies;
 RESET ROLE;
 
+-- queryclaw_admin sees every enrichment (without its table's row count,
+-- where it may not read the table)
+CREATE ROLE qc_enr_admin IN ROLE queryclaw_admin;
+SET ROLE qc_enr_admin;
+SELECT name, owner, rows, done FROM queryclaw.enrichments;
+RESET ROLE;
+DROP ROLE qc_enr_admin;
+
 -- A role without EXECUTE on create_enrichment has no enrichment at all.
 CREATE ROLE qc_enr_carol;
 GRANT USAGE ON SCHEMA qc_test TO qc_enr_carol;

@@ -1014,7 +1014,8 @@ END
 $$;
 
 -- An enrichment's rows by state.  stale counts the rows the backfill has
--- not reached yet too; rows counts the source table now.
+-- not reached yet too; rows counts the source table now (NULL for a
+-- reader who may not read it: queryclaw_admin sees every enrichment).
 CREATE FUNCTION queryclaw.enrichment_counts(d queryclaw.enrichment_definitions,
 											OUT rows bigint, OUT done bigint, OUT stale bigint,
 											OUT running bigint, OUT failed bigint,
@@ -1023,7 +1024,10 @@ LANGUAGE plpgsql STABLE SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
 	seen bigint;
 BEGIN
-	EXECUTE format('SELECT count(*) FROM %s', d.source) INTO rows;
+	-- queryclaw_admin sees every enrichment, not always its table
+	IF has_table_privilege(d.source, 'SELECT') THEN
+		EXECUTE format('SELECT count(*) FROM %s', d.source) INTO rows;
+	END IF;
 	SELECT count(*) FILTER (WHERE r.state = 'done'), count(*) FILTER (WHERE r.state = 'stale'),
 		   count(*) FILTER (WHERE r.state = 'running'), count(*) FILTER (WHERE r.state = 'failed'),
 		   count(*) FILTER (WHERE r.state = 'skipped'), count(*),
@@ -1034,7 +1038,7 @@ BEGIN
 	  FROM queryclaw.enrichment_rows r
 	 WHERE r.enrichment = d.id;
 	IF NOT d.backfill_done THEN
-		stale := stale + greatest(rows - seen, 0);
+		stale := stale + greatest(coalesce(rows, seen) - seen, 0);
 	END IF;
 END
 $$;
