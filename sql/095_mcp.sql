@@ -122,6 +122,31 @@ SET ROLE qc_mcp;
 SELECT qc_test.try($$SELECT queryclaw.mcp_tools('mcp_blocked')$$);
 RESET ROLE;
 
+-- in the loop: mcp:server offers each tool as server__tool, its input
+-- schema as sent; text comes back, an image described, structured content
+-- as JSON, isError as an error
+GRANT EXECUTE ON FUNCTION queryclaw.llm_chat_tools(text, text[], text, text, integer, jsonb),
+                          queryclaw.check_url(text)
+   TO qc_mcp, qc_mcp_none;
+SET ROLE qc_mcp;
+SELECT r->>'answer' AS answer,
+       (SELECT string_agg(format('%s ok=%s', c->>'name', c->>'ok'), ', ') FROM jsonb_array_elements(r->'tool_calls') c) AS calls
+  FROM queryclaw.llm_chat_tools('SCENARIO:mcp', '{mcp:mcp_json}') AS r;
+-- one tool, by mcp:server/tool; the tools option applies
+SELECT r->>'answer' AS answer FROM queryclaw.llm_chat_tools('SCENARIO:mcp', '{mcp:mcp_json/add}') AS r;
+SELECT r->>'answer' AS answer FROM queryclaw.llm_chat_tools('SCENARIO:mcp', '{check_url, mcp:mcp_some}') AS r;
+-- refused at the call: a tool the server lacks or does not offer, two
+-- tools of one name, no USAGE
+SELECT qc_test.try($$SELECT queryclaw.llm_chat_tools('SCENARIO:mcp', '{mcp:mcp_json/nosuch}')$$);
+SELECT qc_test.try($$SELECT queryclaw.llm_chat_tools('SCENARIO:mcp', '{mcp:mcp_some/image}')$$);
+RESET ROLE;
+SELECT qc_test.mcp_server('mcp.json', 'dup');
+SELECT qc_test.try($$SELECT queryclaw.llm_chat_tools('SCENARIO:mcp', '{mcp:mcp_json, mcp:mcp.json}')$$);
+DROP SERVER "mcp.json";
+SET ROLE qc_mcp_none;
+SELECT qc_test.try($$SELECT queryclaw.llm_chat_tools('SCENARIO:mcp', '{mcp:mcp_json}')$$);
+RESET ROLE;
+
 -- one audit row per JSON-RPC request: func 'mcp', the server, method and
 -- tool; no key anywhere
 SELECT qc_test.audit_flush();

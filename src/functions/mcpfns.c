@@ -62,5 +62,5 @@ mcp_call(PG_FUNCTION_ARGS)
 		PG_RETURN_NULL();
 	PG_RETURN_JSONB_P(qc_mcp_call(NameStr(*PG_GETARG_NAME(0)),
 								  text_to_cstring(PG_GETARG_TEXT_PP(1)),
-								  PG_GETARG_JSONB_P(2)));
+								  PG_GETARG_JSONB_P(2), NULL));
 }

@@ -69,6 +69,7 @@ typedef struct McpExchange
 	const char *tool;			/* tools/call's, or NULL */
 	int64		id;				/* 0: a notification or a response */
 	List	   *server_requests;	/* ids (JSON text) to refuse */
+	const char *extra;			/* more for the audit rows, or NULL */
 } McpExchange;
 
 static MemoryContext mcp_context = NULL;
@@ -188,6 +189,8 @@ post(McpExchange *x, McpSession *s, const char *body)
 		appendStringInfoString(&extra, ", \"tool\": ");
 		qc_json_append_string(&extra, x->tool);
 	}
+	if (x->extra != NULL)
+		appendStringInfo(&extra, ", %s", x->extra);
 	call->audit_extra = extra.data;
 	qc_call_execute(call);
 	return call;
@@ -315,7 +318,7 @@ refuse_server_requests(McpExchange *x, McpSession *s)
 
 	foreach(lc, x->server_requests)
 	{
-		McpExchange answer = {x->server, "response", NULL, 0, NIL};
+		McpExchange answer = {x->server, "response", NULL, 0, NIL, x->extra};
 		QcCall	   *call = post(&answer, s,
 								psprintf("{\"jsonrpc\": \"2.0\", \"id\": %s, \"error\": {\"code\": %d, \"message\": \"Method not found\"}}",
 										 (char *) lfirst(lc), JSONRPC_METHOD_NOT_FOUND));
@@ -344,10 +347,10 @@ request_body(McpExchange *x, const char *params)
 
 /* initialize, then notifications/initialized: the session begins. */
 static void
-initialize(const char *server, McpSession *s)
+initialize(const char *server, McpSession *s, const char *extra)
 {
-	McpExchange x = {server, "initialize", NULL, next_id++, NIL};
-	McpExchange note = {server, "notifications/initialized", NULL, 0, NIL};
+	McpExchange x = {server, "initialize", NULL, next_id++, NIL, extra};
+	McpExchange note = {server, "notifications/initialized", NULL, 0, NIL, extra};
 	QcCall	   *call;
 	char	   *version;
 	char	   *id;
@@ -378,15 +381,16 @@ initialize(const char *server, McpSession *s)
  * as needed, and begun again once if the server forgot it.
  */
 static JsonbContainer *
-request(const char *server, const char *method, const char *tool, const char *params)
+request(const char *server, const char *method, const char *tool, const char *params,
+		const char *extra)
 {
 	McpSession *s = session_for(qc_server_mcp(server));
-	McpExchange x = {server, method, tool, 0, NIL};
+	McpExchange x = {server, method, tool, 0, NIL, extra};
 	QcCall	   *call;
 	JsonbContainer *result;
 
 	if (!s->initialized)
-		initialize(server, s);
+		initialize(server, s, extra);
 	x.id = next_id++;
 	call = post(&x, s, request_body(&x, params));
 	if (call->status == 404 && s->session_id != NULL)
@@ -395,7 +399,7 @@ request(const char *server, const char *method, const char *tool, const char *pa
 							"HTTP status 404: the MCP session has ended, a new one is begun",
 							NULL, NULL);
 		qc_call_end(call);
-		initialize(server, s);
+		initialize(server, s, extra);
 		x.id = next_id++;
 		call = post(&x, s, request_body(&x, params));
 	}
@@ -432,7 +436,7 @@ list_all(const char *server)
 			qc_json_append_string(&params, cursor);
 		}
 		appendStringInfoChar(&params, '}');
-		result = request(server, "tools/list", NULL, params.data);
+		result = request(server, "tools/list", NULL, params.data, NULL);
 		tools = qc_jsonb_get_array(result, "tools");
 		if (tools == NULL)
 			ereport(ERROR,
@@ -544,7 +548,8 @@ joined_text(JsonbContainer *content)
 }
 
 Jsonb *
-qc_mcp_call(const char *server, const char *tool, Jsonb *arguments)
+qc_mcp_call(const char *server, const char *tool, Jsonb *arguments,
+			const char *audit_extra)
 {
 	QcServerUse *use = qc_server_mcp(server);
 	StringInfoData params;
@@ -571,7 +576,7 @@ qc_mcp_call(const char *server, const char *tool, Jsonb *arguments)
 	qc_json_append_string(&params, tool);
 	appendStringInfo(&params, ", \"arguments\": %s}",
 					 JsonbToCString(NULL, &arguments->root, VARSIZE(arguments)));
-	result = request(server, "tools/call", tool, params.data);
+	result = request(server, "tools/call", tool, params.data, audit_extra);
 	content = qc_jsonb_get_array(result, "content");
 	structured = qc_jsonb_get(result, "structuredContent");
 	is_error = qc_jsonb_get(result, "isError");

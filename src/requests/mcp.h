@@ -11,6 +11,7 @@
 #ifndef QC_MCP_H
 #define QC_MCP_H
 
+#include "nodes/pg_list.h"
 #include "utils/jsonb.h"
 
 /* A tool as the server lists it. */
@@ -35,7 +36,9 @@ extern List *qc_mcp_tools(const char *server);
  * tools/call of tool with arguments (a JSON object, else 22023) on server:
  * {content, structured, is_error, text}, text the text parts joined.  A
  * tool the server's tools option does not offer is refused (42501).
+ * audit_extra (or NULL) goes in the audit rows' detail.
  */
-extern Jsonb *qc_mcp_call(const char *server, const char *tool, Jsonb *arguments);
+extern Jsonb *qc_mcp_call(const char *server, const char *tool, Jsonb *arguments,
+						  const char *audit_extra);
 
 #endif							/* QC_MCP_H */
