@@ -147,6 +147,19 @@ SET ROLE qc_mcp_none;
 SELECT qc_test.try($$SELECT queryclaw.llm_chat_tools('SCENARIO:mcp', '{mcp:mcp_json}')$$);
 RESET ROLE;
 
+-- llm_chat_tools_async offers them too: the worker runs the call as the role
+GRANT EXECUTE ON FUNCTION
+    queryclaw.llm_chat_tools_async(text, text[], text, text, integer, jsonb, regprocedure, jsonb)
+    TO qc_mcp;
+SET ROLE qc_mcp;
+SELECT queryclaw.llm_chat_tools_async('SCENARIO:mcp', '{mcp:mcp_json/add}', context => '{"n": "mcp"}')
+       IS NOT NULL AS queued;
+RESET ROLE;
+SELECT qc_test.wait_until($c$(SELECT count(*) FROM queryclaw.requests
+                              WHERE context->>'n' = 'mcp' AND state NOT IN ('done', 'failed', 'cancelled')) = 0$c$);
+SELECT state, result->>'answer' AS answer, error FROM queryclaw.requests WHERE context->>'n' = 'mcp';
+DELETE FROM queryclaw.requests WHERE context->>'n' = 'mcp';
+
 -- one audit row per JSON-RPC request: func 'mcp', the server, method and
 -- tool; no key anywhere
 SELECT qc_test.audit_flush();
