@@ -70,19 +70,22 @@ SELECT * FROM qc_test.mcp_log();
 
 -- faults: a stream dropped before the response, a body that is not JSON,
 -- 401 without the key, a slow server past its timeout, a reply past
--- max_bytes, a revision the client does not speak
+-- max_bytes, a revision the client does not speak, a session id that
+-- could not go back in a header
 SELECT qc_test.mcp_server('mcp_dropped', 'dropped');
 SELECT qc_test.mcp_server('mcp_badjson', 'badjson');
 SELECT qc_test.mcp_server('mcp_auth', 'auth');
 SELECT qc_test.mcp_server('mcp_slow', 'slow', ', timeout ''1s''');
 SELECT qc_test.mcp_server('mcp_huge', 'huge');
 SELECT qc_test.mcp_server('mcp_oldrev', 'oldrev');
+SELECT qc_test.mcp_server('mcp_badsession', 'badsession');
 SET ROLE qc_mcp;
 SELECT qc_test.try($$SELECT queryclaw.mcp_call('mcp_dropped', 'echo', '{"message": "x"}')$$);
 SELECT qc_test.try($$SELECT queryclaw.mcp_call('mcp_badjson', 'echo', '{"message": "x"}')$$);
 SELECT qc_test.try($$SELECT queryclaw.mcp_call('mcp_auth', 'whoami')$$);
 SELECT qc_test.try($$SELECT queryclaw.mcp_call('mcp_slow', 'echo', '{"message": "x"}')$$);
 SELECT qc_test.try($$SELECT queryclaw.mcp_tools('mcp_oldrev')$$);
+SELECT qc_test.try($$SELECT queryclaw.mcp_tools('mcp_badsession')$$);
 RESET ROLE;
 SET queryclaw.max_bytes = '1MB';
 SET ROLE qc_mcp;
@@ -169,7 +172,7 @@ SELECT detail->>'server' AS server, detail->>'method' AS method, detail->>'tool'
 SELECT count(*) AS rows_with_key FROM queryclaw.audit_log a WHERE a::text LIKE '%mcp-secret-0123%';
 
 DROP SERVER mcp_json, mcp_sse, mcp_expire, mcp_dropped, mcp_badjson, mcp_auth, mcp_slow,
-  mcp_huge, mcp_oldrev, mcp_http, mcp_some, mcp_blocked CASCADE;
+  mcp_huge, mcp_oldrev, mcp_badsession, mcp_http, mcp_some, mcp_blocked CASCADE;
 DROP FUNCTION qc_test.mcp_server(text, text, text), qc_test.mcp_log();
 DROP OWNED BY qc_mcp, qc_mcp_none;
 DROP ROLE qc_mcp, qc_mcp_none;

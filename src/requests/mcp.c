@@ -156,6 +156,18 @@ header_value(const char *block, const char *name)
 	return NULL;
 }
 
+/* Visible ASCII only (0x21 to 0x7E), as a session id must be. */
+static bool
+visible_ascii(const char *s)
+{
+	if (*s == '\0')
+		return false;
+	for (; *s; s++)
+		if ((unsigned char) *s < 0x21 || (unsigned char) *s > 0x7e)
+			return false;
+	return true;
+}
+
 static void
 fail(QcCall *call, const char *message, const char *detail)
 {
@@ -366,6 +378,9 @@ initialize(const char *server, McpSession *s, const char *extra)
 					 psprintf("It answered initialize with revision %s.", version ? version : "(none)"),
 					 "queryclaw_ext speaks revisions " MCP_OLDEST " and " MCP_LATEST " of the Model Context Protocol.");
 	id = header_value(call->response_headers, "mcp-session-id");
+	if (id != NULL && !visible_ascii(id))
+		fail(call, psprintf("MCP server %s sent an invalid session id", server),
+			 "A session id is one or more visible ASCII characters.");
 	qc_call_end(call);
 	s->session_id = id ? MemoryContextStrdup(mcp_context, id) : NULL;
 	s->version = MemoryContextStrdup(mcp_context, version);
