@@ -60,6 +60,14 @@ SELECT queryclaw.mcp_call('mcp_sse', 'echo', '{"message": "streamed"}')->>'text'
 RESET ROLE;
 SELECT * FROM qc_test.mcp_log();
 
+-- a stream that ends before its response, its events numbered, resumed
+-- with a GET and its Last-Event-ID
+SELECT qc_test.mcp_server('mcp_resume', 'resume');
+SET ROLE qc_mcp;
+SELECT queryclaw.mcp_call('mcp_resume', 'echo', '{"message": "resumed"}')->>'text' AS text;
+RESET ROLE;
+SELECT * FROM qc_test.mcp_log();
+
 -- an expired session (404) begins again once
 SELECT qc_test.mcp_server('mcp_expire', 'expire');
 SET ROLE qc_mcp;
@@ -68,7 +76,7 @@ SELECT queryclaw.mcp_call('mcp_expire', 'echo', '{"message": "two"}')->>'text' A
 RESET ROLE;
 SELECT * FROM qc_test.mcp_log();
 
--- faults: a stream dropped before the response, a body that is not JSON,
+-- faults: a stream dropped before the response (no event ids), a body that is not JSON,
 -- 401 without the key, a slow server past its timeout, a reply past
 -- max_bytes, a revision the client does not speak, a session id that
 -- could not go back in a header
@@ -171,7 +179,7 @@ SELECT detail->>'server' AS server, detail->>'method' AS method, detail->>'tool'
   FROM queryclaw.audit_log WHERE func = 'mcp' GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 3, 4;
 SELECT count(*) AS rows_with_key FROM queryclaw.audit_log a WHERE a::text LIKE '%mcp-secret-0123%';
 
-DROP SERVER mcp_json, mcp_sse, mcp_expire, mcp_dropped, mcp_badjson, mcp_auth, mcp_slow,
+DROP SERVER mcp_json, mcp_sse, mcp_resume, mcp_expire, mcp_dropped, mcp_badjson, mcp_auth, mcp_slow,
   mcp_huge, mcp_oldrev, mcp_badsession, mcp_http, mcp_some, mcp_blocked CASCADE;
 DROP FUNCTION qc_test.mcp_server(text, text, text), qc_test.mcp_log();
 DROP OWNED BY qc_mcp, qc_mcp_none;

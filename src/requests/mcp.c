@@ -20,7 +20,7 @@
  * dropped, and each request the server makes (the client offers none of
  * the capabilities it would need) is answered with method-not-found once
  * the response has arrived.  A stream that ends without the response is
- * an error: it is not resumed.
+ * resumed with a GET and Last-Event-ID, when its events have ids.
  *
  *-------------------------------------------------------------------------
  */
@@ -35,12 +35,19 @@
 #include "call.h"
 #include "http.h"
 #include "json.h"
+#include "latchwait.h"
 #include "mcp.h"
 #include "servers.h"
 
 /* The revision asked for first, and the ones accepted. */
 #define MCP_LATEST "2025-11-25"
 #define MCP_OLDEST "2025-06-18"
+
+/* Most times a stream that ended before its response is resumed. */
+#define MCP_MAX_RESUMES 3
+
+/* The longest wait before a resumption the server may ask for. */
+#define MCP_MAX_RETRY_MS 5000
 
 /* Most tools/list pages read (a server that never stops paging). */
 #define MCP_MAX_PAGES 100
@@ -70,6 +77,8 @@ typedef struct McpExchange
 	int64		id;				/* 0: a notification or a response */
 	List	   *server_requests;	/* ids (JSON text) to refuse */
 	const char *extra;			/* more for the audit rows, or NULL */
+	char	   *last_event_id;	/* the stream's last event id, or NULL */
+	int			retry_ms;		/* the stream's retry field, or 0 */
 } McpExchange;
 
 static MemoryContext mcp_context = NULL;
@@ -175,24 +184,31 @@ fail(QcCall *call, const char *message, const char *detail)
 				 message, detail, NULL);
 }
 
-/* The POST of body, under the server, with the session's headers. */
+/*
+ * The POST of body (or, body NULL, the GET that resumes x's stream), under
+ * the server, with the session's headers.
+ */
 static QcCall *
 post(McpExchange *x, McpSession *s, const char *body)
 {
 	QcServerUse *use = qc_server_mcp(x->server);
-	QcCall	   *call = qc_call_new("mcp", "POST", use->opts.url);
+	QcCall	   *call = qc_call_new("mcp", body ? "POST" : "GET", use->opts.url);
 	StringInfoData extra;
 
 	call->server = use;
-	call->headers = qc_http_add_header(NIL, "Content-Type", "application/json");
-	call->headers = qc_http_add_header(call->headers, "Accept",
-									   "application/json, text/event-stream");
+	if (body != NULL)
+		call->headers = qc_http_add_header(NIL, "Content-Type", "application/json");
+	call->headers = qc_http_add_header(call->headers, "Accept", body ?
+									   "application/json, text/event-stream" :
+									   "text/event-stream");
+	if (body == NULL)
+		call->headers = qc_http_add_header(call->headers, "Last-Event-ID", x->last_event_id);
 	if (s->session_id != NULL)
 		call->headers = qc_http_add_header(call->headers, "Mcp-Session-Id", s->session_id);
 	if (s->initialized)
 		call->headers = qc_http_add_header(call->headers, "MCP-Protocol-Version", s->version);
 	call->body = body;
-	call->body_len = strlen(body);
+	call->body_len = body ? strlen(body) : 0;
 	initStringInfo(&extra);
 	appendStringInfoString(&extra, "\"method\": ");
 	qc_json_append_string(&extra, x->method);
@@ -201,6 +217,8 @@ post(McpExchange *x, McpSession *s, const char *body)
 		appendStringInfoString(&extra, ", \"tool\": ");
 		qc_json_append_string(&extra, x->tool);
 	}
+	if (body == NULL)
+		appendStringInfoString(&extra, ", \"resumed\": true");
 	if (x->extra != NULL)
 		appendStringInfo(&extra, ", %s", x->extra);
 	call->audit_extra = extra.data;
@@ -253,6 +271,11 @@ read_stream(McpExchange *x, QcCall *call, const char *body)
 			response = take_message(x, call, data.data);
 			resetStringInfo(&data);
 		}
+		else if (len >= 3 && strncmp(line, "id:", 3) == 0)
+			x->last_event_id = pnstrdup(line + 3 + (line[3] == ' '),
+										len - 3 - (line[3] == ' '));
+		else if (len >= 6 && strncmp(line, "retry:", 6) == 0)
+			x->retry_ms = Min(atoi(line + 6), MCP_MAX_RETRY_MS);
 		else if (len >= 5 && strncmp(line, "data:", 5) == 0)
 		{
 			const char *v = line + 5 + (line[5] == ' ');
@@ -270,30 +293,63 @@ read_stream(McpExchange *x, QcCall *call, const char *body)
 	return response;
 }
 
-/* The reply to a request, as its content type says. */
-static Jsonb *
-read_reply(McpExchange *x, QcCall *call)
+/* The body of a reply in the database encoding; raises unless 2xx. */
+static const char *
+reply_text(McpExchange *x, QcCall *call)
 {
 	const char *text = qc_call_api_reply(call, psprintf("MCP server %s", x->server),
 										 psprintf("The key the server needs goes in the headers option of the role's user mapping for server %s.",
 												  quote_identifier(x->server)),
 										 "");
-	const char *type = call->content_type ? call->content_type : "";
+
+	if (x->id != 0 && call->response_cut)
+		fail(call, psprintf("MCP server %s sent a reply to %s larger than queryclaw.max_bytes", x->server,
+							x->tool ? x->tool : x->method),
+			 psprintf("The reply was cut at %zu bytes.", call->max_bytes));
+	return text;
+}
+
+static bool
+is_event_stream(const QcCall *call)
+{
+	return call->content_type != NULL &&
+		pg_strncasecmp(call->content_type, "text/event-stream", 17) == 0;
+}
+
+/*
+ * The response to x, as the reply's content type says.  A stream that
+ * ended before it, its events numbered, is resumed as the spec says: a GET
+ * with Last-Event-ID after the stream's retry, each a call of its own
+ * (*callp, the one the response came on).
+ */
+static Jsonb *
+read_reply(McpExchange *x, McpSession *s, QcCall **callp)
+{
+	const char *text = reply_text(x, *callp);
 	Jsonb	   *response;
 
 	if (x->id == 0)
 		return NULL;
-	if (call->response_cut)
-		fail(call, psprintf("MCP server %s sent a reply to %s larger than queryclaw.max_bytes", x->server,
-							x->tool ? x->tool : x->method),
-			 psprintf("The reply was cut at %zu bytes.", call->max_bytes));
-	if (pg_strncasecmp(type, "text/event-stream", 17) == 0)
-		response = read_stream(x, call, text);
-	else
-		response = take_message(x, call, text);
+	if (!is_event_stream(*callp))
+		return take_message(x, *callp, text);
+	response = read_stream(x, *callp, text);
+	for (int resumes = 0; response == NULL && x->last_event_id != NULL &&
+		 resumes < MCP_MAX_RESUMES; resumes++)
+	{
+		qc_call_end(*callp);
+		if (x->retry_ms > 0)
+			qc_latch_sleep(x->retry_ms, QC_WAIT_RETRY);
+		*callp = post(x, s, NULL);
+		text = reply_text(x, *callp);
+		if (!is_event_stream(*callp))
+			break;
+		response = read_stream(x, *callp, text);
+	}
 	if (response == NULL)
-		fail(call, psprintf("MCP server %s sent no response to %s", x->server, x->method),
-			 "The reply ended before the response; it is not resumed.");
+		fail(*callp, psprintf("MCP server %s sent no response to %s", x->server, x->method),
+			 x->last_event_id ?
+			 "The stream ended before the response, and resuming it did not bring the response." :
+			 "The stream ended before the response, and its events have no ids to resume it from.");
 	return response;
 }
 
@@ -330,12 +386,12 @@ refuse_server_requests(McpExchange *x, McpSession *s)
 
 	foreach(lc, x->server_requests)
 	{
-		McpExchange answer = {x->server, "response", NULL, 0, NIL, x->extra};
+		McpExchange answer = {x->server, "response", NULL, 0, NIL, x->extra, NULL, 0};
 		QcCall	   *call = post(&answer, s,
 								psprintf("{\"jsonrpc\": \"2.0\", \"id\": %s, \"error\": {\"code\": %d, \"message\": \"Method not found\"}}",
 										 (char *) lfirst(lc), JSONRPC_METHOD_NOT_FOUND));
 
-		(void) read_reply(&answer, call);
+		(void) read_reply(&answer, s, &call);
 		qc_call_end(call);
 	}
 }
@@ -361,8 +417,8 @@ request_body(McpExchange *x, const char *params)
 static void
 initialize(const char *server, McpSession *s, const char *extra)
 {
-	McpExchange x = {server, "initialize", NULL, next_id++, NIL, extra};
-	McpExchange note = {server, "notifications/initialized", NULL, 0, NIL, extra};
+	McpExchange x = {server, "initialize", NULL, next_id++, NIL, extra, NULL, 0};
+	McpExchange note = {server, "notifications/initialized", NULL, 0, NIL, extra, NULL, 0};
 	QcCall	   *call;
 	char	   *version;
 	char	   *id;
@@ -371,7 +427,7 @@ initialize(const char *server, McpSession *s, const char *extra)
 	call = post(&x, s,
 				request_body(&x, "{\"protocolVersion\": \"" MCP_LATEST "\", \"capabilities\": {}, "
 							 "\"clientInfo\": {\"name\": \"queryclaw_ext\", \"version\": \"0.3\"}}"));
-	version = qc_jsonb_get_string(result_of(&x, call, read_reply(&x, call)), "protocolVersion");
+	version = qc_jsonb_get_string(result_of(&x, call, read_reply(&x, s, &call)), "protocolVersion");
 	if (version == NULL || (strcmp(version, MCP_LATEST) != 0 && strcmp(version, MCP_OLDEST) != 0))
 		qc_call_fail(call, QC_OUTCOME_ERROR, ERRCODE_EXTERNAL_ROUTINE_EXCEPTION,
 					 psprintf("MCP server %s speaks another protocol revision", server),
@@ -387,7 +443,7 @@ initialize(const char *server, McpSession *s, const char *extra)
 	s->initialized = true;
 	refuse_server_requests(&x, s);
 	call = post(&note, s, request_body(&note, NULL));
-	(void) read_reply(&note, call);
+	(void) read_reply(&note, s, &call);
 	qc_call_end(call);
 }
 
@@ -400,8 +456,9 @@ request(const char *server, const char *method, const char *tool, const char *pa
 		const char *extra)
 {
 	McpSession *s = session_for(qc_server_mcp(server));
-	McpExchange x = {server, method, tool, 0, NIL, extra};
+	McpExchange x = {server, method, tool, 0, NIL, extra, NULL, 0};
 	QcCall	   *call;
+	Jsonb	   *response;
 	JsonbContainer *result;
 
 	if (!s->initialized)
@@ -418,7 +475,8 @@ request(const char *server, const char *method, const char *tool, const char *pa
 		x.id = next_id++;
 		call = post(&x, s, request_body(&x, params));
 	}
-	result = result_of(&x, call, read_reply(&x, call));
+	response = read_reply(&x, s, &call);
+	result = result_of(&x, call, response);
 	qc_call_end(call);
 	refuse_server_requests(&x, s);
 	return result;
