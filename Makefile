@@ -72,6 +72,9 @@ OBJS = \
 	src/common/urlpath.o \
 	src/policy/servers.o \
 	src/call/serversadmit.o \
+	src/requests/mcp.o \
+	src/requests/mcptools.o \
+	src/functions/mcpfns.o \
 	src/common/compat.o
 DATA = sql/queryclaw_ext--0.1.sql sql/queryclaw_ext--0.1--0.2.sql \
 	sql/queryclaw_ext--0.2--0.3.sql

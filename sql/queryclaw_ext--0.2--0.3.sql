@@ -1150,3 +1150,23 @@ COMMENT ON FUNCTION queryclaw.enrichment_wake() IS
 'Internal to enrichments: wake the async workers when the transaction commits.';
 COMMENT ON FUNCTION queryclaw.enrichment_walk(queryclaw.enrichment_definitions, integer) IS
 'Internal to enrichments: the next piece of the backfill.';
+-- MCP servers' tools (docs/mcp.md): a queryclaw server with protocol 'mcp'
+-- is an MCP server over Streamable HTTP; its tools are listed and called
+-- under the server's policy, keys and limits, with USAGE on it.
+--
+CREATE FUNCTION queryclaw.mcp_tools(server name)
+RETURNS TABLE (name text, title text, description text, input_schema jsonb,
+               output_schema jsonb)
+AS 'MODULE_PATHNAME', 'mcp_tools'
+LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
+COMMENT ON FUNCTION queryclaw.mcp_tools(name) IS
+'The tools an MCP server (a queryclaw server with protocol ''mcp'') offers: its tools/list, less what its tools option leaves out; needs USAGE on the server.';
+REVOKE ALL ON FUNCTION queryclaw.mcp_tools(name) FROM PUBLIC;
+
+CREATE FUNCTION queryclaw.mcp_call(server name, tool text, arguments jsonb DEFAULT '{}')
+RETURNS jsonb
+AS 'MODULE_PATHNAME', 'mcp_call'
+LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
+COMMENT ON FUNCTION queryclaw.mcp_call(name, text, jsonb) IS
+'Call a tool of an MCP server: {content, structured, is_error, text}, text the text parts joined; needs USAGE on the server.';
+REVOKE ALL ON FUNCTION queryclaw.mcp_call(name, text, jsonb) FROM PUBLIC;

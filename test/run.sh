@@ -47,6 +47,10 @@ qc_in_pgroot || QC_PACKAGES="$QC_PACKAGES $QC_FUZZ_PACKAGES"
 
 if [ -z "${QC_ISOLATED:-}" ]; then
 	qc_install_deps || exit 1
+	# the real MCP server, from the npm registry, while it can be reached
+	if [ -z "${QC_TESTS:-}" ] || [[ " $QC_TESTS " == *" mcp_everything "* ]]; then
+		bash "$QC_ROOT/test/mcp_everything.sh" install
+	fi
 	qc_reexec_isolated "$0" "$@"
 fi
 qc_setup_test || exit 1
@@ -144,7 +148,7 @@ if [ -z "${QC_ISOLATED:-}" ] && [[ " $tests " == *" 019_dns "* ]]; then
 fi
 # the attack on the audit worker, the waits on the queue and the queue
 # through restarts are scripts, not pg_regress tests (below)
-tests=$(echo $tests | sed 's/\bworker_hijack\b//; s/\bqueue_wait\b//; s/\bqueue_admit\b//; s/\bqueue_locks\b//; s/\bqueue_service\b//; s/\basync_restart\b//; s/\benrich_service\b//; s/\bworker_database\b//')
+tests=$(echo $tests | sed 's/\bworker_hijack\b//; s/\bqueue_wait\b//; s/\bqueue_admit\b//; s/\bqueue_locks\b//; s/\bqueue_service\b//; s/\basync_restart\b//; s/\benrich_service\b//; s/\bworker_database\b//; s/\bmcp_everything\b//')
 qc_log "regression tests"
 qc_run_suite "$suite" queryclaw_regression $tests
 
@@ -163,6 +167,13 @@ if [ -z "${QC_TESTS:-}" ] || [[ " $QC_TESTS " == *" worker_hijack "* ]]; then
 	bash "$QC_ROOT/test/worker_hijack.sh" "$QC_WORK" "$QC_PGDATA" "$QC_BINDIR" 2>&1 |
 		tee "$QC_WORK/worker_hijack.log"
 	count_checks "$QC_WORK/worker_hijack.log"
+fi
+
+# A real MCP server from the npm registry (test/mcp_everything.sh); with
+# QC_TESTS, only when it names mcp_everything.
+if [ -z "${QC_TESTS:-}" ] || [[ " $QC_TESTS " == *" mcp_everything "* ]]; then
+	qc_log "a real MCP server: @modelcontextprotocol/server-everything"
+	run_checks bash "$QC_ROOT/test/mcp_everything.sh" "$QC_WORK" "$QC_BINDIR"
 fi
 
 # queryclaw.wait() against other sessions: one finishes a request, another

@@ -375,6 +375,7 @@ use_of(const QcServerUse *s)
 	use->scope = *copy_scope(&s->scope);
 	use->opts.url = pstrdup(s->opts.url);
 	use->opts.rate_text = s->opts.rate_text ? pstrdup(s->opts.rate_text) : NULL;
+	use->opts.tools = s->opts.tools ? pstrdup(s->opts.tools) : NULL;
 	read_mapping(use);
 	return use;
 }
@@ -452,6 +453,38 @@ qc_server_endpoint_call(QcCall *call, const QcEndpointBase *base)
 	call->server = use_of(endpoint_server(base->server, base->setting));
 	call->server->endpoint = true;
 	note_servers_only(call->server);
+}
+
+QcServerUse *
+qc_server_mcp(const char *name)
+{
+	const QcServerUse *s = server_named(name);
+	QcServerUse *use;
+
+	if (s == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("server \"%s\" is not a queryclaw server", name),
+				 errhint("Create it with CREATE SERVER %s FOREIGN DATA WRAPPER queryclaw OPTIONS (url '...', protocol 'mcp').",
+						 quote_identifier(name))));
+	if (!s->opts.mcp)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("server \"%s\" is not an MCP server", name),
+				 errdetail("Its protocol is 'http': it is an API for api_call."),
+				 errhint("ALTER SERVER %s OPTIONS (ADD protocol 'mcp'), if its url is an MCP endpoint.",
+						 quote_identifier(name))));
+	if (!may_use(s))
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied for foreign server %s", s->name),
+				 errdetail("An MCP server's tools are for the roles with USAGE on it."),
+				 errhint("GRANT USAGE ON FOREIGN SERVER %s TO %s;",
+						 quote_identifier(s->name),
+						 quote_identifier(GetUserNameFromId(GetUserId(), false)))));
+	use = use_of(s);
+	note_servers_only(use);
+	return use;
 }
 
 void

@@ -39,7 +39,13 @@ typedef struct QcServerOptions
 	int			max_concurrency;	/* 0: no cap of its own */
 	int			timeout_ms;		/* 0: queryclaw.timeout */
 	int			retry_max;		/* -1: queryclaw.retry_max */
+	bool		mcp;			/* protocol 'mcp': an MCP server (mcp.h) */
+	const char *tools;			/* the tools offered, as written; NULL: all */
+	int			tools_ttl_ms;	/* how long a backend keeps the tool list */
 } QcServerOptions;
+
+/* tools_ttl's default: five minutes. */
+#define QC_MCP_TOOLS_TTL_MS (5 * 60 * 1000)
 
 /*
  * Where a server's url reaches (servers.c): a URL is under it when its
@@ -102,6 +108,12 @@ extern List *qc_server_headers_parse(const char *json);
 /* Check the mapping's query option (name=value&...); raises 22023. */
 extern void qc_server_query_check(const char *query);
 
+/*
+ * Does the server's tools option (names and prefix* patterns, separated
+ * by commas; NULL: every tool) offer the tool of that name?
+ */
+extern bool qc_server_offers_tool(const char *tools, const char *name);
+
 /* servers.c */
 
 /*
@@ -148,6 +160,13 @@ extern QcEndpointBase qc_server_endpoint(const char *server, const char *setting
  * call under a server: the mapping is its key.
  */
 extern void qc_server_endpoint_call(QcCall *call, const QcEndpointBase *base);
+
+/*
+ * The MCP server of that name, with the current role's mapping, for a
+ * call to its url: 42704 when no queryclaw server has the name, 22023
+ * when it has no protocol 'mcp', 42501 when the role has no USAGE on it.
+ */
+extern QcServerUse *qc_server_mcp(const char *name);
 
 /* An attempt at proto's request is under the server proto is under. */
 extern void qc_server_attempt(QcCall *call, const QcCall *proto);
