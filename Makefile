@@ -66,6 +66,7 @@ OBJS = \
 	src/queue/hostlimits.o \
 	src/common/cluster.o \
 	src/common/clustergrant.o \
+	src/common/clusterjoin.o \
 	src/common/latchwait.o \
 	src/policy/serversopts.o \
 	src/functions/serversfdw.o \

@@ -46,7 +46,8 @@
  *	asyncworker.c	the async workers: claim, recovery, retention
  *	asyncrun.c	a role's requests run as that role: retries, final states, callbacks
  *	rolesession.c	a role's session in a worker: settings, identity, bounded callbacks
- *	cluster.c	on a Citus cluster: the node's group, limits' shares, GRANTs sent to workers
+ *	cluster.c	on a Citus cluster: the node's group, limits' shares from its node count
+ *	clustergrant.c, clusterjoin.c	GRANTs sent to the workers, and copied by a node that joins
  *	servers.c, serversopts.c, serversfdw.c, serversadmit.c	endpoints: APIs as foreign servers
  *
  *-------------------------------------------------------------------------
@@ -97,4 +98,5 @@ _PG_init(void)
 	qc_asyncworker_init();
 	qc_cluster_init();
 	qc_cluster_grant_init();
+	qc_cluster_join_init();
 }

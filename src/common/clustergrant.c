@@ -44,6 +44,13 @@
  * refused, the others possibly missing on the workers, and so are column
  * privileges on the extension's tables, which are not sent.
  *
+ * A node added later copies the privileges from the coordinator as it
+ * joins (clusterjoin.c).  So that a GRANT is not missed by both, as Citus
+ * does for the DDL it sends, a statement to forward takes pg_dist_node in
+ * ROW SHARE mode, which a node's activation takes exclusively: the node is
+ * added before the statement runs (and is sent it at commit), or after
+ * the transaction commits (and copies it).
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -53,6 +60,7 @@
 #include "catalog/dependency.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_class.h"
+#include "catalog/pg_namespace.h"
 #include "catalog/pg_proc.h"
 #include "catalog/pg_type.h"
 #include "commands/extension.h"
@@ -60,6 +68,7 @@
 #include "miscadmin.h"
 #include "nodes/parsenodes.h"
 #include "parser/parse_func.h"
+#include "storage/lmgr.h"
 #include "tcop/utility.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
@@ -251,24 +260,6 @@ grant_targets(GrantStmt *stmt, Oid extension, int *named, int *ours_count)
 		targets = lappend_oid(targets, objid);
 	}
 	return targets;
-}
-
-/* Is this node a Citus coordinator? */
-static bool
-is_coordinator(void)
-{
-	bool		coordinator;
-	bool		isnull;
-
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
-	if (SPI_execute("SELECT pg_catalog.citus_is_coordinator()", true, 1) != SPI_OK_SELECT ||
-		SPI_processed != 1)
-		elog(ERROR, "could not call citus_is_coordinator()");
-	coordinator = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc,
-											 1, &isnull));
-	SPI_finish();
-	return coordinator && !isnull;
 }
 
 /*
@@ -490,6 +481,7 @@ statements_to_forward(GrantStmt *stmt)
 	AclMode		named;
 	int			total;
 	int			n;
+	Oid			dist_node;
 
 	/* an extension script's own GRANTs run on every node with the script */
 	if (!IsTransactionState() || creating_extension || !qc_cluster_active())
@@ -498,7 +490,7 @@ statements_to_forward(GrantStmt *stmt)
 	if (!OidIsValid(extension))
 		return NIL;
 	targets = grant_targets(stmt, extension, &total, &n);
-	if (n == 0 || !is_coordinator())
+	if (n == 0 || !qc_cluster_is_coordinator())
 		return NIL;
 	if (n < total)
 		ereport(ERROR,
@@ -507,6 +499,11 @@ statements_to_forward(GrantStmt *stmt)
 						stmt->is_grant ? "GRANT" : "REVOKE", QC_EXTENSION_NAME),
 				 errdetail("The statement is sent to every worker for the extension's objects, which the other objects may not exist on."),
 				 errhint("Name the extension's objects in a statement of their own.")));
+
+	/* a node being added joins before this statement, or after it commits */
+	dist_node = get_relname_relid("pg_dist_node", PG_CATALOG_NAMESPACE);
+	if (OidIsValid(dist_node))
+		LockRelationOid(dist_node, RowShareLock);
 	if (!named_privileges(stmt, &named))
 		return NIL;
 	return deparse_groups(stmt, targets, named);
@@ -528,6 +525,9 @@ grant_utility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree,
 	else
 		standard_ProcessUtility(pstmt, queryString, readOnlyTree, context, params, queryEnv,
 								dest, qc);
+	/* the extension created: a node that joins copies the privileges */
+	if (IsA(parsetree, CreateExtensionStmt))
+		qc_cluster_join_created(((CreateExtensionStmt *) parsetree)->extname);
 	foreach(lc, statements)
 	{
 		MemoryContext old = MemoryContextSwitchTo(TopTransactionContext);
@@ -609,9 +609,7 @@ grant_xact_callback(XactEvent event, void *arg)
 {
 	if ((event == XACT_EVENT_PRE_COMMIT || event == XACT_EVENT_PRE_PREPARE) && to_forward != NIL)
 		forward_to_workers();
-	if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_ABORT ||
-		event == XACT_EVENT_PREPARE || event == XACT_EVENT_PARALLEL_COMMIT ||
-		event == XACT_EVENT_PARALLEL_ABORT)
+	if (qc_cluster_xact_ended(event))
 		to_forward = NIL;
 }
 

@@ -95,7 +95,7 @@ int			qc_max_queued_per_role = 0;
 /* ---- end of the asynchronous queue settings ---- */
 
 /* ---- on a Citus cluster (cluster.c) ---- */
-int			qc_cluster_nodes = 1;
+int			qc_cluster_nodes = 0;
 /* ---- end of the settings on a Citus cluster ---- */
 
 static const QcAddrList empty_addr_list = {0};
@@ -667,16 +667,16 @@ define_async_settings(void)
 
 /*
  * The number of nodes the per-role and per-host limits are shared out
- * between: each node applies its share, so that the nodes together hold
- * the limits as configured (docs/citus.md).
+ * between, when it is not Citus's count: each node applies its share, so
+ * that the nodes together hold the limits as configured (docs/citus.md).
  */
 static void
 define_cluster_settings(void)
 {
 	DefineCustomIntVariable("queryclaw.cluster_nodes",
-							"Sets the number of nodes that share the per-role and per-host limits.",
-							"Each node applies max_calls_per_hour, max_tokens_per_day, host_rate_limit and max_host_concurrency divided by it (at least 1 call, token or request), so that as many nodes together hold the limits as configured.  Set it on every node of a Citus cluster that makes calls.",
-							&qc_cluster_nodes, 1, 1, 10000, PGC_SIGHUP, 0,
+							"Sets the number of nodes that share the per-role and per-host limits; 0 counts the nodes of the Citus cluster.",
+							"Each node applies max_calls_per_hour, max_tokens_per_day, host_rate_limit and max_host_concurrency divided by the number of nodes (at least 1 call, token or request), so that the nodes together hold the limits as configured.  0, the default, takes the active primary nodes from Citus's metadata (1 without Citus), read again when nodes are added or removed.",
+							&qc_cluster_nodes, 0, 0, 10000, PGC_SIGHUP, 0,
 							NULL, NULL, NULL);
 }
 
