@@ -15,6 +15,7 @@ OBJS = \
 	src/policy/policy.o \
 	src/common/redact.o \
 	src/call/call.o \
+	src/call/onerror.o \
 	src/policy/callrec.o \
 	src/transport/http.o \
 	src/common/charset.o \
