@@ -68,7 +68,7 @@
 #include "onerror.h"
 #include "queue.h"
 #include "ratelimit.h"
-#include "servers.h"
+#include "serversfdw.h"
 #include "worker.h"
 
 QC_MODULE_MAGIC;

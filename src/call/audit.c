@@ -75,7 +75,7 @@
 #include "content.h"
 #include "guc.h"
 #include "redact.h"
-#include "servers.h"
+#include "serversadmit.h"
 
 /* Longest stored texts, in bytes; longer ones are cut and marked. */
 #define QC_AUDIT_MAX_SHORT	64		/* func, method, outcome */
