@@ -14,6 +14,7 @@ OBJS = \
 	src/common/rules.o \
 	src/policy/policy.o \
 	src/common/redact.o \
+	src/common/redactforms.o \
 	src/call/call.o \
 	src/call/onerror.o \
 	src/policy/callrec.o \
@@ -47,6 +48,7 @@ OBJS = \
 	src/call/hostrate.o \
 	src/workers/asyncrun.o \
 	src/workers/asyncworker.o \
+	src/workers/enrichfeed.o \
 	src/requests/endpoint.o \
 	src/common/schema.o \
 	src/common/sqlcheck.o \
@@ -61,8 +63,10 @@ OBJS = \
 	src/queue/enqueue.o \
 	src/queue/qwait.o \
 	src/queue/qretry.o \
+	src/queue/enrichdef.o \
 	src/queue/hostlimits.o \
 	src/common/cluster.o \
+	src/common/clustergrant.o \
 	src/common/latchwait.o \
 	src/policy/serversopts.o \
 	src/functions/serversfdw.o \
@@ -154,6 +158,7 @@ bench:
 	bash test/bench/throughput.sh
 	bash test/bench/async.sh
 	bash test/bench/enqueue.sh
+	bash test/bench/enrich.sh
 # Quality and speed of text, article and markdown on a corpus of real pages
 # with ground truth (see test/bench/content.sh): make bench-content CORPUS=dir
 bench-content:

@@ -100,4 +100,5 @@ _PG_init(void)
 	qc_queue_init();
 	qc_asyncworker_init();
 	qc_cluster_init();
+	qc_cluster_grant_init();
 }

@@ -74,7 +74,12 @@ qc_sql() {
 
 # Poll (every 50 ms, at most 10 s) until the SQL $1 prints t.
 qc_until_true() {
-	for _ in $(seq 200); do
+	qc_wait_for "$1" 10
+}
+
+# Poll (every 50 ms, at most $2 seconds) until the SQL $1 prints t.
+qc_wait_for() {
+	for _ in $(seq $(($2 * 20))); do
 		[ "$(qc_sql -c "$1")" = t ] && return 0
 		sleep 0.05
 	done

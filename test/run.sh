@@ -18,7 +18,8 @@
 # against rows a user's transaction holds), then test/queue_service.sh (the
 # queue as a service: slow hosts beside fast ones, several roles), then
 # test/async_restart.sh (the async queue through a crash and a killed
-# worker), then
+# worker), then test/enrich_service.sh (an enrichment's backfill through a
+# crash), then
 # test/worker_database.sh (the workers before queryclaw.database exists, on
 # a cluster of their own), then pg_regress over test/nopreload/ on a cluster
 # without preload, then the upgrade from release 0.1 (test/upgrade/) and a
@@ -150,7 +151,7 @@ if [ -z "${QC_ISOLATED:-}" ] && [[ " $tests " == *" 019_dns "* ]]; then
 fi
 # the attack on the audit worker, the waits on the queue and the queue
 # through restarts are scripts, not pg_regress tests (below)
-tests=$(echo $tests | sed 's/\bworker_hijack\b//; s/\bqueue_wait\b//; s/\bqueue_admit\b//; s/\bqueue_locks\b//; s/\bqueue_service\b//; s/\basync_restart\b//; s/\bworker_database\b//')
+tests=$(echo $tests | sed 's/\bworker_hijack\b//; s/\bqueue_wait\b//; s/\bqueue_admit\b//; s/\bqueue_locks\b//; s/\bqueue_service\b//; s/\basync_restart\b//; s/\benrich_service\b//; s/\bworker_database\b//')
 qc_log "regression tests"
 qc_run_suite "$suite" queryclaw_regression $tests
 
@@ -204,6 +205,14 @@ fi
 if [ -z "${QC_TESTS:-}" ] || [[ " $QC_TESTS " == *" async_restart "* ]]; then
 	qc_log "the async queue through a crash and a killed worker"
 	run_checks bash "$QC_ROOT/test/async_restart.sh" "$QC_WORK" "$QC_PGDATA" "$QC_BINDIR"
+fi
+
+# An enrichment's backfill as a service: the cap on its requests, another
+# role's turn, a crash mid-backfill (test/enrich_service.sh); with QC_TESTS,
+# only when it names enrich_service.
+if [ -z "${QC_TESTS:-}" ] || [[ " $QC_TESTS " == *" enrich_service "* ]]; then
+	qc_log "an enrichment's backfill through a crash"
+	run_checks bash "$QC_ROOT/test/enrich_service.sh" "$QC_WORK" "$QC_PGDATA" "$QC_BINDIR"
 fi
 qc_stop_cluster
 

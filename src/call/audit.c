@@ -377,7 +377,7 @@ note_statement_secrets(const QcCall *call, int len)
 	MemoryContext old;
 	ListCell   *lc;
 
-	secrets = call ? qc_call_secrets(call->url, call->final_url, call->headers) : NIL;
+	secrets = call ? qc_call_secret_set(call) : NIL;
 	old = MemoryContextSwitchTo(TopMemoryContext);
 	if (statement_secrets.sql == NULL || statement_secrets.len != len ||
 		memcmp(statement_secrets.sql, sql, len) != 0)

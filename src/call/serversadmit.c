@@ -283,10 +283,10 @@ redact_response_part(char *part, size_t *len, List *secrets)
 void
 qc_server_redact_response(QcCall *call)
 {
-	List	   *secrets = call->server ? call->server->secrets : NIL;
+	List	   *secrets = qc_call_mapping_secrets(call);
 	size_t		len;
 
-	if (secrets == NIL || !call->server->applied)
+	if (secrets == NIL)
 		return;
 	call->response_body = redact_response_part(call->response_body,
 											   &call->response_len, secrets);

@@ -1,18 +1,18 @@
 /*-------------------------------------------------------------------------
  *
  * cluster.h
- *	  queryclaw_ext on a Citus cluster (cluster.c): the node's group, which
- *	  request ids carry, the share of the limits a node applies, and GRANT
- *	  and REVOKE on the extension's objects sent from the coordinator to the
- *	  workers.  Without Citus in the database, the group is 0 and nothing
- *	  is sent.
+ *	  queryclaw_ext on a Citus cluster: the node's group, which request ids
+ *	  carry, and the share of the limits a node applies (cluster.c); GRANT
+ *	  and REVOKE on the extension's objects given on the coordinator, made
+ *	  on the workers (clustergrant.c).  Without Citus in the database, the
+ *	  group is 0 and nothing is sent.
  *
  *-------------------------------------------------------------------------
  */
 #ifndef QC_CLUSTER_H
 #define QC_CLUSTER_H
 
-/* _PG_init: the ProcessUtility hook and the transaction callbacks. */
+/* _PG_init: the transaction callback that forgets the group. */
 extern void qc_cluster_init(void);
 
 /* Is the extension citus in this database?  The caller is in a transaction. */
@@ -30,5 +30,12 @@ extern int32 qc_cluster_group(void);
  */
 extern int	qc_cluster_share(int limit);
 extern double qc_cluster_share_rate(double per_second);
+
+/*
+ * clustergrant.c: GRANT and REVOKE on the extension's objects given on the
+ * coordinator, made on every worker as the role that ran them; its
+ * ProcessUtility hook and transaction callbacks (_PG_init).
+ */
+extern void qc_cluster_grant_init(void);
 
 #endif							/* QC_CLUSTER_H */

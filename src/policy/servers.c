@@ -234,35 +234,9 @@ typedef struct CachedMapping
 	Oid			userid;
 	List	   *headers;		/* QcHeader *, values in UTF-8 */
 	char	   *query;			/* or NULL */
-	List	   *secrets;		/* the values they send */
+	List	   *secrets;		/* what they send, in every form it may be
+								 * echoed (redact.h) */
 } CachedMapping;
-
-/* A value the mapping sends is a secret, unless too short to search for. */
-static void
-keep_secret(CachedMapping *m, const char *value)
-{
-	if (strlen(value) >= QC_SECRET_MIN_LENGTH)
-		m->secrets = lappend(m->secrets, pstrdup(value));
-}
-
-/* Keep every value the query parameters hold (the whole, if no names). */
-static void
-keep_query_secrets(CachedMapping *m, const char *query)
-{
-	if (strchr(query, '=') == NULL)
-		keep_secret(m, query);
-	for (const char *p = query; *p != '\0';)
-	{
-		size_t		len = strcspn(p, "&;");
-		const char *eq = memchr(p, '=', len);
-
-		if (eq != NULL)
-			keep_secret(m, pnstrdup(eq + 1, len - (eq + 1 - p)));
-		p += len;
-		if (*p != '\0')
-			p++;
-	}
-}
 
 static CachedMapping *
 parse_mapping(Oid userid, Oid serverid)
@@ -278,20 +252,14 @@ parse_mapping(Oid userid, Oid serverid)
 		char	   *value = defGetString(def);
 
 		if (strcmp(def->defname, "headers") == 0)
-		{
-			ListCell   *h;
-
 			m->headers = qc_server_headers_parse(value);
-			foreach(h, m->headers)
-				keep_secret(m, ((QcHeader *) lfirst(h))->value);
-		}
 		else if (strcmp(def->defname, "query") == 0)
 		{
 			qc_server_query_check(value);
 			m->query = value;
-			keep_query_secrets(m, value);
 		}
 	}
+	m->secrets = qc_mapping_secrets(m->headers, m->query);
 	return m;
 }
 
@@ -578,23 +546,11 @@ qc_server_hop_headers(const QcCall *call, const QcUrl *hop, List *headers)
 	return kept;
 }
 
-/* Is value (long enough to be a key) in text, or in text decoded? */
-static bool
-carried(const char *value, char *const texts[3])
-{
-	if (strlen(value) < QC_SECRET_MIN_LENGTH)
-		return false;
-	for (int i = 0; i < 3; i++)
-		if (strstr(texts[i], value) != NULL)
-			return true;
-	return false;
-}
-
 /*
- * Does url carry a value the mapping sends: a header's value, whole or
- * each word after the first (the token after "Bearer"), or a query value,
- * raw or percent-decoded?  url is searched as written and decoded (with
- * '+' as a space, as a query string is, and without).
+ * Does url carry a value the mapping sends, in any form a server may echo
+ * it (use->secrets: qc_mapping_secrets, the token after "Bearer", a query
+ * value raw, decoded or encoded again...)?  url is searched as written and
+ * decoded (with '+' as a space, as a query string is, and without).
  */
 static bool
 carries_mapping_value(const QcServerUse *use, const char *url)
@@ -605,34 +561,11 @@ carries_mapping_value(const QcServerUse *use, const char *url)
 
 	qc_url_percent_decode(url, len, false, texts[1]);
 	qc_url_percent_decode(url, len, true, texts[2]);
-	foreach(lc, use->headers)
+	foreach(lc, use->secrets)
 	{
-		const char *value = ((QcHeader *) lfirst(lc))->value;
-		const char *word = value + strcspn(value, " \t");
-
-		if (carried(value, texts))
-			return true;
-		while (*(word += strspn(word, " \t")) != '\0')
-		{
-			size_t		wlen = strcspn(word, " \t");
-
-			if (carried(pnstrdup(word, wlen), texts))
+		for (int i = 0; i < lengthof(texts); i++)
+			if (strstr(texts[i], lfirst(lc)) != NULL)
 				return true;
-			word += wlen;
-		}
-	}
-	for (const char *p = use->query; p != NULL && *p != '\0';)
-	{
-		size_t		plen = strcspn(p, "&;");
-		const char *eq = memchr(p, '=', plen);
-		const char *v = eq ? eq + 1 : p;
-		size_t		vlen = plen - (v - p);
-		char	   *decoded = palloc(vlen + 1);
-
-		qc_url_percent_decode(v, vlen, true, decoded);
-		if (carried(pnstrdup(v, vlen), texts) || carried(decoded, texts))
-			return true;
-		p += plen + (p[plen] != '\0');
 	}
 	return false;
 }

@@ -32,9 +32,6 @@
 /* The name of the foreign-data wrapper the extension creates. */
 #define QC_FDW_NAME "queryclaw"
 
-/* The shortest value of a mapping that is searched for and hidden. */
-#define QC_SECRET_MIN_LENGTH 8
-
 /* A server's options, parsed (serversopts.c). */
 typedef struct QcServerOptions
 {
@@ -76,7 +73,8 @@ typedef struct QcServerUse
 	bool		endpoint;		/* named by queryclaw.llm_server and kin */
 	List	   *headers;		/* the mapping's, QcHeader *, UTF-8 */
 	const char *query;			/* the mapping's parameters, or NULL */
-	List	   *secrets;		/* the values they send, to hide */
+	List	   *secrets;		/* what they send, to hide, in every form a
+								 * server may echo it (qc_mapping_secrets) */
 	QcVerdict  *refusal;		/* queryclaw.servers_only's, or NULL */
 
 	/*

@@ -116,6 +116,7 @@ extern void qc_queue_require(const char *what);
  * are set.
  */
 extern void qc_queue_wake_at_commit(void);
+extern Oid	qc_queue_table_owner(void);
 
 /*
  * Admit one more request of role's (queryclaw.max_queued_per_role): 53400

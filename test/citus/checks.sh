@@ -10,7 +10,8 @@
 # distributed table, ids distinct across nodes and wait, cancel_requests and
 # retry_requests on ids of another node refused, a trigger and a colocated
 # distributed function queueing on the shard's node, GRANT and REVOKE on
-# the coordinator reaching the workers, a two-phase commit waking the async
+# the coordinator reaching the workers (what took effect there, as the role
+# that ran it, on the objects it named), a two-phase commit waking the async
 # workers, limits shared out between the nodes, and the audit of the
 # whole cluster.  Prints "ok - ..." / "not ok - ..." lines and "== "
 # figures.
@@ -277,6 +278,142 @@ csql -c "GRANT queryclaw_admin TO alice" >/dev/null
 qc_check "queryclaw_admin's members are the same on every node" \
 	"$(csql -c "SELECT string_agg(result, ',') FROM run_command_on_all_nodes(\$\$SELECT pg_has_role('alice', 'queryclaw_admin', 'MEMBER')\$\$)")" "t,t,t"
 csql -c "REVOKE queryclaw_admin FROM alice" >/dev/null
+
+# ---- what a GRANT or REVOKE sends to the workers: what took effect on the
+# coordinator, as the role that ran it, on the objects it named there.
+# Every role holds SELECT on queryclaw.requests (through PUBLIC), so
+# mallory's GRANT of another privilege on it grants nothing (a WARNING).
+# What SQL $1 prints on each node, the coordinator first.
+on_all() {
+	csql -c "SELECT string_agg(result, ',' ORDER BY nodeid) FROM run_command_on_all_nodes(\$q\$ $1 \$q\$)"
+}
+# May role $1 use privilege $2 on queryclaw.requests, on each node?
+on_requests() { on_all "SELECT has_table_privilege('$1', 'queryclaw.requests', '$2')"; }
+api_call_async='queryclaw.api_call_async(text, text, jsonb, text, integer, regprocedure, jsonb, text)'
+csql <<SQL >/dev/null || echo "not ok - mallory's functions and materialized view"
+CREATE ROLE mallory LOGIN;
+CREATE ROLE carol LOGIN;
+CREATE ROLE grantors;
+CREATE SCHEMA mallory AUTHORIZATION mallory;
+SET ROLE mallory;
+CREATE FUNCTION mallory.grant_truncate() RETURNS void LANGUAGE plpgsql SECURITY DEFINER
+AS \$\$ BEGIN GRANT TRUNCATE ON queryclaw.requests TO mallory; END \$\$;
+CREATE FUNCTION mallory.grant_update() RETURNS int LANGUAGE plpgsql
+AS \$\$ BEGIN GRANT UPDATE ON queryclaw.requests TO mallory; RETURN 1; END \$\$;
+CREATE MATERIALIZED VIEW mallory.refreshed AS SELECT mallory.grant_update() AS x WITH NO DATA;
+CREATE FUNCTION mallory.revoke_alice() RETURNS void LANGUAGE plpgsql SECURITY DEFINER
+AS \$\$ BEGIN REVOKE EXECUTE ON FUNCTION $api_call FROM alice; END \$\$;
+CREATE FUNCTION mallory.grant_schema() RETURNS void LANGUAGE plpgsql SECURITY DEFINER
+AS \$\$ BEGIN GRANT CREATE ON SCHEMA queryclaw TO mallory; END \$\$;
+RESET ROLE;
+CREATE FUNCTION public.grant_api_call_to_mallory() RETURNS void LANGUAGE plpgsql SECURITY DEFINER
+AS \$\$ BEGIN GRANT EXECUTE ON FUNCTION $api_call TO mallory; END \$\$;
+SQL
+csql -c "SELECT mallory.grant_truncate()" >/dev/null 2>&1
+qc_check "mallory's GRANT in her SECURITY DEFINER function, called by the DBA, grants nothing on any node" \
+	"$(on_requests mallory TRUNCATE)" "f,f,f"
+csql >/dev/null 2>&1 <<'SQL'
+BEGIN;
+SET LOCAL ROLE mallory;
+GRANT DELETE ON queryclaw.requests TO mallory;
+RESET ROLE;
+COMMIT;
+SQL
+qc_check "a GRANT under SET ROLE mallory in the DBA's transaction grants nothing on any node" \
+	"$(on_requests mallory DELETE)" "f,f,f"
+csql -c "REFRESH MATERIALIZED VIEW mallory.refreshed" >/dev/null 2>&1
+qc_check "a GRANT in the query of mallory's materialized view, refreshed by the DBA, grants nothing on any node" \
+	"$(on_requests mallory UPDATE)" "f,f,f"
+nsql 5432 -U mallory -c "SELECT public.grant_api_call_to_mallory()" >/dev/null
+qc_check "the DBA's SECURITY DEFINER function, called by mallory, grants on every node as the DBA" \
+	"$(on_all "SELECT has_function_privilege('mallory', '$api_call', 'EXECUTE')")" "t,t,t"
+csql >/dev/null 2>&1 <<SQL
+GRANT EXECUTE ON FUNCTION $api_call TO grantors WITH GRANT OPTION;
+BEGIN;
+SET LOCAL ROLE grantors;
+GRANT EXECUTE ON FUNCTION $api_call TO carol;
+COMMIT;
+SQL
+qc_check "a GRANT under SET ROLE to a role that cannot log in is given by that role on every node" \
+	"$(on_all "SELECT array_to_string(ARRAY(SELECT a::text FROM unnest(proacl) a WHERE a::text LIKE 'carol=%'), ' ') FROM pg_proc WHERE oid = '$api_call'::regprocedure")" \
+	"carol=X/grantors,carol=X/grantors,carol=X/grantors"
+
+# a GRANT that grants nothing on the coordinator is not sent, even where
+# the workers (made to differ here) would let it grant
+csql -c "SELECT run_command_on_workers('GRANT INSERT ON queryclaw.requests TO mallory WITH GRANT OPTION')" >/dev/null
+nsql 5432 -U mallory -c "GRANT INSERT ON queryclaw.requests TO carol" >/dev/null 2>&1
+qc_check "a GRANT that grants nothing on the coordinator is not sent to the workers" \
+	"$(on_requests carol INSERT)" "f,f,f"
+csql -c "SELECT run_command_on_workers('REVOKE INSERT ON queryclaw.requests FROM mallory CASCADE')" >/dev/null
+
+# names as the coordinator resolved them: a table public.audit_log on every
+# node, and the DBA's search_path naming queryclaw first
+csql -c "SELECT run_command_on_all_nodes('CREATE TABLE public.audit_log (id bigint)')" >/dev/null
+csql -c "SET search_path = queryclaw, public" -c "GRANT SELECT ON audit_log TO carol" \
+	-c "GRANT EXECUTE ON FUNCTION api_call_async(text, text, jsonb, text, integer, regprocedure, jsonb, text) TO carol" >/dev/null 2>&1
+qc_check "a table named under the coordinator's search_path is the one granted on every node" \
+	"$(on_all "SELECT has_table_privilege('carol', 'queryclaw.audit_log', 'SELECT') || '/' || has_table_privilege('carol', 'public.audit_log', 'SELECT')")" \
+	"true/false,true/false,true/false"
+qc_check "a routine named under the coordinator's search_path is granted on every node" \
+	"$(on_all "SELECT has_function_privilege('carol', '$api_call_async', 'EXECUTE')")" "t,t,t"
+
+# (mallory may call api_call, so that her REVOKE is refused with a WARNING,
+# not an error)
+csql -c "GRANT EXECUTE ON FUNCTION $api_call TO alice, mallory" -c "SELECT mallory.revoke_alice()" >/dev/null 2>&1
+qc_check "mallory's REVOKE in her SECURITY DEFINER function, called by the DBA, revokes nothing on any node" \
+	"$(on_all "SELECT has_function_privilege('alice', '$api_call', 'EXECUTE')")" "t,t,t"
+secrets_alice_carol="SELECT has_table_privilege('alice', 'queryclaw.request_secrets', 'SELECT') || '/' || has_table_privilege('carol', 'queryclaw.request_secrets', 'SELECT')"
+csql -c "GRANT SELECT ON queryclaw.request_secrets TO alice WITH GRANT OPTION" \
+	-c "SET ROLE alice" -c "GRANT SELECT ON queryclaw.request_secrets TO carol" >/dev/null
+qc_check "a GRANT WITH GRANT OPTION, and the grantee's own GRANT, reach every node" \
+	"$(on_all "$secrets_alice_carol")" "true/true,true/true,true/true"
+csql -c "REVOKE GRANT OPTION FOR SELECT ON queryclaw.request_secrets FROM alice CASCADE" >/dev/null
+qc_check "REVOKE GRANT OPTION FOR ... CASCADE reaches every node" \
+	"$(on_all "$secrets_alice_carol")" "true/false,true/false,true/false"
+csql -c "REVOKE SELECT ON queryclaw.request_secrets FROM alice" >/dev/null
+
+csql >/dev/null <<SQL
+BEGIN;
+SAVEPOINT a;
+GRANT EXECUTE ON FUNCTION $api_call_async TO alice;
+RELEASE SAVEPOINT a;
+SAVEPOINT b;
+ROLLBACK TO SAVEPOINT b;
+COMMIT;
+SQL
+qc_check "a GRANT in a savepoint released, then another savepoint rolled back, reaches every node" \
+	"$(on_all "SELECT has_function_privilege('alice', '$api_call_async', 'EXECUTE')")" "t,t,t"
+
+csql -c "SET citus.enable_ddl_propagation = off" -c "CREATE ROLE coordinator_only" >/dev/null 2>&1
+said=$(csql -c "GRANT EXECUTE ON FUNCTION $api_call TO coordinator_only" 2>&1)
+qc_check "a GRANT a worker refuses is rolled back on the coordinator, with the worker's error" \
+	"$(grep -c 'could not run .* as role postgres on worker' <<<"$said") $(csql -c "SELECT has_function_privilege('coordinator_only', '$api_call', 'EXECUTE')")" "1 f"
+csql -c "SET citus.enable_ddl_propagation = off" -c "DROP ROLE coordinator_only" >/dev/null 2>&1
+qc_check "column privileges on the extension's tables are refused on the coordinator (0A000)" \
+	"$(sqlstate 5432 "GRANT SELECT (id) ON queryclaw.audit_log TO carol")" 0A000
+
+csql -c "GRANT SELECT ON ALL TABLES IN SCHEMA queryclaw TO carol" >/dev/null
+tables=$(csql -c "SELECT count(*) FROM pg_class WHERE relnamespace = 'queryclaw'::regnamespace AND relkind IN ('r', 'v')")
+qc_check "GRANT ... ON ALL TABLES IN SCHEMA queryclaw reaches every node, views included" \
+	"$(on_all "SELECT count(*) FROM pg_class WHERE relnamespace = 'queryclaw'::regnamespace AND relkind IN ('r', 'v') AND has_table_privilege('carol', oid, 'SELECT')")" \
+	"$tables,$tables,$tables"
+
+# the schema, the wrapper's servers: Citus sends those itself, as the role
+# that ran them
+csql -c "GRANT CREATE ON SCHEMA queryclaw TO carol" >/dev/null 2>&1
+qc_check "GRANT on the schema queryclaw works on the coordinator and reaches every node" \
+	"$(on_all "SELECT has_schema_privilege('carol', 'queryclaw', 'CREATE')")" "t,t,t"
+csql -c "REVOKE CREATE ON SCHEMA queryclaw FROM carol" >/dev/null 2>&1
+qc_check "REVOKE on the schema queryclaw reaches every node" \
+	"$(on_all "SELECT has_schema_privilege('carol', 'queryclaw', 'CREATE')")" "f,f,f"
+csql -c "SELECT mallory.grant_schema()" >/dev/null 2>&1
+qc_check "mallory's GRANT on the schema in her SECURITY DEFINER function, called by the DBA, grants nothing on any node" \
+	"$(on_all "SELECT has_schema_privilege('mallory', 'queryclaw', 'CREATE')")" "f,f,f"
+csql -c "CREATE SERVER citus_grants FOREIGN DATA WRAPPER queryclaw OPTIONS (url '$base/citus-grants/')" \
+	-c "GRANT USAGE ON FOREIGN SERVER citus_grants TO carol" >/dev/null 2>&1
+qc_check "GRANT on a server of the queryclaw wrapper reaches every node" \
+	"$(on_all "SELECT has_server_privilege('carol', 'citus_grants', 'USAGE')")" "t,t,t"
+csql -c "DROP SERVER citus_grants CASCADE" -c "SELECT run_command_on_all_nodes('DROP TABLE public.audit_log')" >/dev/null 2>&1
 
 # ---- limits shared out between the nodes (queryclaw.cluster_nodes = 3)
 csql <<SQL >/dev/null || echo "not ok - the role limited"
