@@ -31,9 +31,10 @@ SELECT qc_test.hop_server(n, p)
 CREATE USER MAPPING FOR qc_hop SERVER hop_api OPTIONS (headers '{"X-Srv": "api"}');
 GRANT USAGE ON FOREIGN SERVER hop_api, hop_redir, hop_reflect TO qc_hop;
 
--- what the fixture's /echo was sent
+-- whether the fixture's /echo was sent the mapping's header (not the path
+-- it received: libcurl 8 removes '%2e' dot segments itself, 7.88 not)
 CREATE FUNCTION qc_test.hop_sent(url text) RETURNS text LANGUAGE sql
-AS $$ SELECT format('%s x-srv=%s', r->'body'->>'path', coalesce(r->'body'->'headers'->>'x-srv', '-'))
+AS $$ SELECT format('x-srv=%s', coalesce(r->'body'->'headers'->>'x-srv', '-'))
         FROM queryclaw.api_call(url) AS r $$;
 GRANT EXECUTE ON FUNCTION qc_test.hop_sent(text) TO qc_hop;
 

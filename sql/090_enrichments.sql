@@ -109,7 +109,8 @@ SELECT name, rows, done, stale, running, failed, skipped, calls, calls_saved, la
   FROM queryclaw.enrichments;
 RESET ROLE;
 SELECT qc_test.requests_served() AS calls_served;
-SELECT func, state, context - 'enrichment_id' - 'request_hash' AS context FROM queryclaw.requests ORDER BY id;
+SELECT func, state, context - 'enrichment_id' - 'request_hash' AS context FROM queryclaw.requests
+ WHERE context ? 'enrichment' ORDER BY id;
 
 -- Live: an insert is asked; an update of a column that is not an input
 -- asks nothing; an update of an input asks again.
