@@ -16,6 +16,7 @@ OBJS = \
 	src/common/redact.o \
 	src/common/redactforms.o \
 	src/call/call.o \
+	src/call/onerror.o \
 	src/policy/callrec.o \
 	src/transport/http.o \
 	src/common/charset.o \

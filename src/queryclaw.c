@@ -23,6 +23,7 @@
  *	json.c		JSON validation (cJSON)
  *	response.c	what the SQL functions return
  *	audit.c		the audit rows, durable or in the caller's transaction
+ *	onerror.c	queryclaw.on_error: a failed call returns its error; the WARNING
  *	auditq.c	the shared-memory queue of audit records
  *	worker.c	the audit worker that commits them
  *	rolecount.c	per-role counts over a sliding window, in shared memory
@@ -65,9 +66,10 @@
 #include "compat.h"
 #include "guc.h"
 #include "hostrate.h"
+#include "onerror.h"
 #include "queue.h"
 #include "ratelimit.h"
-#include "servers.h"
+#include "serversfdw.h"
 #include "worker.h"
 
 QC_MODULE_MAGIC;
@@ -80,6 +82,8 @@ _PG_init(void)
 	qc_guc_init();
 	/* in every session that loads the library: servers are made anywhere */
 	qc_serversfdw_init();
+	/* and the end of a statement, for queryclaw.on_error's WARNING */
+	qc_on_error_init();
 
 	/*
 	 * The durable audit and the rate limits live in shared memory, which

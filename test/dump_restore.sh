@@ -84,7 +84,8 @@ sql -d "$db" -q -c "SET client_min_messages = warning" \
 	      OPTIONS (url 'https://api.example.com/v1/', rate_limit '5/s')" \
 	-c "CREATE USER MAPPING FOR PUBLIC SERVER qc_dump_api
 	      OPTIONS (headers '{\"Authorization\": \"Bearer dump-0123456789\"}')" \
-	-c "GRANT USAGE ON FOREIGN SERVER qc_dump_api TO qc_dump_etl" ||
+	-c "GRANT USAGE ON FOREIGN SERVER qc_dump_api TO qc_dump_etl" \
+	-c "GRANT queryclaw_user TO qc_dump_etl" ||
 	not_ok "could not make a queryclaw server in $db"
 
 # An enrichment whose rows are all done: its definition, states, view,
@@ -143,6 +144,23 @@ if [ -n "$before" ] && [ "$before" = "$after" ]; then
 	ok "a queryclaw server, its user mapping and its grant kept by pg_dump and pg_restore"
 else
 	not_ok "a queryclaw server changed by pg_dump and pg_restore: before '$before', after '${after:-nothing}'"
+fi
+
+# queryclaw_user's privileges come back with the extension, and the
+# restore (in the same cluster) takes the role as it is, with the member
+# the DBA granted: that member may call what a caller calls, not sql_query.
+can_call() {
+	sql -d "$1" -c "SELECT string_agg(has_function_privilege('qc_dump_etl', f, 'EXECUTE')::text, ' ' ORDER BY n)
+	                  FROM unnest(ARRAY['queryclaw.web_fetch(text, text, integer, text)',
+	                                    'queryclaw.api_call_async(text, text, jsonb, text, integer, regprocedure, jsonb, text)',
+	                                    'queryclaw.sql_query(text)']) WITH ORDINALITY AS x(f, n)"
+}
+before=$(can_call "$db")
+after=$(can_call "$restored")
+if [ "$before" = "true true false" ] && [ "$after" = "$before" ]; then
+	ok "queryclaw_user's privileges kept by pg_dump and pg_restore, its member taken as it is"
+else
+	not_ok "queryclaw_user's privileges (web_fetch, api_call_async, sql_query) before '$before', after '${after:-nothing}'"
 fi
 
 qc_check "a restored enrichment has its rows done, none asked again" \

@@ -37,6 +37,7 @@
 #include "latchwait.h"
 #include "redact.h"
 #include "servers.h"
+#include "serversadmit.h"
 
 /* This backend's calls in flight under each server (at most one per slot). */
 static struct

@@ -153,4 +153,18 @@ extern uint32 qc_wait_event(QcWaitEvent event);
 #define qc_database_is_invalid(form) false
 #endif
 
+/*
+ * 18 dropped ExecutorRun's execute_once: a hook is declared with
+ * QC_EXECUTOR_RUN_PARAMS and passes QC_EXECUTOR_RUN_ARGS on.
+ */
+#if PG_VERSION_NUM >= 180000
+#define QC_EXECUTOR_RUN_PARAMS \
+	QueryDesc *queryDesc, ScanDirection direction, uint64 count
+#define QC_EXECUTOR_RUN_ARGS queryDesc, direction, count
+#else
+#define QC_EXECUTOR_RUN_PARAMS \
+	QueryDesc *queryDesc, ScanDirection direction, uint64 count, bool execute_once
+#define QC_EXECUTOR_RUN_ARGS queryDesc, direction, count, execute_once
+#endif
+
 #endif							/* QC_COMPAT_H */

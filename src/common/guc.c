@@ -53,6 +53,7 @@ bool		qc_audit = true;
 bool		qc_audit_query = true;
 int			qc_max_concurrency = 16;
 int			qc_max_host_concurrency = 8;
+int			qc_on_error = QC_ON_ERROR_RAISE;
 
 /* ---- the LLM tool loop and web search (llm.c, tools.c, search.c) ---- */
 char	   *qc_llm_url = NULL;
@@ -106,6 +107,12 @@ const QcHostList *qc_allowed_hosts_parsed = &empty_host_list;
 const QcHostList *qc_denied_hosts_parsed = &empty_host_list;
 
 #define LIST_FLAGS (GUC_SUPERUSER_ONLY | GUC_LIST_INPUT)
+
+static const struct config_enum_entry on_error_options[] = {
+	{"raise", QC_ON_ERROR_RAISE, false},
+	{"return", QC_ON_ERROR_RETURN, false},
+	{NULL, 0, false}
+};
 
 /* Parse a list setting into its extra data, or explain why it is wrong. */
 static bool
@@ -776,6 +783,13 @@ qc_guc_init(void)
 							NULL,
 							&qc_max_host_concurrency, 8, 1, QC_MAX_CONCURRENCY_LIMIT, PGC_SUSET, 0,
 							NULL, NULL, NULL);
+	/* the caller's choice, not a policy: any role may set it */
+	DefineCustomEnumVariable("queryclaw.on_error",
+							 "Sets what a failed call does: raise an error, or return it as its result.",
+							 "With return, a refusal, a timeout or a failure of the far side gives NULL (api_call and the LLM functions an object saying the error) and the statement goes on, ending with one WARNING that counts the failures.",
+							 &qc_on_error, QC_ON_ERROR_RAISE, on_error_options,
+							 PGC_USERSET, 0,
+							 NULL, NULL, NULL);
 	define_llm_settings();
 	define_retry_settings();
 	define_audit_settings();

@@ -35,6 +35,7 @@
 #include "guc.h"
 #include "http.h"
 #include "json.h"
+#include "onerror.h"
 #include "servers.h"
 
 PG_FUNCTION_INFO_V1(llm_embed);
@@ -216,7 +217,28 @@ send_group(const EmbedTarget *t, char **inputs, int n, ArrayType **out)
 	qc_call_end(call);
 }
 
-/* Embed inputs[0..n-1] (NULL ones stay NULL) in groups of embed_batch_size. */
+/* One group's request, as work under queryclaw.on_error. */
+typedef struct GroupWork
+{
+	const EmbedTarget *t;
+	char	  **inputs;
+	int			n;
+	ArrayType **out;
+} GroupWork;
+
+static void
+group_work(void *arg)
+{
+	GroupWork  *w = arg;
+
+	send_group(w->t, w->inputs, w->n, w->out);
+}
+
+/*
+ * Embed inputs[0..n-1] (NULL ones stay NULL) in groups of embed_batch_size.
+ * With queryclaw.on_error = 'return', a group whose request fails leaves
+ * its inputs' embeddings NULL, and the others are asked all the same.
+ */
 static ArrayType **
 embed_all(const EmbedTarget *t, char **inputs, int n)
 {
@@ -229,6 +251,7 @@ embed_all(const EmbedTarget *t, char **inputs, int n)
 	{
 		int			g = 0;
 		ArrayType **got;
+		ErrorData  *failure;
 
 		for (; i < n && g < qc_embed_batch_size; i++)
 			if (inputs[i] != NULL)
@@ -239,25 +262,33 @@ embed_all(const EmbedTarget *t, char **inputs, int n)
 		if (g == 0)
 			break;
 		got = palloc0(sizeof(ArrayType *) * g);
-		send_group(t, group, g, got);
+		if (!qc_on_error_run(group_work, &(GroupWork) {t, group, g, got}, &failure))
+			continue;
 		for (int k = 0; k < g; k++)
 			out[where[k]] = got[k];
 	}
 	return out;
 }
 
-/* llm_embed(input text, model text DEFAULT NULL) returns real[] */
+/*
+ * llm_embed(input text, model text DEFAULT NULL) returns real[]
+ *	NULL with queryclaw.on_error = 'return' when the request fails
+ */
 Datum
 llm_embed(PG_FUNCTION_ARGS)
 {
 	EmbedTarget t;
 	char	   *input;
+	ArrayType  *embedding;
 
 	if (PG_ARGISNULL(0))
 		PG_RETURN_NULL();
 	resolve_target(PG_ARGISNULL(1) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(1)), &t);
 	input = text_to_cstring(PG_GETARG_TEXT_PP(0));
-	PG_RETURN_ARRAYTYPE_P(embed_all(&t, &input, 1)[0]);
+	embedding = embed_all(&t, &input, 1)[0];
+	if (embedding == NULL)
+		PG_RETURN_NULL();
+	PG_RETURN_ARRAYTYPE_P(embedding);
 }
 
 /*

@@ -30,6 +30,7 @@
 
 #include "http.h"
 #include "servers.h"
+#include "serversfdw.h"
 
 PG_FUNCTION_INFO_V1(queryclaw_fdw_validator);
 

@@ -33,8 +33,9 @@ bad_option(const char *option, const char *detail)
 			 errdetail("%s", detail)));
 }
 
+/* A server's url option: an http or https base URL, nothing else. */
 static void
-check_url(const char *value)
+check_base_url(const char *value)
 {
 	QcUrl		url;
 	char	   *error;
@@ -193,7 +194,7 @@ qc_server_options_parse(List *options, QcServerOptions *opts)
 
 		if (strcmp(def->defname, "url") == 0)
 		{
-			check_url(value);
+			check_base_url(value);
 			opts->url = value;
 		}
 		else if (strcmp(def->defname, "rate_limit") == 0)

@@ -58,7 +58,7 @@
 #include "queue.h"
 #include "redact.h"
 #include "response.h"
-#include "servers.h"
+#include "serversadmit.h"
 #include "tools.h"
 
 PG_FUNCTION_INFO_V1(web_fetch_async);

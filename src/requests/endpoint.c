@@ -30,6 +30,7 @@
 #include "http.h"
 #include "latchwait.h"
 #include "servers.h"
+#include "serversadmit.h"
 
 /* A new call for one attempt at proto's request. */
 static QcCall *

@@ -31,6 +31,7 @@
 #include "guc.h"
 #include "http.h"
 #include "json.h"
+#include "onerror.h"
 #include "redact.h"
 #include "response.h"
 #include "search.h"
@@ -180,20 +181,43 @@ text_or_null(const char *value, bool *isnull)
 	return value ? CStringGetTextDatum(value) : (Datum) 0;
 }
 
+/* web_search's work: the search, its results as a list. */
+typedef struct SearchWork
+{
+	const char *query;
+	int			num_results;
+	List	   *results;
+} SearchWork;
+
+static void
+search_work(void *arg)
+{
+	SearchWork *w = arg;
+
+	w->results = qc_search(w->query, w->num_results, NULL);
+}
+
 /*
  * web_search(query text, num_results int DEFAULT 5)
  *	returns table(rank int, title text, url text, snippet text)
+ *
+ * With queryclaw.on_error = 'return', a search that fails returns no rows.
+ * The rows are written once the search is over, outside its work.
  */
 Datum
 web_search(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	List	   *results;
+	SearchWork	w = {0};
+	ErrorData  *failure;
 	ListCell   *lc;
 
 	InitMaterializedSRF(fcinfo, 0);
-	results = qc_search(text_to_cstring(PG_GETARG_TEXT_PP(0)), PG_GETARG_INT32(1), NULL);
-	foreach(lc, results)
+	w.query = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	w.num_results = PG_GETARG_INT32(1);
+	if (!qc_on_error_run(search_work, &w, &failure))
+		return (Datum) 0;
+	foreach(lc, w.results)
 	{
 		QcSearchResult *r = lfirst(lc);
 		Datum		values[4];

@@ -107,7 +107,7 @@
 #include "response.h"
 #include "retry.h"
 #include "rolesession.h"
-#include "servers.h"
+#include "serversadmit.h"
 #include "subxact.h"
 
 #define QC_WRITER_ROLE			"queryclaw_writer"
