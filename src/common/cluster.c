@@ -8,9 +8,9 @@
  *	  from the coordinator, clusterjoin.c's.
  *
  * Citus is never linked against: its state is read through its catalog
- * (pg_dist_local_group, pg_dist_node) and its SQL functions, and only when
- * the extension citus exists in this database, so that nothing changes
- * without it.
+ * (pg_dist_local_group, pg_dist_node, pg_dist_partition) and its SQL
+ * functions, and only when the extension citus exists in this database, so
+ * that nothing changes without it.
  *
  * The limits are shared out between the nodes Citus's metadata lists: the
  * active primary nodes of pg_dist_node (each group once), and this node
@@ -32,9 +32,11 @@
 #include "access/xact.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_namespace.h"
+#include "catalog/pg_type.h"
 #include "commands/extension.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
+#include "utils/guc.h"
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/snapmgr.h"
@@ -92,6 +94,34 @@ qc_cluster_is_coordinator(void)
 											 1, &isnull));
 	SPI_finish();
 	return coordinator && !isnull;
+}
+
+bool
+qc_cluster_table(Oid relid)
+{
+	Oid			type = OIDOID;
+	Datum		arg = ObjectIdGetDatum(relid);
+	bool		found;
+
+	if (!qc_cluster_active())
+		return false;
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	if (SPI_execute_with_args("SELECT FROM pg_catalog.pg_dist_partition"
+							  " WHERE logicalrelid OPERATOR(pg_catalog.=) $1",
+							  1, &type, &arg, NULL, true, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not read pg_dist_partition");
+	found = SPI_processed > 0;
+	SPI_finish();
+	return found;
+}
+
+void
+qc_cluster_ddl_here(void)
+{
+	if (qc_cluster_active())
+		(void) set_config_option("citus.enable_ddl_propagation", "off", PGC_USERSET,
+								 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
 }
 
 /*

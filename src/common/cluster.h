@@ -32,6 +32,20 @@ extern bool qc_cluster_active(void);
 extern bool qc_cluster_is_coordinator(void);
 
 /*
+ * Is relid a table Citus manages (distributed, reference or Citus local:
+ * in pg_dist_partition)?  False without Citus.  The caller is in a
+ * transaction.
+ */
+extern bool qc_cluster_table(Oid relid);
+
+/*
+ * The DDL that follows, until the caller's GUC nest level ends, stays on
+ * this node: Citus does not send it to the others (objects that serve this
+ * node alone, such as an enrichment's views and functions).
+ */
+extern void qc_cluster_ddl_here(void);
+
+/*
  * This node's Citus group id (pg_dist_local_group): 0 on the coordinator
  * and without Citus.  Read once per transaction; the caller is in one.
  */

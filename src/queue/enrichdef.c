@@ -65,6 +65,7 @@
 #include "utils/rel.h"
 #include "utils/syscache.h"
 
+#include "cluster.h"
 #include "compat.h"
 #include "queue.h"
 
@@ -674,6 +675,24 @@ make_objects(Definition *d)
 	make_apply(d, source);
 }
 
+/*
+ * A table Citus manages keeps its rows in shards, while an enrichment's
+ * definition, rows' states and feed are this node's: Citus would copy its
+ * triggers onto the shards, yet no row would ever be asked.  Refused until
+ * enrichments are made per shard (docs/citus.md).
+ */
+static void
+check_local_table(Oid source)
+{
+	if (qc_cluster_table(source))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("an enrichment of a Citus table is not supported yet"),
+				 errdetail("Table \"%s\" is distributed by Citus (or a reference or Citus local table): its rows are kept in shards on the nodes.",
+						   get_rel_name(source)),
+				 errhint("Queue the requests from a pushed-down SELECT with a callback that writes the row, as docs/citus.md shows.")));
+}
+
 /* ---- SQL entry points ---- */
 
 /* The caller's definition row; 42704 unless the caller owns it. */
@@ -730,6 +749,7 @@ enrichment_define(PG_FUNCTION_ARGS)
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	d = read_definition(PG_GETARG_INT64(0), cxt);
+	check_local_table(d->source);
 	check_request_text(d->request);
 	if (d->apply != NULL)
 		d->writes = check_apply_text(d->apply);
@@ -741,6 +761,7 @@ enrichment_define(PG_FUNCTION_ARGS)
 	nest = NewGUCNestLevel();
 	(void) set_config_option("search_path", path, PGC_USERSET, PGC_S_SESSION,
 							 GUC_ACTION_SAVE, true, 0, false);
+	qc_cluster_ddl_here();
 	make_objects(d);
 	AtEOXact_GUC(true, nest);
 	qc_queue_end_as_owner(&save);
@@ -765,6 +786,7 @@ enrichment_undefine(PG_FUNCTION_ARGS)
 	d = read_definition(PG_GETARG_INT64(0), CurrentMemoryContext);
 	qc_queue_begin_as_owner(&save);
 	nest = NewGUCNestLevel();
+	qc_cluster_ddl_here();
 	drop_objects(d);
 	AtEOXact_GUC(true, nest);
 	qc_queue_end_as_owner(&save);

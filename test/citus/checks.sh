@@ -9,7 +9,8 @@
 # the distributed UPDATE Citus refuses and the patterns that work instead,
 # requests queued by a pushed-down SELECT with callbacks that update the
 # distributed table, ids distinct across nodes and wait, cancel_requests and
-# retry_requests on ids of another node refused, a trigger and a colocated
+# retry_requests on ids of another node refused, enrichments of Citus's
+# tables refused (and of the coordinator's own working), a trigger and a colocated
 # distributed function queueing on the shard's node, GRANT and REVOKE on
 # the coordinator reaching the workers (what took effect there, as the role
 # that ran it, on the objects it named), a two-phase commit waking the async
@@ -109,6 +110,42 @@ qc_check "INSERT ... SELECT then UPDATE ... FROM" \
 until_true "SELECT sum(result::int) >= 200 FROM run_command_on_workers(\$\$SELECT count(*) FROM queryclaw.audit_log WHERE func = 'api_call'\$\$)" 10
 qc_check "the calls ran on the workers, whose audit holds them" \
 	"$(on_workers_sum "SELECT count(*) FROM queryclaw.audit_log WHERE func = 'api_call'") $(csql -c "SELECT count(*) FROM queryclaw.audit_log")" "200 0"
+
+# ---- an enrichment of a distributed or reference table: refused (0A000),
+# with nothing made on any node
+csql -c "CREATE TABLE country (code text PRIMARY KEY, url text, page text)" -c "SELECT create_reference_table('country')" >/dev/null ||
+	echo "not ok - the reference table country"
+said=$(csql -v VERBOSITY=verbose -c "SELECT queryclaw.create_enrichment('company_page', source => 'companies',
+	request => \$\$queryclaw.web_fetch_request(url)\$\$, target => 'homepage')" 2>&1)
+qc_check "an enrichment of a distributed table is refused (0A000)" \
+	"$(sed -n 's/^ERROR: *\([0-9A-Z]\{5\}\):.*/\1/p' <<<"$said")" 0A000
+qc_check "an enrichment of a reference table is refused (0A000)" \
+	"$(sqlstate 5432 "SELECT queryclaw.create_enrichment('country_page', source => 'country',
+		request => \$r\$queryclaw.web_fetch_request(url)\$r\$, target => 'page')")" 0A000
+qc_check "... on a worker too (0A000)" \
+	"$(sqlstate 5433 "SELECT queryclaw.create_enrichment('company_page', source => 'companies',
+		request => \$r\$queryclaw.web_fetch_request(url)\$r\$, target => 'homepage')")" 0A000
+qc_check "the refused enrichments left nothing on any node (definitions, triggers)" \
+	"$(csql -c "SELECT string_agg(result, ',') FROM run_command_on_all_nodes(\$\$SELECT (SELECT count(*) FROM queryclaw.enrichment_definitions)
+		+ (SELECT count(*) FROM pg_trigger WHERE NOT tgisinternal AND tgfoid::regproc::text LIKE '%enrich%')\$\$)")" "0,0,0"
+
+
+# an enrichment of a table of the coordinator's own works as on one server,
+# without Citus's warnings; once that table is distributed, building the
+# enrichment again is refused, and it can be dropped
+csql -c "CREATE TABLE sites (id bigint PRIMARY KEY, url text, page text)" \
+	-c "INSERT INTO sites SELECT i, '$base/json?s=' || i FROM generate_series(1, 5) i" >/dev/null ||
+	echo "not ok - the coordinator's table sites"
+said=$(csql -c "SELECT queryclaw.create_enrichment('site_page', source => 'sites',
+	request => \$r\$queryclaw.web_fetch_request(url)\$r\$, target => 'page')" 2>&1)
+until_true "SELECT done = 5 FROM queryclaw.enrichments WHERE name = 'site_page'" 10
+qc_check "an enrichment of a table of the coordinator's own fills it, with no warning" \
+	"$(csql -c "SELECT count(page) FROM sites")|$said" "5|"
+csql -c "SELECT create_distributed_table('sites', 'id')" >/dev/null 2>&1 || echo "not ok - sites distributed"
+qc_check "... distributed later: alter_enrichment refuses it (0A000)" \
+	"$(sqlstate 5432 "SELECT queryclaw.alter_enrichment('site_page', request => \$r\$queryclaw.web_fetch_request(url || '&v=2')\$r\$)")" 0A000
+qc_check "... and drop_enrichment drops it" \
+	"$(csql -c "SELECT queryclaw.drop_enrichment('site_page')" >/dev/null 2>&1; csql -c "SELECT count(*) FROM queryclaw.enrichments")" 0
 
 # ---- a pushed-down SELECT queueing requests whose callbacks update the table
 csql <<'SQL' >/dev/null || echo "not ok - the callback store_status"
