@@ -167,4 +167,15 @@ extern uint32 qc_wait_event(QcWaitEvent event);
 #define QC_EXECUTOR_RUN_ARGS queryDesc, direction, count, execute_once
 #endif
 
+
+/*
+ * An UPDATE's RETURNING in the raw parse tree: a list before PostgreSQL 18,
+ * a ReturningClause from 18 on (it gained OLD and NEW); NULL when none.
+ */
+#if PG_VERSION_NUM >= 180000
+#define QC_UPDATE_RETURNING(stmt) ((void *) (stmt)->returningClause)
+#else
+#define QC_UPDATE_RETURNING(stmt) ((void *) (stmt)->returningList)
+#endif
+
 #endif							/* QC_COMPAT_H */

@@ -191,7 +191,7 @@ check_apply_text(const char *apply)
 	ListCell   *lc;
 
 	if (!IsA(u, UpdateStmt) || u->whereClause != NULL || u->fromClause != NIL ||
-		u->returningList != NIL || u->withClause != NULL)
+		QC_UPDATE_RETURNING(u) != NULL || u->withClause != NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("apply must be a single SET list"),
