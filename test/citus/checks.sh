@@ -630,8 +630,20 @@ reset_everywhere() {
 # the two that hold the table.  The fixture counts the requests it serves:
 # the rate is taken from the 20th request to the 60th, past the buckets'
 # first burst, by the clock of the moments it reached them.
+# A GET (or with $2 = POST, a POST) of the fixture's URL $1, its body on
+# stdout: with python3, which the roots of the other majors have (not curl),
+# and no proxy.
+fixture_http() {
+	"$QC_PYTHON" - "$1" "${2:-GET}" <<'PY'
+import sys, urllib.request
+opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+request = urllib.request.Request(sys.argv[1], method=sys.argv[2],
+                                 data=b"" if sys.argv[2] == "POST" else None)
+sys.stdout.write(opener.open(request, timeout=10).read().decode())
+PY
+}
 fixture_requests() {
-	curl -s --noproxy '*' "$base/stats" | sed -n 's/.*"requests": *\([0-9]*\).*/\1/p'
+	fixture_http "$base/stats" | sed -n 's/.*"requests": *\([0-9]*\).*/\1/p'
 }
 # The time in ms at which the fixture has served $1 requests (empty if it
 # does not within 30 s).
@@ -642,7 +654,7 @@ when_served() {
 	done
 }
 set_everywhere host_rate_limit 127.0.0.1=20/s
-curl -s --noproxy '*' -X POST "$base/stats/reset" >/dev/null
+fixture_http "$base/stats/reset" POST >/dev/null
 csql -c "SELECT count(queryclaw.api_call_async(url || '&rate', context => '{\"rate\": true}')) FROM companies WHERE id <= 80" >/dev/null
 from_ms=$(when_served 20)
 to_ms=$(when_served 60)
@@ -657,10 +669,10 @@ reset_everywhere host_rate_limit
 # fixture one at a time (its node's share), so at most 4 from the two
 # workers' two each
 set_everywhere max_host_concurrency 6
-curl -s --noproxy '*' -X POST "$base/stats/reset" >/dev/null
+fixture_http "$base/stats/reset" POST >/dev/null
 csql -c "SELECT count(queryclaw.api_call_async('$base/slow?ms=300&c=' || id, context => '{\"conc\": true}')) FROM companies WHERE id <= 60" >/dev/null
 until_true "SELECT sum(result::int) = 60 FROM run_command_on_workers(\$\$SELECT count(*) FROM queryclaw.requests WHERE context ? 'conc' AND finished_at IS NOT NULL\$\$)" 60
-peak=$(curl -s --noproxy '*' "$base/stats" | sed -n 's/.*"slow_peak": *\([0-9]*\).*/\1/p')
+peak=$(fixture_http "$base/stats" | sed -n 's/.*"slow_peak": *\([0-9]*\).*/\1/p')
 echo "== max_host_concurrency = 6 on 4 nodes: at most $peak requests at once from two workers (two async workers each)"
 qc_check "max_host_concurrency holds for the cluster, not for each node" \
 	"$([ "${peak:-99}" -le 4 ] && echo yes)" yes
