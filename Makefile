@@ -46,6 +46,7 @@ OBJS = \
 	src/call/hostrate.o \
 	src/workers/asyncrun.o \
 	src/workers/asyncworker.o \
+	src/workers/callbackworker.o \
 	src/requests/endpoint.o \
 	src/common/schema.o \
 	src/common/sqlcheck.o \

@@ -44,7 +44,8 @@
  *	qretry.c	retry_requests(): failed and cancelled requests queued again
  *	hostlimits.c	host_limits(): the rate and cap the queue applies to a host
  *	asyncworker.c	the async workers: claim, recovery, retention
- *	asyncrun.c	a role's requests run as that role: retries, final states, callbacks
+ *	asyncrun.c	a role's requests run as that role: retries, final states, hand-offs
+ *	callbackworker.c	the callback workers: callbacks, fairly between roles
  *	rolesession.c	a role's session in a worker: settings, identity, bounded callbacks
  *	cluster.c	on a Citus cluster: the node's group, limits' shares, GRANTs sent to workers
  *

@@ -8,7 +8,10 @@
  * Each hop is driven through the multi handle by our own loop, which waits
  * in short slices (reported as an Extension wait event) and calls
  * CHECK_FOR_INTERRUPTS() between them: a query cancel or statement_timeout
- * stops a transfer at once, even during DNS resolution or connect.
+ * stops a transfer at once, even during DNS resolution or connect.  One
+ * run at a time owns the handles and their slots: a run started from inside
+ * another (what the first reached as one of its calls ended) is refused
+ * before it touches them (take_pool).
  *
  * Redirects are followed here, not by libcurl, so that every hop passes the
  * whole policy (scheme, host lists, literal addresses, read_only) and
@@ -1127,6 +1130,31 @@ feed_calls(Slot *slots, int nslots, Waiting *w, const QcTransportHooks *hooks)
 	return fed;
 }
 
+/*
+ * A run owns the slot pool and the multi handle from its first slot to its
+ * end: a second run in the same backend (something the first one reached
+ * as a call ended, a trigger on the audit log without preload) would reset
+ * the slots of transfers in flight and take completions that are not its
+ * own.  It is refused instead, before it touches either.
+ */
+static bool pool_owned = false;
+
+static Slot *ensure_slots(int n);
+
+/* The pool's n first slots for a run, unless another run owns it. */
+static Slot *
+take_pool(QcCall **calls, int ncalls, int n)
+{
+	if (pool_owned)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("%s cannot send a request while this session's requests are on the wire",
+						ncalls > 0 ? calls[0]->func : "a call"),
+				 errdetail("It was reached from inside a run of requests (as one of them ended), whose transfers are left as they are."),
+				 errhint("Queue the request instead (api_call_async, web_fetch_async or llm_chat_tools_async), or make it in a statement of its own.")));
+	return ensure_slots(n);
+}
+
 /* Make sure the pool has n easy handles and the multi handle exists. */
 static Slot *
 ensure_slots(int n)
@@ -1290,13 +1318,14 @@ qc_http_execute_many(QcCall **calls, int ncalls, int concurrency,
 					 const QcTransportHooks *hooks)
 {
 	volatile int nslots = Max(1, hooks->feed ? concurrency : Min(concurrency, ncalls));
-	Slot	   *volatile slots = ensure_slots(nslots);
+	Slot	   *volatile slots = take_pool(calls, ncalls, nslots);
 	/* in memory, not in locals the error path could see stale */
 	Waiting    *w = waiting_list(calls, ncalls);
 	Ended	   *ended = palloc0(sizeof(Ended));
 	TimestampTz next_watch = 0;
 
 	ended->calls = palloc0(nslots * sizeof(QcCall *));
+	pool_owned = true;
 	PG_TRY();
 	{
 		for (;;)
@@ -1345,6 +1374,7 @@ qc_http_execute_many(QcCall **calls, int ncalls, int concurrency,
 			release_hop(&slots[s]);
 			slots[s].call = NULL;
 		}
+		pool_owned = false;
 	}
 	PG_END_TRY();
 	pfree(ended->calls);
