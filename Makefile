@@ -58,6 +58,7 @@ OBJS = \
 	src/workers/rolesession.o \
 	src/common/proclookup.o \
 	src/queue/queue.o \
+	src/queue/callbackhints.o \
 	src/queue/enqueue.o \
 	src/queue/qwait.o \
 	src/queue/qretry.o \

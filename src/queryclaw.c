@@ -39,6 +39,7 @@
  *	bucket.c	the token bucket arithmetic (pure C)
  *	hostrate.c	queryclaw.host_rate_limit: the buckets in shared memory
  *	queue.c		the asynchronous requests' queue: shared memory, wake-up
+ *	callbackhints.c	the callbacks handed over, told the callback workers
  *	enqueue.c	web_fetch_async, api_call_async, llm_chat_tools_async
  *	qwait.c		wait() and cancel_requests() on queued requests
  *	qretry.c	retry_requests(): failed and cancelled requests queued again
@@ -59,6 +60,7 @@
 #include "asyncworker.h"
 #include "auditq.h"
 #include "bgsession.h"
+#include "callbackhints.h"
 #include "budget.h"
 #include "cluster.h"
 #include "compat.h"
@@ -91,6 +93,7 @@ _PG_init(void)
 	qc_budget_init();
 	qc_hostrate_init();
 	qc_queue_init();
+	qc_callback_hints_init();
 	qc_asyncworker_init();
 	qc_cluster_init();
 }

@@ -57,6 +57,7 @@
 #include "utils/syscache.h"
 #include "utils/timestamp.h"
 
+#include "callbackhints.h"
 #include "cluster.h"
 #include "compat.h"
 #include "guc.h"
@@ -205,7 +206,11 @@ queue_release_callback(ResourceReleasePhase phase, bool isCommit, bool isTopLeve
 	if (isCommit)
 		wake_workers();
 	if (isCommit && wake_callbacks_after_locks)
+	{
+		/* a cancel's callbacks are due: no hint names them */
+		qc_callback_hints_lose();
 		qc_queue_wake_callback_workers();
+	}
 	wake_callbacks_after_locks = false;
 }
 
@@ -327,6 +332,7 @@ queue_utility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree,
 	{
 		/* what it did is not kept: a cancel's callback may be due too */
 		wake_workers();
+		qc_callback_hints_lose();
 		qc_queue_wake_callback_workers();
 	}
 }

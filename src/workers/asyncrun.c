@@ -91,6 +91,7 @@
 #include "audit.h"
 #include "asyncrun.h"
 #include "bgsession.h"
+#include "callbackhints.h"
 #include "compat.h"
 #include "guc.h"
 #include "hostrate.h"
@@ -394,7 +395,9 @@ typedef struct Record
 } Record;
 
 /* Outcomes handed to the callback workers since the worker last asked. */
-static int	handed_off = 0;
+static QcCallbackHint handed_off[QC_CALLBACK_HINTS];
+static int	nhanded_off = 0;
+static bool handed_off_lost = false;	/* more than were kept */
 
 /*
  * Lock the request's row, never waiting, and return its state.  A user's
@@ -417,6 +420,20 @@ static const char *
 state_name(QcAsyncOutcome outcome)
 {
 	return outcome == QC_ASYNC_DONE ? "done" : "failed";
+}
+
+/* r was handed to the callback workers: a hint for them once it commits. */
+static void
+note_handed_off(const QcAsyncRequest *r)
+{
+	if (nhanded_off == QC_CALLBACK_HINTS)
+	{
+		handed_off_lost = true;
+		return;
+	}
+	handed_off[nhanded_off].id = r->id;
+	handed_off[nhanded_off].role = r->role;
+	nhanded_off++;
 }
 
 /*
@@ -461,7 +478,7 @@ record_outcome(void *arg)
 				if (!rec->callback)
 					(void) execute(STMT_FINAL, values, nulls);
 				else if (execute(STMT_HANDOFF, values, nulls) == 1)
-					handed_off++;
+					note_handed_off(r);
 				break;
 		}
 	}
@@ -471,13 +488,23 @@ record_outcome(void *arg)
 		(void) execute(STMT_SECRETS, values, nulls);
 }
 
-int
-qc_async_take_handed_off(void)
+bool
+qc_async_hint_handed_off(void)
 {
-	int			n = handed_off;
+	bool		any = nhanded_off > 0 || handed_off_lost;
 
-	handed_off = 0;
-	return n;
+	qc_callback_hints_add(handed_off, nhanded_off);
+	if (handed_off_lost)
+		qc_callback_hints_lose();
+	qc_async_forget_handed_off();
+	return any;
+}
+
+void
+qc_async_forget_handed_off(void)
+{
+	nhanded_off = 0;
+	handed_off_lost = false;
 }
 
 /* ---- outcomes kept for a later pass ---- */
@@ -579,10 +606,10 @@ qc_async_take_deferred(MemoryContext parent, int *n)
 }
 
 /*
- * Record one request's outcome; with a callback, hand it to the callback
- * workers.  A request whose row a user's transaction holds is kept for a
- * later pass (qc_async_take_deferred).  A failed outcome always has a
- * SQLSTATE: the callback workers tell it from a done one by that.
+ * As the worker: record one request's outcome; with a callback, hand it to
+ * the callback workers.  A request whose row a user's transaction holds is
+ * kept for a later pass (qc_async_take_deferred).  A failed outcome always
+ * has a SQLSTATE: the callback workers tell it from a done one by that.
  */
 static void
 finish(QcAsyncRequest *r, Oid callback)
@@ -591,7 +618,7 @@ finish(QcAsyncRequest *r, Oid callback)
 
 	if (r->outcome == QC_ASYNC_FAILED && r->sqlstate == NULL)
 		r->sqlstate = pstrdup(unpack_sql_state(ERRCODE_EXTERNAL_ROUTINE_EXCEPTION));
-	qc_async_as_writer(record_outcome, &rec);
+	record_outcome(&rec);
 	if (rec.deferred)
 		defer(r);
 }
@@ -1383,16 +1410,32 @@ qc_async_take_next_wake(void)
 	return at;
 }
 
-/* Record each flight whose outcome is set and that has nothing out. */
-static void
-record_settled(QcAsyncFlight **flights, int n, int *done)
+/* A role's flights to record, and how many were. */
+typedef struct Settled
 {
-	for (int i = 0; i < n; i++)
-	{
-		QcAsyncFlight *f = flights[i];
+	QcAsyncFlight **flights;
+	int			n;
+	int		   *done;
+} Settled;
 
-		if (f->recorded || f->r->outcome == QC_ASYNC_PENDING || f->out > 0 ||
-			f->job != NULL || f->ended != NIL)
+static bool
+settled(const QcAsyncFlight *f)
+{
+	return !f->recorded && f->r->outcome != QC_ASYNC_PENDING && f->out == 0 &&
+		f->job == NULL && f->ended == NIL;
+}
+
+/* As the worker: record each flight whose outcome is set and that has nothing out. */
+static void
+record_all(void *arg)
+{
+	Settled    *s = arg;
+
+	for (int i = 0; i < s->n; i++)
+	{
+		QcAsyncFlight *f = s->flights[i];
+
+		if (!settled(f))
 			continue;
 		CHECK_FOR_INTERRUPTS();
 		finish(f->r, f->callback);
@@ -1400,8 +1443,22 @@ record_settled(QcAsyncFlight **flights, int n, int *done)
 		if ((f->r->outcome == QC_ASYNC_WAIT || f->r->outcome == QC_ASYNC_RETRY) &&
 			(next_wake == 0 || f->r->next_at < next_wake))
 			next_wake = f->r->next_at;
-		(*done)++;
+		(*s->done)++;
 	}
+}
+
+/* Record the settled flights, all in one scope of the worker's. */
+static void
+record_settled(QcAsyncFlight **flights, int n, int *done)
+{
+	Settled		s = {flights, n, done};
+
+	for (int i = 0; i < n; i++)
+		if (settled(flights[i]))
+		{
+			qc_async_as_writer(record_all, &s);
+			return;
+		}
 }
 
 void

@@ -122,10 +122,13 @@ extern int	qc_async_blocked_count(void);
 extern TimestampTz qc_async_take_next_wake(void);
 
 /*
- * How many outcomes were handed to the callback workers since the last
- * call: once their transaction commits, the worker wakes them.
+ * The outcomes handed to the callback workers since the last call or
+ * forget: once their transaction committed, told them as hints
+ * (callbackhints.h); whether there were any, to wake them.  Forgotten when
+ * the transaction did not commit.
  */
-extern int	qc_async_take_handed_off(void);
+extern bool qc_async_hint_handed_off(void);
+extern void qc_async_forget_handed_off(void);
 
 /* Forget the calls counted out per host (after a failed run dropped them). */
 extern void qc_async_hosts_reset(void);

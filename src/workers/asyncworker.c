@@ -252,13 +252,14 @@ drop_over(void)
 
 /*
  * Run work in a transaction of its own, connected to SPI; the callbacks it
- * handed over wake the callback workers once it committed.
+ * handed over are told the callback workers once it committed.
  */
 static void
 in_transaction(const char *activity, void (*work) (void *arg), void *arg)
 {
+	qc_async_forget_handed_off();	/* those of a transaction that failed */
 	qc_bgsession_transaction(activity, work, arg);
-	if (qc_async_take_handed_off() > 0)
+	if (qc_async_hint_handed_off())
 		qc_queue_wake_callback_workers();
 }
 

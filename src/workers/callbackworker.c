@@ -67,6 +67,7 @@
 #include "asyncrun.h"
 #include "bgsession.h"
 #include "call.h"
+#include "callbackhints.h"
 #include "callbackworker.h"
 #include "compat.h"
 #include "guc.h"
@@ -86,29 +87,39 @@
 
 PGDLLEXPORT void qc_callback_worker_main(Datum main_arg);
 
-/* A due callback: its request's row as it is locked, and how it ends. */
+/* A due callback, and its request's row as this worker took it. */
 typedef struct Due
 {
 	int64		id;
 	Oid			role;
-	bool		locked;			/* taken by this worker, still due */
+	bool		taken;			/* locked by this worker, still due: made final */
 	bool		cancelled;		/* it stays 'cancelled' */
 	char	   *callback;		/* its signature */
+	Oid			fn;				/* the function it names; InvalidOid: gone */
 	Jsonb	   *context;
-	Jsonb	   *result;
+	Jsonb	   *result;			/* NULL for a cancelled one */
 	char	   *error;
-	char	   *sqlstate;
-	const char *state;			/* the final state it is given */
 } Due;
 
 /* One transaction's work, and what it found. */
 typedef struct Batch
 {
 	bool		absent;			/* no queue in this database (yet) */
+	bool		read;			/* the table was read, not the hints */
 	bool		failed;			/* the transaction failed */
+	bool		cut;			/* it ended before it saw every one found */
 	int			found;			/* due callbacks seen */
+	int			seen;			/* of which it looked at so many */
 	int			done;			/* requests made final */
+	QcCallbackHint hints[QC_CALLBACK_BATCH];	/* those taken from the hints */
 } Batch;
+
+/*
+ * Read the table rather than the hints (callbackhints.c): at the start,
+ * after hints were lost, after a nap no hint ended, and while the last
+ * read found a full batch or was cut short.
+ */
+static bool must_read = true;
 
 /* The roles whose callbacks this worker ran, least recently first. */
 static List *served = NIL;
@@ -136,17 +147,30 @@ note_served(Oid role)
 	MemoryContextSwitchTo(old);
 }
 
+/* served as an array of *n OIDs. */
+static Oid *
+served_oids(int *n)
+{
+	Oid		   *roles = palloc(Max(list_length(served), 1) * sizeof(Oid));
+	ListCell   *lc;
+
+	*n = 0;
+	foreach(lc, served)
+		roles[(*n)++] = lfirst_oid(lc);
+	return roles;
+}
+
 /* served as an oid[] (NULL when empty). */
 static ArrayType *
 served_array(void)
 {
-	Datum	   *roles = palloc(Max(list_length(served), 1) * sizeof(Datum));
-	int			n = 0;
-	ListCell   *lc;
+	int			n;
+	Oid		   *roles = served_oids(&n);
+	Datum	   *values = palloc(Max(n, 1) * sizeof(Datum));
 
-	foreach(lc, served)
-		roles[n++] = ObjectIdGetDatum(lfirst_oid(lc));
-	return n == 0 ? NULL : construct_array(roles, n, OIDOID, sizeof(Oid), true, TYPALIGN_INT);
+	for (int i = 0; i < n; i++)
+		values[i] = ObjectIdGetDatum(roles[i]);
+	return n == 0 ? NULL : construct_array(values, n, OIDOID, sizeof(Oid), true, TYPALIGN_INT);
 }
 
 /* The role of a request whose callback is due (through requests_callback_due_idx). */
@@ -158,7 +182,7 @@ served_array(void)
  * As the worker: up to QC_CALLBACK_BATCH due callbacks, as a List of Due,
  * round-robin between their roles (the first of every role before the
  * second of any), the roles this worker served least recently first.
- * Nothing is locked yet: each is locked as its turn comes (lock_due).
+ * Nothing is locked yet: each is locked as its turn comes (take_final).
  */
 static void
 claim_due(void *arg)
@@ -196,7 +220,7 @@ claim_due(void *arg)
 	SPI_freetuptable(SPI_tuptable);
 }
 
-/* A jsonb column of the row read, copied; NULL for SQL NULL. */
+/* A jsonb column of the row returned, copied; NULL for SQL NULL. */
 static Jsonb *
 jsonb_column(int n)
 {
@@ -206,135 +230,128 @@ jsonb_column(int n)
 	return isnull ? NULL : DatumGetJsonbPCopy(d);
 }
 
-/*
- * As the worker: lock d's row, never waiting, and read it, if its
- * callback is still due (not taken by another worker, not retried since).
- * By its id alone, so that only the primary key's index fits.
- */
-static void
-lock_due(void *arg)
-{
-	static SPIPlanPtr plan = NULL;
-	Due		   *d = arg;
-	Oid			type = INT8OID;
-	Datum		id = Int64GetDatum(d->id);
-	char	   *state;
-	char	   *waiting;
-
-	qc_queue_plan(&plan, "SELECT state, waiting, callback, context, result, error, sqlstate"
-				  " FROM queryclaw.requests WHERE id OPERATOR(pg_catalog.=) $1"
-				  " FOR UPDATE SKIP LOCKED", 1, &type);
-	if (SPI_execute_plan(plan, &id, NULL, false, 0) != SPI_OK_SELECT)
-		elog(ERROR, "could not lock a request");
-	if (SPI_processed != 1)
-		return;
-	state = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
-	waiting = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2);
-	d->cancelled = strcmp(state, "cancelled") == 0;
-	d->locked = waiting != NULL && strcmp(waiting, QC_WAITING_CALLBACK) == 0 &&
-		(d->cancelled || strcmp(state, "running") == 0);
-	d->callback = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3);
-	d->context = jsonb_column(4);
-	d->result = d->cancelled ? NULL : jsonb_column(5);
-	d->error = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 6);
-	d->sqlstate = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 7);
-	/* a failed outcome always has a SQLSTATE (asyncrun.c) */
-	d->state = d->cancelled ? "cancelled" : d->sqlstate != NULL ? "failed" : "done";
-	SPI_freetuptable(SPI_tuptable);
-}
-
-/* As the worker: the request is final, now. */
-static void
-record_final(void *arg)
-{
-	static SPIPlanPtr plan = NULL;
-	Due		   *d = arg;
-	Oid			types[4] = {INT8OID, TEXTOID, TEXTOID, TEXTOID};
-	Datum		values[4] = {Int64GetDatum(d->id), CStringGetTextDatum(d->state)};
-	char		nulls[4] = {' ', ' ', d->error ? ' ' : 'n', d->sqlstate ? ' ' : 'n'};
-
-	values[2] = d->error ? CStringGetTextDatum(d->error) : (Datum) 0;
-	values[3] = d->sqlstate ? CStringGetTextDatum(d->sqlstate) : (Datum) 0;
-	qc_queue_plan(&plan, "UPDATE queryclaw.requests SET state = $2, error = $3, sqlstate = $4,"
-				  " finished_at = pg_catalog.clock_timestamp(), waiting = NULL"
-				  " WHERE id OPERATOR(pg_catalog.=) $1", 4, types);
-	if (SPI_execute_plan(plan, values, nulls, false, 0) != SPI_OK_UPDATE)
-		elog(ERROR, "could not update queryclaw.requests");
-}
-
-/* One attempt: the final state (as the worker) and the callback (as the role). */
+/* One attempt at a due callback, and what it found. */
 typedef struct Attempt
 {
 	Due		   *d;
-	Oid			fn;				/* the callback; InvalidOid: gone */
-	const QcRoleSettings *settings; /* NULL: the callback is not called */
+	const QcRoleSettings *settings; /* the role's; NULL: no callback called */
+	char	   *error;			/* the callback failed for good: why */
+	char	   *sqlstate;
 } Attempt;
+
+/*
+ * As the worker: lock d's row, never waiting, and, if its callback is
+ * still due (not taken by another worker, not retried since), make the
+ * request final (with a.error, when the callback failed for good; a
+ * cancelled one stays as it is), reading what the callback needs.  The
+ * row is named by its id alone, so that only the primary key's index
+ * fits, whatever the statistics say.
+ */
+static void
+take_final(void *arg)
+{
+	static SPIPlanPtr plan = NULL;
+	Attempt    *a = arg;
+	Due		   *d = a->d;
+	Oid			types[3] = {INT8OID, TEXTOID, TEXTOID};
+	Datum		values[3] = {Int64GetDatum(d->id)};
+	char		nulls[3] = {' ', a->error ? ' ' : 'n', a->sqlstate ? ' ' : 'n'};
+
+	values[1] = a->error ? CStringGetTextDatum(a->error) : (Datum) 0;
+	values[2] = a->sqlstate ? CStringGetTextDatum(a->sqlstate) : (Datum) 0;
+	/* a failed outcome always has a SQLSTATE (asyncrun.c) */
+	qc_queue_plan(&plan,
+				  "WITH t AS (SELECT q.id, q.state, q.waiting FROM queryclaw.requests q"
+				  "  WHERE q.id OPERATOR(pg_catalog.=) $1 FOR UPDATE SKIP LOCKED)"
+				  " UPDATE queryclaw.requests r SET"
+				  " state = CASE WHEN t.state OPERATOR(pg_catalog.=) 'cancelled' THEN 'cancelled'"
+				  "   WHEN $3 IS NOT NULL OR r.sqlstate IS NOT NULL THEN 'failed' ELSE 'done' END,"
+				  " error = CASE WHEN t.state OPERATOR(pg_catalog.=) 'cancelled' OR $3 IS NULL"
+				  "   THEN r.error ELSE $2 END,"
+				  " sqlstate = CASE WHEN t.state OPERATOR(pg_catalog.=) 'cancelled' OR $3 IS NULL"
+				  "   THEN r.sqlstate ELSE $3 END,"
+				  " finished_at = pg_catalog.clock_timestamp(), waiting = NULL"
+				  " FROM t WHERE r.id OPERATOR(pg_catalog.=) t.id"
+				  " AND t.waiting OPERATOR(pg_catalog.=) '" QC_WAITING_CALLBACK "'"
+				  " AND t.state OPERATOR(pg_catalog.=) ANY ('{running,cancelled}'::pg_catalog.text[])"
+				  " RETURNING t.state OPERATOR(pg_catalog.=) 'cancelled', r.callback, r.context,"
+				  " r.result, r.error",
+				  3, types);
+	if (SPI_execute_plan(plan, values, nulls, false, 0) != SPI_OK_UPDATE_RETURNING)
+		elog(ERROR, "could not update queryclaw.requests");
+	d->taken = SPI_processed == 1;
+	if (d->taken)
+	{
+		bool		isnull;
+
+		d->cancelled = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc,
+												  1, &isnull));
+		d->callback = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2);
+		d->context = jsonb_column(3);
+		d->result = d->cancelled ? NULL : jsonb_column(4);
+		d->error = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 5);
+	}
+	SPI_freetuptable(SPI_tuptable);
+}
 
 /* As the role, in its scope: EXECUTE checked again, then the callback. */
 static void
 call_callback(void *arg)
 {
-	Attempt    *a = arg;
-	Due		   *d = a->d;
+	Due		   *d = arg;
 
-	if (OidIsValid(a->fn) && !qc_proc_executable(a->fn, d->role))
+	if (OidIsValid(d->fn) && !qc_proc_executable(d->fn, d->role))
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 				 errmsg("permission denied for callback %s", d->callback)));
-	qc_queue_call_callback(a->fn, d->callback, d->id, d->result,
+	qc_queue_call_callback(d->fn, d->callback, d->id, d->result,
 						   d->cancelled ? "cancelled" : d->error, d->context);
 }
 
 static void
-record_and_call(void *arg)
+take_and_call(void *arg)
 {
 	Attempt    *a = arg;
 
-	qc_async_as_writer(record_final, a->d);
-	if (a->settings != NULL)
-		qc_role_run_callback(a->settings, call_callback, a);
-}
-
-/* The callback could not run, or failed for good: so does its request. */
-static void
-callback_failed(Due *d, int sqlerrcode, const char *message)
-{
-	if (d->cancelled)
-		return;					/* a cancelled request stays cancelled */
-	d->state = "failed";
-	d->error = psprintf("callback failed: %s", message);
-	d->sqlstate = pstrdup(unpack_sql_state(sqlerrcode));
+	qc_async_as_writer(take_final, a);
+	if (!a->d->taken || a->d->callback == NULL || a->settings == NULL)
+		return;
+	/* looked up as the worker: the role's search_path plays no part */
+	a->d->fn = qc_proc_by_signature(a->d->callback);
+	qc_role_run_callback(a->settings, call_callback, a->d);
 }
 
 /*
- * Call d's callback (settings: its role's; NULL when the role is gone)
- * and make the request final with it, in one subtransaction; see the file
- * header for the retries and failures.
+ * Take d and call its callback (settings: its role's; NULL when the role
+ * is gone), making the request final with it, in one subtransaction; see
+ * the file header for the retries and failures.  Whether d was taken.
  */
-static void
+static bool
 finish_due(Due *d, const QcRoleSettings *settings)
 {
-	Attempt		a = {d, qc_proc_by_signature(d->callback), settings};
+	Attempt		a = {d, settings, NULL, NULL};
 
 	if (settings == NULL)
-		callback_failed(d, ERRCODE_UNDEFINED_OBJECT,
-						psprintf("role with OID %u does not exist", d->role));
+	{
+		a.error = psprintf("callback failed: role with OID %u does not exist", d->role);
+		a.sqlstate = pstrdup(unpack_sql_state(ERRCODE_UNDEFINED_OBJECT));
+	}
 	for (int tries = 1;; tries++)
 	{
-		ErrorData  *edata = qc_subxact_try(record_and_call, &a);
-		bool		retry;
+		ErrorData  *edata = qc_subxact_try(take_and_call, &a);
 
 		if (a.settings != NULL)
 			qc_role_forget_callback();
 		if (edata == NULL)
-			return;
+			return d->taken;
 		if (a.settings == NULL)
 			ReThrowError(edata);	/* the worker's own statement failed */
-		retry = (edata->sqlerrcode == ERRCODE_T_R_SERIALIZATION_FAILURE ||
-				 edata->sqlerrcode == ERRCODE_T_R_DEADLOCK_DETECTED) && tries < QC_CALLBACK_TRIES;
-		if (!retry)
+		if (!(edata->sqlerrcode == ERRCODE_T_R_SERIALIZATION_FAILURE ||
+			  edata->sqlerrcode == ERRCODE_T_R_DEADLOCK_DETECTED) || tries >= QC_CALLBACK_TRIES)
 		{
-			callback_failed(d, edata->sqlerrcode, edata->message);
+			/* it failed for good: the request fails, its result kept */
+			a.error = psprintf("callback failed: %s", edata->message);
+			a.sqlstate = pstrdup(unpack_sql_state(edata->sqlerrcode));
 			a.settings = NULL;
 		}
 		FreeErrorData(edata);
@@ -368,9 +385,29 @@ settings_of(List **roles, Oid role, MemoryContext cxt)
 	return e->settings;
 }
 
+/* The due callbacks the hints name, taken from them in their turns. */
+static List *
+hinted(Batch *b)
+{
+	int			norder;
+	Oid		   *order = served_oids(&norder);
+	int			n = qc_callback_hints_take(b->hints, QC_CALLBACK_BATCH, order, norder);
+	List	   *due = NIL;
+
+	for (int i = 0; i < n; i++)
+	{
+		Due		   *d = palloc0(sizeof(Due));
+
+		d->id = b->hints[i].id;
+		d->role = b->hints[i].role;
+		due = lappend(due, d);
+	}
+	return due;
+}
+
 /*
- * One transaction: the due callbacks taken in their turns, until the slice
- * is spent or the worker is to stop.
+ * One transaction: the due callbacks taken in their turns, from the hints
+ * or from the table, until the slice is spent or the worker is to stop.
  */
 static void
 run_batch(void *arg)
@@ -381,6 +418,7 @@ run_batch(void *arg)
 	TimestampTz start = GetCurrentTimestamp();
 	List	   *due = NIL;
 	List	   *roles = NIL;
+	bool		sliced = false;
 	ListCell   *lc;
 
 	if (!OidIsValid(qc_async_statement_role()))
@@ -388,31 +426,39 @@ run_batch(void *arg)
 		b->absent = true;
 		return;
 	}
-	qc_async_as_writer(claim_due, &due);
+	b->read = qc_callback_hints_take_lost() || must_read;
+	if (b->read)
+		qc_async_as_writer(claim_due, &due);
+	else
+		due = hinted(b);
 	b->found = list_length(due);
 	one = AllocSetContextCreate(cxt, "queryclaw callback", ALLOCSET_DEFAULT_SIZES);
 	foreach(lc, due)
 	{
 		Due		   *d = lfirst(lc);
 
-		if (qc_bgsession_stop)
-			break;
-		MemoryContextSwitchTo(one);
-		qc_async_as_writer(lock_due, d);
-		if (d->locked)
+		if (qc_bgsession_stop || sliced)
 		{
-			finish_due(d, settings_of(&roles, d->role, cxt));
+			b->cut = true;
+			break;
+		}
+		b->seen++;
+		MemoryContextSwitchTo(one);
+		if (finish_due(d, settings_of(&roles, d->role, cxt)))
+		{
 			note_served(d->role);
 			b->done++;
 		}
 		MemoryContextSwitchTo(cxt);
 		MemoryContextReset(one);
-		if (TimestampDifferenceExceeds(start, GetCurrentTimestamp(), QC_CALLBACK_SLICE_MS))
-			break;
+		sliced = TimestampDifferenceExceeds(start, GetCurrentTimestamp(), QC_CALLBACK_SLICE_MS);
 	}
 }
 
-/* A transaction of callbacks; an error is logged, and the worker goes on. */
+/*
+ * A transaction of callbacks; an error is logged, and the worker goes on.
+ * The hints it took and did not use go back: all of them when it failed.
+ */
 static void
 safe_batch(Batch *b, MemoryContext cxt)
 {
@@ -426,6 +472,10 @@ safe_batch(Batch *b, MemoryContext cxt)
 		b->failed = true;
 	}
 	PG_END_TRY();
+	if (!b->read)
+		qc_callback_hints_return(b->hints + (b->failed ? 0 : b->seen),
+								 b->failed ? b->found : b->found - b->seen);
+	must_read = b->failed || (b->read && (b->cut || b->found == QC_CALLBACK_BATCH));
 	if (b->done > 0 && !b->failed)
 		qc_queue_notify_finished();
 	MemoryContextReset(cxt);
@@ -433,9 +483,11 @@ safe_batch(Batch *b, MemoryContext cxt)
 
 /*
  * Sleep until the latch is set (an async worker handed callbacks over, a
- * cancel committed), or: not at all when more may be due; a moment while
- * the due ones are others' (another worker's, or a row a user holds); a
- * second otherwise.
+ * cancel committed: set during the batch, it ends the sleep at once), or:
+ * not at all when more may be due (the batch was cut short, or full); a
+ * moment while due ones the table showed are others' (another worker's,
+ * or a row a user holds); a second otherwise, after which the table is
+ * read.
  */
 static void
 wait_for_callbacks(const Batch *b)
@@ -444,12 +496,13 @@ wait_for_callbacks(const Batch *b)
 
 	if (b->failed)
 		ms = QC_CALLBACK_RETRY_MS;
-	else if (b->done > 0)
+	else if (b->cut || b->found == QC_CALLBACK_BATCH)
 		return;
-	else if (b->found > 0)
+	else if (b->read && b->found > b->done)
 		ms = QC_CALLBACK_BUSY_MS;
-	(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, ms,
-					 qc_wait_event(QC_WAIT_CALLBACK_WORKER));
+	if (WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, ms,
+				  qc_wait_event(QC_WAIT_CALLBACK_WORKER)) & WL_TIMEOUT)
+		must_read = true;
 }
 
 void

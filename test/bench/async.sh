@@ -104,7 +104,7 @@ SQL
 }
 
 worker_pid() {
-	qc_psql -At -d postgres -c "SELECT pid FROM pg_stat_activity WHERE backend_type = 'queryclaw async worker' LIMIT 1"
+	qc_psql -At -d postgres -c "SELECT pid FROM pg_stat_activity WHERE backend_type = 'queryclaw ${1:-async} worker' LIMIT 1"
 }
 
 # The worker's private memory (RssAnon): its RSS also counts the pages of
@@ -133,14 +133,20 @@ ratio() {
 outcomes() {
 	qc_psql -At -d postgres -c "SELECT 'done: ' || count(*) FILTER (WHERE state = 'done') || ', failed: ' || count(*) FILTER (WHERE state = 'failed') FROM queryclaw.requests"
 }
-# The worker's CPU time so far (user + system), in seconds.
+# The worker's CPU time so far (user + system), in seconds; $1: callback
+# for the callback worker's.
 worker_cpu() {
-	awk '{ printf "%.2f", ($14 + $15) / 100 }' "/proc/$(worker_pid)/stat"
+	awk '{ printf "%.2f", ($14 + $15) / 100 }' "/proc/$(worker_pid "${1:-async}")/stat"
+}
+# The CPU seconds from $1 to now, of the worker $2 names.
+cpu_since() {
+	awk -v a="$1" -v b="$(worker_cpu "${2:-async}")" 'BEGIN { printf "%.2f", b - a }'
 }
 floor=$(curl_floor 10000)
 cpu=$(worker_cpu)
+cb_cpu=$(worker_cpu callback)
 s=$(run_batch 10000 | tail -1)
-echo "10000 api_call_async to a 20 ms endpoint, callbacks included, fresh queue: $s s (worker CPU $(awk -v a="$cpu" -v b="$(worker_cpu)" 'BEGIN { printf "%.2f", b - a }') s); floor (curl, 64 in flight) $floor s: $(ratio "$s" "$floor")"
+echo "10000 api_call_async to a 20 ms endpoint, callbacks included, fresh queue: $s s (CPU: async worker $(cpu_since "$cpu") s, callback worker $(cpu_since "$cb_cpu" callback) s); floor (curl, 64 in flight) $floor s: $(ratio "$s" "$floor")"
 outcomes
 s=$(run_batch 10000 drained | tail -1)
 floor=$(curl_floor 10000)
