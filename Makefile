@@ -45,6 +45,7 @@ OBJS = \
 	src/common/bucket.o \
 	src/call/hostrate.o \
 	src/workers/asyncrun.o \
+	src/workers/handoff.o \
 	src/workers/asyncworker.o \
 	src/workers/callbackworker.o \
 	src/requests/endpoint.o \

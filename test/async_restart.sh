@@ -13,7 +13,10 @@
 # the unkeyed POSTs done or failed "interrupted; not sent again" (some of
 # them were held), no request lost, and every callback called once per
 # final request.  Then, with two async workers, 300 requests are each sent,
-# called back and audited once.  Prints TAP-style "ok - ..." / "not ok - ..." lines.
+# called back and audited once.  Last, 20 requests are answered while
+# their callbacks cannot run, and the server stops hard: none is sent
+# again, and each callback runs once after the restart.  Prints TAP-style
+# "ok - ..." / "not ok - ..." lines.
 #
 # Arguments: the work directory, the data directory and the bin directory
 # of the running cluster (test/lib.sh's QC_WORK, QC_PGDATA, QC_BINDIR).

@@ -91,9 +91,9 @@
 #include "audit.h"
 #include "asyncrun.h"
 #include "bgsession.h"
-#include "callbackhints.h"
 #include "compat.h"
 #include "guc.h"
+#include "handoff.h"
 #include "hostrate.h"
 #include "call.h"
 #include "cluster.h"
@@ -341,7 +341,6 @@ enum
 	STMT_FINAL,
 	STMT_RETRY,
 	STMT_WAIT,
-	STMT_HANDOFF,
 	STMT_SECRETS,
 	STMT_COUNT
 };
@@ -359,14 +358,10 @@ static const char *const statements[STMT_COUNT] = {
 	[STMT_WAIT] = "UPDATE queryclaw.requests SET state = 'queued', next_attempt_at = $2,"
 	" attempts = attempts OPERATOR(pg_catalog.-) 1, waiting = $6"
 	" WHERE id OPERATOR(pg_catalog.=) $1",
-	/* the callback workers make it final: see queue.h */
-	[STMT_HANDOFF] = "UPDATE queryclaw.requests SET result = $3, error = $4, sqlstate = $5,"
-	" waiting = '" QC_WAITING_CALLBACK "'"
-	" WHERE id OPERATOR(pg_catalog.=) $1",
 	[STMT_SECRETS] = "DELETE FROM queryclaw.request_secrets WHERE id OPERATOR(pg_catalog.=) $1",
 };
 
-static const int nargs[STMT_COUNT] = {1, 1, 5, 6, 6, 5, 1};
+static const int nargs[STMT_COUNT] = {1, 1, 5, 6, 6, 1};
 static const Oid argtypes[6] = {INT8OID, TEXTOID, JSONBOID, TEXTOID, TEXTOID, TEXTOID};
 static const Oid retry_types[6] = {INT8OID, TIMESTAMPTZOID, JSONBOID, TEXTOID, TEXTOID, TEXTOID};
 
@@ -389,15 +384,9 @@ execute(int stmt, Datum *values, const char *nulls)
 typedef struct Record
 {
 	QcAsyncRequest *r;
-	bool		callback;		/* a callback is due once it is final */
 	bool		deferred;		/* out: a user's transaction holds the row */
 	bool		gone;			/* out: the row was deleted meanwhile */
 } Record;
-
-/* Outcomes handed to the callback workers since the worker last asked. */
-static QcCallbackHint handed_off[QC_CALLBACK_HINTS];
-static int	nhanded_off = 0;
-static bool handed_off_lost = false;	/* more than were kept */
 
 /*
  * Lock the request's row, never waiting, and return its state.  A user's
@@ -422,25 +411,11 @@ state_name(QcAsyncOutcome outcome)
 	return outcome == QC_ASYNC_DONE ? "done" : "failed";
 }
 
-/* r was handed to the callback workers: a hint for them once it commits. */
-static void
-note_handed_off(const QcAsyncRequest *r)
-{
-	if (nhanded_off == QC_CALLBACK_HINTS)
-	{
-		handed_off_lost = true;
-		return;
-	}
-	handed_off[nhanded_off].id = r->id;
-	handed_off[nhanded_off].role = r->role;
-	nhanded_off++;
-}
-
 /*
  * Record r's outcome on its row, if it is still 'running': its retry or
- * its wait; its final state; or, with a callback due, the outcome handed
- * to the callback workers (see queue.h).  A row cancelled meanwhile keeps
- * no result: its callback, if any, is the callback workers' already.
+ * its wait, or its final state (one whose callback is due is handed over
+ * instead: handoff.c).  A row cancelled meanwhile keeps no result: its
+ * callback, if any, is the callback workers'.
  */
 static void
 record_outcome(void *arg)
@@ -475,10 +450,7 @@ record_outcome(void *arg)
 				return;			/* cancelled and put back since: not ours */
 			default:
 				values[1] = CStringGetTextDatum(state_name(r->outcome));
-				if (!rec->callback)
-					(void) execute(STMT_FINAL, values, nulls);
-				else if (execute(STMT_HANDOFF, values, nulls) == 1)
-					note_handed_off(r);
+				(void) execute(STMT_FINAL, values, nulls);
 				break;
 		}
 	}
@@ -486,25 +458,6 @@ record_outcome(void *arg)
 		return;					/* the cancel keeps its secrets' deletion */
 	if (r->has_secrets)
 		(void) execute(STMT_SECRETS, values, nulls);
-}
-
-bool
-qc_async_hint_handed_off(void)
-{
-	bool		any = nhanded_off > 0 || handed_off_lost;
-
-	qc_callback_hints_add(handed_off, nhanded_off);
-	if (handed_off_lost)
-		qc_callback_hints_lose();
-	qc_async_forget_handed_off();
-	return any;
-}
-
-void
-qc_async_forget_handed_off(void)
-{
-	nhanded_off = 0;
-	handed_off_lost = false;
 }
 
 /* ---- outcomes kept for a later pass ---- */
@@ -606,18 +559,15 @@ qc_async_take_deferred(MemoryContext parent, int *n)
 }
 
 /*
- * As the worker: record one request's outcome; with a callback, hand it to
- * the callback workers.  A request whose row a user's transaction holds is
- * kept for a later pass (qc_async_take_deferred).  A failed outcome always
- * has a SQLSTATE: the callback workers tell it from a done one by that.
+ * As the worker: record one request's outcome (one whose callback is due
+ * goes to handoff.c instead).  A request whose row a user's transaction
+ * holds is kept for a later pass (qc_async_take_deferred).
  */
 static void
-finish(QcAsyncRequest *r, Oid callback)
+finish(QcAsyncRequest *r)
 {
-	Record		rec = {.r = r, .callback = OidIsValid(callback)};
+	Record		rec = {.r = r};
 
-	if (r->outcome == QC_ASYNC_FAILED && r->sqlstate == NULL)
-		r->sqlstate = pstrdup(unpack_sql_state(ERRCODE_EXTERNAL_ROUTINE_EXCEPTION));
 	record_outcome(&rec);
 	if (rec.deferred)
 		defer(r);
@@ -1425,26 +1375,47 @@ settled(const QcAsyncFlight *f)
 		f->job == NULL && f->ended == NIL;
 }
 
-/* As the worker: record each flight whose outcome is set and that has nothing out. */
+/*
+ * As the worker: record each flight whose outcome is set and that has
+ * nothing out; those final with a callback due are handed to the callback
+ * workers together.  A failed outcome always has a SQLSTATE: the callback
+ * workers tell it from a done one by that.
+ */
 static void
 record_all(void *arg)
 {
 	Settled    *s = arg;
+	QcAsyncRequest **handoffs = palloc(Max(s->n, 1) * sizeof(QcAsyncRequest *));
+	int			nhandoffs = 0;
+	List	   *held = NIL;
+	ListCell   *lc;
 
 	for (int i = 0; i < s->n; i++)
 	{
 		QcAsyncFlight *f = s->flights[i];
+		QcAsyncRequest *r = f->r;
 
 		if (!settled(f))
 			continue;
 		CHECK_FOR_INTERRUPTS();
-		finish(f->r, f->callback);
+		if (r->outcome == QC_ASYNC_FAILED && r->sqlstate == NULL)
+			r->sqlstate = pstrdup(unpack_sql_state(ERRCODE_EXTERNAL_ROUTINE_EXCEPTION));
+		if (OidIsValid(f->callback) &&
+			(r->outcome == QC_ASYNC_DONE || r->outcome == QC_ASYNC_FAILED))
+			handoffs[nhandoffs++] = r;
+		else
+			finish(r);
 		f->recorded = true;
-		if ((f->r->outcome == QC_ASYNC_WAIT || f->r->outcome == QC_ASYNC_RETRY) &&
-			(next_wake == 0 || f->r->next_at < next_wake))
-			next_wake = f->r->next_at;
+		if ((r->outcome == QC_ASYNC_WAIT || r->outcome == QC_ASYNC_RETRY) &&
+			(next_wake == 0 || r->next_at < next_wake))
+			next_wake = r->next_at;
 		(*s->done)++;
 	}
+	if (nhandoffs > 0)
+		qc_handoff_record(handoffs, nhandoffs, &held);
+	foreach(lc, held)
+		defer(lfirst(lc));
+	pfree(handoffs);
 }
 
 /* Record the settled flights, all in one scope of the worker's. */

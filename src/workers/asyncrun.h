@@ -89,7 +89,8 @@ extern void qc_async_flight_free(QcAsyncFlight *f);
  * role's checks, pauses and budgets, then each one's first calls, built as
  * the role, admitted and appended to *calls (each call's owner is its
  * flight).  A flight whose outcome is set meanwhile is recorded at once
- * (with a callback, handed to the callback workers), and *done counts it.
+ * (with a callback due, handed to the callback workers: handoff.h), and
+ * *done counts it.
  */
 extern void qc_async_start_role(QcAsyncFlight **flights, int n, List **calls, int *done);
 
@@ -120,15 +121,6 @@ extern int	qc_async_blocked_count(void);
  * retrying) since the last call, or 0: when the worker must look again.
  */
 extern TimestampTz qc_async_take_next_wake(void);
-
-/*
- * The outcomes handed to the callback workers since the last call or
- * forget: once their transaction committed, told them as hints
- * (callbackhints.h); whether there were any, to wake them.  Forgotten when
- * the transaction did not commit.
- */
-extern bool qc_async_hint_handed_off(void);
-extern void qc_async_forget_handed_off(void);
 
 /* Forget the calls counted out per host (after a failed run dropped them). */
 extern void qc_async_hosts_reset(void);

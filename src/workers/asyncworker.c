@@ -86,6 +86,7 @@
 #include "call.h"
 #include "bgsession.h"
 #include "callbackworker.h"
+#include "handoff.h"
 #include "compat.h"
 #include "guc.h"
 #include "queue.h"
@@ -257,9 +258,9 @@ drop_over(void)
 static void
 in_transaction(const char *activity, void (*work) (void *arg), void *arg)
 {
-	qc_async_forget_handed_off();	/* those of a transaction that failed */
+	qc_handoff_forget();		/* those of a transaction that failed */
 	qc_bgsession_transaction(activity, work, arg);
-	if (qc_async_hint_handed_off())
+	if (qc_handoff_hint())
 		qc_queue_wake_callback_workers();
 }
 
