@@ -13,14 +13,17 @@
  *
  * - An async worker records a request's outcome at once; when there is a
  *   callback to call, it hands the request over with the same one row
- *   update (waiting QC_WAITING_CALLBACK, queue.h) and wakes these workers
- *   as its transaction commits.  A request without a callback never comes
+ *   update (waiting QC_WAITING_CALLBACK, queue.h; handoff.c), tells these
+ *   workers its id in shared memory (callbackhints.c) and wakes them as
+ *   its transaction commits.  A request without a callback never comes
  *   here, nor waits for one.
  * - A callback worker takes the due callbacks QC_CALLBACK_BATCH at a time,
- *   round-robin between roles, the role it served least recently first,
- *   the oldest request first within a role, and commits as soon as the
- *   callbacks it ran took QC_CALLBACK_SLICE_MS: another role's callback
- *   waits for at most one slow callback of a role's, however many are due.
+ *   from the hints, or from the table when hints were lost (and at its
+ *   start, after an idle nap, after a failure): round-robin between roles,
+ *   the role it served least recently first, the oldest request first
+ *   within a role.  It commits as soon as the callbacks it ran took
+ *   QC_CALLBACK_SLICE_MS: another role's callback waits for at most one
+ *   slow callback of a role's, however many are due.
  * - Each callback runs as the async workers ran it: in a subtransaction
  *   with its request's final state, as the role, at a GUC nest level with
  *   the role's stored settings, in a security-restricted operation, within
