@@ -111,6 +111,8 @@ typedef struct Batch
 	bool		read;			/* the table was read, not the hints */
 	bool		failed;			/* the transaction failed */
 	bool		cut;			/* it ended before it saw every one found */
+	bool		slow;			/* its callbacks took the whole slice */
+	int			wanted;			/* due callbacks asked for */
 	int			found;			/* due callbacks seen */
 	int			seen;			/* of which it looked at so many */
 	int			done;			/* requests made final */
@@ -123,6 +125,13 @@ typedef struct Batch
  * read found a full batch or was cut short.
  */
 static bool must_read = true;
+
+/*
+ * How many hints a batch takes: a batch's worth, but one at a time while
+ * callbacks take a slice each, so that those waiting are left for the
+ * other callback workers meanwhile.
+ */
+static int	hints_wanted = QC_CALLBACK_BATCH;
 
 /* The roles whose callbacks this worker ran, least recently first. */
 static List *served = NIL;
@@ -394,7 +403,7 @@ hinted(Batch *b)
 {
 	int			norder;
 	Oid		   *order = served_oids(&norder);
-	int			n = qc_callback_hints_take(b->hints, QC_CALLBACK_BATCH, order, norder);
+	int			n = qc_callback_hints_take(b->hints, b->wanted, order, norder);
 	List	   *due = NIL;
 
 	for (int i = 0; i < n; i++)
@@ -430,6 +439,7 @@ run_batch(void *arg)
 		return;
 	}
 	b->read = qc_callback_hints_take_lost() || must_read;
+	b->wanted = b->read ? QC_CALLBACK_BATCH : hints_wanted;
 	if (b->read)
 		qc_async_as_writer(claim_due, &due);
 	else
@@ -456,6 +466,7 @@ run_batch(void *arg)
 		MemoryContextReset(one);
 		sliced = TimestampDifferenceExceeds(start, GetCurrentTimestamp(), QC_CALLBACK_SLICE_MS);
 	}
+	b->slow = sliced;
 }
 
 /*
@@ -478,7 +489,8 @@ safe_batch(Batch *b, MemoryContext cxt)
 	if (!b->read)
 		qc_callback_hints_return(b->hints + (b->failed ? 0 : b->seen),
 								 b->failed ? b->found : b->found - b->seen);
-	must_read = b->failed || (b->read && (b->cut || b->found == QC_CALLBACK_BATCH));
+	must_read = b->failed || (b->read && (b->cut || b->found == b->wanted));
+	hints_wanted = b->slow ? 1 : QC_CALLBACK_BATCH;
 	if (b->done > 0 && !b->failed)
 		qc_queue_notify_finished();
 	MemoryContextReset(cxt);
@@ -499,7 +511,7 @@ wait_for_callbacks(const Batch *b)
 
 	if (b->failed)
 		ms = QC_CALLBACK_RETRY_MS;
-	else if (b->cut || b->found == QC_CALLBACK_BATCH)
+	else if (b->cut || (b->found > 0 && b->found == b->wanted))
 		return;
 	else if (b->read && b->found > b->done)
 		ms = QC_CALLBACK_BUSY_MS;
