@@ -14,7 +14,9 @@ OBJS = \
 	src/common/rules.o \
 	src/policy/policy.o \
 	src/common/redact.o \
+	src/common/redactforms.o \
 	src/call/call.o \
+	src/call/onerror.o \
 	src/policy/callrec.o \
 	src/transport/http.o \
 	src/common/charset.o \
@@ -48,6 +50,7 @@ OBJS = \
 	src/workers/handoff.o \
 	src/workers/asyncworker.o \
 	src/workers/callbackworker.o \
+	src/workers/enrichfeed.o \
 	src/requests/endpoint.o \
 	src/common/schema.o \
 	src/common/sqlcheck.o \
@@ -63,13 +66,20 @@ OBJS = \
 	src/queue/enqueue.o \
 	src/queue/qwait.o \
 	src/queue/qretry.o \
+	src/queue/enrichdef.o \
 	src/queue/hostlimits.o \
 	src/common/cluster.o \
+	src/common/clustergrant.o \
+	src/common/clusterjoin.o \
 	src/common/latchwait.o \
 	src/policy/serversopts.o \
 	src/functions/serversfdw.o \
+	src/common/urlpath.o \
 	src/policy/servers.o \
 	src/call/serversadmit.o \
+	src/requests/mcp.o \
+	src/requests/mcptools.o \
+	src/functions/mcpfns.o \
 	src/common/compat.o
 DATA = sql/queryclaw_ext--0.1.sql sql/queryclaw_ext--0.1--0.2.sql \
 	sql/queryclaw_ext--0.2--0.3.sql
@@ -128,7 +138,7 @@ endif
 
 -include $(OBJS:.o=.d)
 $(OBJS:.o=.bc): %.bc: %.o
-EXTRA_CLEAN = $(OBJS:.o=.d) test/unit/test_rules test/unit/test_retry test/unit/test_hostrate
+EXTRA_CLEAN = $(OBJS:.o=.d) test/unit/test_rules test/unit/test_retry test/unit/test_hostrate test/unit/test_urlpath
 
 .PHONY: test test-citus test-llm-server demo deps bench bench-content deb
 deps:
@@ -155,6 +165,7 @@ bench:
 	bash test/bench/throughput.sh
 	bash test/bench/async.sh
 	bash test/bench/enqueue.sh
+	bash test/bench/enrich.sh
 # Quality and speed of text, article and markdown on a corpus of real pages
 # with ground truth (see test/bench/content.sh): make bench-content CORPUS=dir
 bench-content:
@@ -188,8 +199,12 @@ HOSTRATE_SRCS = test/unit/test_hostrate.c src/common/bucket.c src/common/netaddr
 test/unit/test_hostrate: $(HOSTRATE_SRCS) test/unit/check.h src/common/bucket.h src/common/rules.h src/common/hostname.h src/common/netaddr.h
 	$(CC) -std=c99 -D_DEFAULT_SOURCE -Wall -Wextra -Werror $(QC_INCLUDES) -o $@ $(HOSTRATE_SRCS) \
 		$(shell pkg-config --cflags --libs libidn2)
+URLPATH_SRCS = test/unit/test_urlpath.c src/common/urlpath.c
+test/unit/test_urlpath: $(URLPATH_SRCS) src/common/urlpath.h test/unit/check.h
+	$(CC) -std=c99 -D_DEFAULT_SOURCE -Wall -Wextra -Werror $(QC_INCLUDES) -o $@ $(URLPATH_SRCS)
 .PHONY: unit-tests
-unit-tests: test/unit/test_rules test/unit/test_retry test/unit/test_hostrate
+unit-tests: test/unit/test_rules test/unit/test_retry test/unit/test_hostrate test/unit/test_urlpath
 	./test/unit/test_rules
 	./test/unit/test_retry
 	./test/unit/test_hostrate
+	./test/unit/test_urlpath

@@ -105,9 +105,12 @@ END
 $$;
 
 -- Run stmt under the statement_timeout the caller set (a query cancel that
--- arrives at a known moment) and say whether it was cancelled, and stopped
--- within half a second of the cancel (qc_test.stop_within, if set, is the
--- bound instead: make valgrind's, whose memcheck is slower).
+-- arrives at a known moment) and say whether it was cancelled, and
+-- stopped by the cancel: within queryclaw.timeout of it, where every call
+-- it is given would have run at least that long by itself (a cancel that
+-- a wait ignored would be seen at its end only).  A bound of behaviour,
+-- not of speed: a loaded machine stops it late, not that late.
+-- (qc_test.stop_within, if set, is the bound instead.)
 CREATE FUNCTION qc_test.cancel_stop(stmt text) RETURNS text LANGUAGE plpgsql AS $$
 BEGIN
     EXECUTE stmt;
@@ -116,9 +119,10 @@ EXCEPTION WHEN query_canceled THEN
     RETURN SQLSTATE || ', ' ||
         CASE WHEN clock_timestamp() - statement_timestamp()
                   - current_setting('statement_timeout')::interval
-                  < coalesce(current_setting('qc_test.stop_within', true), '0.5 s')::interval
-             THEN 'stopped within 0.5 s'
-             ELSE 'stopped late: ' || (clock_timestamp() - statement_timestamp())::text
+                  < coalesce(current_setting('qc_test.stop_within', true),
+                             current_setting('queryclaw.timeout'))::interval
+             THEN 'stopped by the cancel'
+             ELSE 'not stopped by the cancel: ran ' || (clock_timestamp() - statement_timestamp())::text
         END;
 END
 $$;

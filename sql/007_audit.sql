@@ -168,10 +168,9 @@ SELECT func, qc_test.scrub(url) AS url, qc_test.scrub(final_url) AS final_url,
        status, outcome, reason
   FROM queryclaw.audit_log ORDER BY id;
 
--- rows appear within a second of the call
-SELECT clock_timestamp() AS called \gset
+-- the row appears soon after the call: qc_test.wait_for_audit waits for
+-- it (how soon is test/bench/audit_load.sh's figure, not a test's)
 SELECT queryclaw.web_fetch(qc_test.url('/hello?within=1s')) IS NOT NULL AS fetched;
-SELECT qc_test.wait_for_audit(1, $$url LIKE '%within=1s'$$) AS rows,
-       clock_timestamp() - :'called'::timestamptz < interval '1 second' AS within_a_second;
+SELECT qc_test.wait_for_audit(1, $$url LIKE '%within=1s'$$) AS rows;
 
 SELECT queued, in_flight, lost FROM queryclaw.audit_status();

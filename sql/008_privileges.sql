@@ -91,10 +91,12 @@ REVOKE ALL ON queryclaw.audit_log FROM qc_bob;
 SELECT role, func, outcome FROM queryclaw.audit_log ORDER BY id;
 
 -- who may run and read what: no function runs without a grant (but
--- audit_status for queryclaw_admin), and none is SECURITY DEFINER (one
--- added later must pin its search_path, which the second query checks)
+-- audit_status for queryclaw_admin), queryclaw_user runs every one a
+-- caller needs but sql_query, and none is SECURITY DEFINER (one added
+-- later must pin its search_path, which the second query checks)
 CREATE ROLE qc_nobody NOLOGIN;
 SELECT p.oid::regprocedure AS function, has_function_privilege('qc_nobody', p.oid, 'EXECUTE') AS anyone,
+       has_function_privilege('queryclaw_user', p.oid, 'EXECUTE') AS "user",
        has_function_privilege('queryclaw_admin', p.oid, 'EXECUTE') AS admin,
        p.prosecdef AS security_definer
   FROM pg_proc p WHERE p.pronamespace = 'queryclaw'::regnamespace ORDER BY p.oid::regprocedure::text;
@@ -109,5 +111,23 @@ SELECT c.relname, has_table_privilege('qc_nobody', c.oid, 'SELECT') AS anyone_re
   FROM pg_class c WHERE c.relnamespace = 'queryclaw'::regnamespace AND c.relkind IN ('r', 'v')
  ORDER BY 1;
 
-DROP OWNED BY qc_alice, qc_bob, qc_auditor, qc_nobody;
-DROP ROLE qc_alice, qc_bob, qc_auditor, qc_nobody;
+-- queryclaw_user: created by the extension, cannot log in; the one grant
+-- a role needs to call what a caller calls, the model's tools included,
+-- but sql_query
+SELECT rolname, rolcanlogin, rolsuper, rolinherit FROM pg_roles WHERE rolname = 'queryclaw_user';
+CREATE ROLE qc_carol LOGIN;
+GRANT queryclaw_user TO qc_carol;
+GRANT USAGE ON SCHEMA qc_test TO qc_carol;
+SET ROLE qc_carol;
+SELECT queryclaw.web_fetch(qc_test.url('/hello')) AS carol_fetches;
+SELECT (queryclaw.api_call(qc_test.url('/json')))->'status' AS carol_calls;
+SELECT string_agg(coalesce(content, error), ', ') AS carol_batch
+  FROM queryclaw.web_fetch_many(ARRAY[qc_test.url('/hello')]);
+SELECT qc_test.scrub(queryclaw.llm_chat_tools('SCENARIO:tool_call URL:' || qc_test.url('/hello'))->>'answer')
+       AS carol_asks_the_model;
+SELECT queryclaw.sql_query('SELECT 1');
+SELECT queryclaw.audit_status();
+RESET ROLE;
+
+DROP OWNED BY qc_alice, qc_bob, qc_auditor, qc_nobody, qc_carol;
+DROP ROLE qc_alice, qc_bob, qc_auditor, qc_nobody, qc_carol;

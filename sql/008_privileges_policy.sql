@@ -37,8 +37,10 @@ ALTER ROLE regress_qc_policy_role SET queryclaw.read_only = on;
 SELECT setconfig FROM pg_db_role_setting WHERE setrole = 'regress_qc_policy_role'::regrole;
 ALTER ROLE regress_qc_policy_role RESET queryclaw.read_only;
 
--- every setting is for superusers (or the server's configuration) only
-SELECT count(*) AS settings_a_user_can_change FROM pg_settings
+-- every setting of the policy is for superusers (or the server's
+-- configuration) only; the one a user may change is not policy: what a
+-- failed call does to the caller's own statement
+SELECT name AS settings_a_user_can_change FROM pg_settings
  WHERE name LIKE 'queryclaw.%' AND context NOT IN ('superuser', 'sighup', 'postmaster');
 
 DROP ROLE regress_qc_policy_role;

@@ -15,6 +15,7 @@ SET queryclaw.denied_hosts = 'a..b';
 SET queryclaw.proxy = 'socks5://127.0.0.1:1080';
 SET queryclaw.max_redirects = -1;
 SET queryclaw.max_chars = 0;
+SET queryclaw.on_error = 'ignore';
 -- (the range's wording differs between PostgreSQL majors: only the SQLSTATE)
 \set VERBOSITY sqlstate
 SET queryclaw.timeout = 0;

@@ -33,7 +33,7 @@ SELECT state, wait_event_type,
 SELECT pg_cancel_backend(:worker_pid) AS cancelled;
 SELECT clock_timestamp() AS cancel_sent \gset
 SELECT * FROM dblink_get_result('worker') AS t(page text);
-SELECT clock_timestamp() - :'cancel_sent'::timestamptz < interval '0.5 seconds' AS stopped_promptly;
+SELECT clock_timestamp() - :'cancel_sent'::timestamptz < interval '2.5 seconds' AS before_the_answer;
 
 -- the session that was cancelled works normally afterwards (once dblink
 -- has collected the end of the cancelled query)

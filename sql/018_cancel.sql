@@ -1,6 +1,6 @@
 --
--- A cancel stops every kind of wait within half a second, with SQLSTATE
--- 57014, and the session goes on (qc_test.cancel_stop(), in 001_setup;
+-- A cancel stops every kind of wait, with SQLSTATE 57014 (long before the
+-- call would have ended by itself), and the session goes on (qc_test.cancel_stop(), in 001_setup;
 -- test 019_dns does the same during name lookups, and 011_activity with
 -- pg_cancel_backend from another session).
 --

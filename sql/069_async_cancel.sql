@@ -37,7 +37,7 @@ RESET ROLE;
 SELECT qc_test.wait_until(format('(SELECT count(*) FROM queryclaw.requests
                                     WHERE id = ANY (%L) AND finished_at IS NOT NULL) = 4', :'ids'))
        AS finished;
-SELECT clock_timestamp() - :'t0' < interval '1.5 s' AS within_a_second;
+SELECT clock_timestamp() - :'t0' < interval '10 s' AS before_they_would_have_ended;
 SELECT state, error, result FROM queryclaw.requests WHERE id = ANY (:'ids') ORDER BY id;
 -- the transfer on the wire is cut off as the worker sees the cancel (its
 -- callback did not wait for that: a callback worker called it once the

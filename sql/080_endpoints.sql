@@ -156,7 +156,8 @@ RESET ROLE;
 -- which server a URL is under, shown without sending anything: the
 -- refusal names the server (the role has no USAGE).  Hosts compare as the
 -- policy maps them (case, IDNA); the scheme's port may be written or not;
--- userinfo is no part of the match; paths compare as written
+-- userinfo is no part of the match; paths compare as the server reads
+-- them (083_endpoints_hops has more)
 CREATE SERVER qc_idna FOREIGN DATA WRAPPER queryclaw OPTIONS (url 'https://bücher.example/v1');
 CREATE SERVER qc_port FOREIGN DATA WRAPPER queryclaw OPTIONS (url 'https://api.example.com:8443/v1');
 SET ROLE qc_other;

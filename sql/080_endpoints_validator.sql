@@ -57,3 +57,31 @@ SELECT qc_test.try($$ALTER USER MAPPING FOR PUBLIC SERVER qc_ex OPTIONS (SET hea
 SELECT qc_test.try($$ALTER FOREIGN DATA WRAPPER queryclaw OPTIONS (ADD url 'https://api.example.com/')$$);
 SELECT qc_test.try($$CREATE FOREIGN TABLE qc_ft (a int) SERVER qc_ex OPTIONS (path '/x')$$);
 DROP SERVER qc_ex CASCADE;
+
+-- two servers of the wrapper may not have the same url (42710), compared
+-- as calls are matched: host as mapped, default port, trailing '/', the
+-- path as the server reads it.  At CREATE SERVER and at ALTER SERVER; a
+-- server altered keeps its own url.
+CREATE SERVER qc_u1 FOREIGN DATA WRAPPER queryclaw OPTIONS (url 'https://api.example.com/v1');
+SELECT u AS url,
+       qc_test.try(format('CREATE SERVER %I FOREIGN DATA WRAPPER queryclaw OPTIONS (url %L)',
+                          'qc_u1_' || n, u)) AS outcome
+  FROM unnest(ARRAY['https://api.example.com/v1', 'https://API.Example.com:443/v1/',
+                    'https://api.example.com/%76%31', 'https://api.example.com/x/../v1',
+                    'http://api.example.com/v1', 'https://api.example.com/v1/x',
+                    'https://api.example.com/V1']) WITH ORDINALITY AS t(u, n);
+SELECT srvname, srvoptions FROM pg_foreign_server WHERE srvname LIKE 'qc\_u%' ORDER BY 1;
+SELECT qc_test.try($$ALTER SERVER qc_u1_5 OPTIONS (SET url 'https://api.example.com:443/v1')$$);
+SELECT qc_test.try($$ALTER SERVER qc_u1 OPTIONS (ADD timeout '5s')$$);
+SELECT qc_test.try($$ALTER SERVER qc_u1 OPTIONS (SET url 'https://api.example.com/v1/')$$);
+SELECT qc_test.try($$ALTER SERVER qc_u1 RENAME TO qc_u0$$);
+-- within one transaction too
+BEGIN;
+CREATE SERVER qc_u8 FOREIGN DATA WRAPPER queryclaw OPTIONS (url 'https://api.example.com/v8');
+SELECT qc_test.try($$CREATE SERVER qc_u9 FOREIGN DATA WRAPPER queryclaw OPTIONS (url 'https://api.example.com/v8/')$$);
+ROLLBACK;
+-- another wrapper's servers are not the queryclaw wrapper's business
+CREATE FOREIGN DATA WRAPPER qc_other_fdw;
+CREATE SERVER qc_u_other FOREIGN DATA WRAPPER qc_other_fdw OPTIONS (url 'https://api.example.com/v1');
+DROP FOREIGN DATA WRAPPER qc_other_fdw CASCADE;
+DROP SERVER qc_u0, qc_u1_5, qc_u1_6, qc_u1_7;

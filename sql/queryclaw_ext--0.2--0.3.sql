@@ -6,7 +6,1323 @@
 -- queryclaw_ext--0.1.sql and queryclaw_ext--0.1--0.2.sql, are never
 -- changed again.  Every change to the extension's SQL objects from then on
 -- goes here, and test/upgrade/ checks that a database updated from 0.1 and
--- one updated from 0.2 both end equal to a fresh install.
+-- one updated from 0.2 both end equal to a fresh install.  Its sections:
+-- enrichments, MCP servers' tools, a newcomer's first hour, callbacks run
+-- apart from the requests.
+
+--
+-- Enrichments: columns kept filled from an API or a model, declared once
+-- (docs/enrichments.md).  An enrichment is a row of enrichment_definitions;
+-- each row of its source table has a row of enrichment_rows once it has
+-- been seen (stale, running, done, failed or skipped); each distinct
+-- request it asked is a row of enrichment_calls (in flight, or its result
+-- kept for cache_ttl), so that rows asking the same thing share one call.
+--
+-- Everything an enrichment does runs as its owner: create_enrichment and
+-- the functions beside it as the calling role, the feeder and the write-
+-- back in the async worker as the owner (a role's session, as a
+-- callback's).  So the three tables are written by their owners, each row
+-- visible and writable to the owner alone (row-level security, matched by
+-- OID): what an owner changes by hand in its own rows can only make its
+-- own enrichment do what the owner could do anyway.  The triggers on the
+-- source tables, which run as whoever changes a row, are the one part that
+-- writes another role's rows: they are SECURITY DEFINER, mark a row stale
+-- and do nothing else.
+--
+-- Per enrichment, two objects in this schema hold the request and the
+-- write-back as parsed at creation (names resolved then, as a view's are):
+-- the view enrichment_<id>_request (the key, the hash of the inputs and the
+-- request of every source row; security_invoker, so read with the owner's
+-- privileges) and the function enrichment_<id>_apply (the UPDATE of one
+-- row with a result, only while its inputs are still those it was asked
+-- with; SECURITY INVOKER).  The extension's owner creates them
+-- (enrichment_define, after checking that each text is one expression or
+-- one SET list), and only the enrichment's owner may use them.
+--
+
+CREATE TABLE queryclaw.enrichment_definitions (
+	id				bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+	name			text NOT NULL,
+	owner			regrole NOT NULL,
+	source			regclass NOT NULL,
+	request			text NOT NULL,
+	apply			text,
+	target			name,
+	mode			text NOT NULL,
+	cache_ttl		interval NOT NULL,
+	paused			boolean NOT NULL DEFAULT false,
+	definition_hash text NOT NULL,
+	key_columns		name[] NOT NULL,
+	input_columns	name[],
+	backfill_after	jsonb,
+	backfill_done	boolean NOT NULL,
+	calls			bigint NOT NULL DEFAULT 0,
+	calls_saved		bigint NOT NULL DEFAULT 0,
+	tokens			bigint NOT NULL DEFAULT 0,
+	last_error		text,
+	created_at		timestamptz NOT NULL DEFAULT pg_catalog.now(),
+	UNIQUE (owner, name)
+);
+COMMENT ON TABLE queryclaw.enrichment_definitions IS
+'Enrichments as created by create_enrichment and changed by alter_enrichment: the source table, the request and write-back as given, the columns that are inputs, the backfill''s progress and counters.  Each role sees its own; queryclaw.enrichments shows them.';
+
+CREATE TABLE queryclaw.enrichment_rows (
+	enrichment		bigint NOT NULL REFERENCES queryclaw.enrichment_definitions ON DELETE CASCADE,
+	owner			regrole NOT NULL,
+	key				jsonb NOT NULL,
+	state			text NOT NULL,
+	inputs_hash		text,
+	definition_hash text,
+	request_hash	text,
+	request_id		bigint,
+	attempts		integer NOT NULL DEFAULT 0,
+	error			text,
+	sqlstate		text,
+	enriched_at		timestamptz,
+	PRIMARY KEY (enrichment, key)
+);
+COMMENT ON TABLE queryclaw.enrichment_rows IS
+'Each source row of each enrichment: its primary key (key), state (stale: to be asked; running: its request is queued or on the wire; done; failed; skipped: its request expression was NULL), the hashes of the inputs and definition it was asked with, its request, attempts, last error and when it was written.  Each role sees its own enrichments'' rows.';
+CREATE INDEX enrichment_rows_stale_idx ON queryclaw.enrichment_rows (enrichment)
+	WHERE state = 'stale';
+CREATE INDEX enrichment_rows_request_idx ON queryclaw.enrichment_rows (request_id)
+	WHERE state = 'running';
+
+CREATE TABLE queryclaw.enrichment_calls (
+	enrichment		bigint NOT NULL REFERENCES queryclaw.enrichment_definitions ON DELETE CASCADE,
+	owner			regrole NOT NULL,
+	request_hash	text NOT NULL,
+	request_id		bigint,
+	state			text NOT NULL,
+	result			jsonb,
+	expires_at		timestamptz,
+	PRIMARY KEY (enrichment, request_hash)
+);
+COMMENT ON TABLE queryclaw.enrichment_calls IS
+'Each distinct request an enrichment asked: running (its rows wait for it) or done (its result kept until expires_at, cache_ttl after it came, for rows that ask the same).  Each role sees its own.';
+CREATE INDEX enrichment_calls_running_idx ON queryclaw.enrichment_calls (enrichment)
+	WHERE state = 'running';
+
+-- Each role reads and writes its own rows, matched by OID; it may create
+-- an enrichment only with EXECUTE on create_enrichment, and give its rows
+-- states and calls only for its own enrichments.
+CREATE FUNCTION queryclaw.enrichment_me()
+RETURNS oid
+LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
+	SELECT r.oid FROM pg_roles r WHERE r.rolname = current_user
+$$;
+CREATE FUNCTION queryclaw.enrichment_mine(enrichment bigint)
+RETURNS boolean
+LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
+	SELECT EXISTS (SELECT 1 FROM queryclaw.enrichment_definitions d
+					WHERE d.id = $1 AND d.owner::oid = queryclaw.enrichment_me())
+$$;
+DO $$
+DECLARE
+	t text;
+	mine text;
+BEGIN
+	FOREACH t IN ARRAY ARRAY['enrichment_definitions', 'enrichment_rows', 'enrichment_calls'] LOOP
+		EXECUTE format('REVOKE ALL ON queryclaw.%I FROM PUBLIC', t);
+		EXECUTE format('GRANT SELECT, INSERT, UPDATE, DELETE ON queryclaw.%I TO PUBLIC', t);
+		EXECUTE format('ALTER TABLE queryclaw.%I ENABLE ROW LEVEL SECURITY', t);
+		EXECUTE format('CREATE POLICY %I ON queryclaw.%I FOR SELECT USING (owner OPERATOR(pg_catalog.=) queryclaw.enrichment_me())',
+					   t || '_own_rows', t);
+		EXECUTE format('CREATE POLICY %I ON queryclaw.%I FOR DELETE USING (owner OPERATOR(pg_catalog.=) queryclaw.enrichment_me())',
+					   t || '_own_delete', t);
+		mine := CASE t WHEN 'enrichment_definitions'
+					   THEN 'pg_catalog.has_function_privilege(''queryclaw.create_enrichment(text, regclass, text, text, name, text, boolean, interval)'', ''EXECUTE'')'
+					   ELSE 'queryclaw.enrichment_mine(enrichment)' END;
+		EXECUTE format('CREATE POLICY %I ON queryclaw.%I FOR INSERT WITH CHECK (owner OPERATOR(pg_catalog.=) queryclaw.enrichment_me() AND %s)',
+					   t || '_own_insert', t, mine);
+		EXECUTE format('CREATE POLICY %I ON queryclaw.%I FOR UPDATE USING (owner OPERATOR(pg_catalog.=) queryclaw.enrichment_me()) WITH CHECK (owner OPERATOR(pg_catalog.=) queryclaw.enrichment_me() AND %s)',
+					   t || '_own_update', t, mine);
+		EXECUTE format('CREATE POLICY %I ON queryclaw.%I FOR SELECT TO queryclaw_admin USING (true)',
+					   t || '_admin', t);
+		-- the async worker finds the enrichments with work to do
+		EXECUTE format('GRANT SELECT, UPDATE ON queryclaw.%I TO queryclaw_writer', t);
+		EXECUTE format('CREATE POLICY %I ON queryclaw.%I TO queryclaw_writer USING (true)',
+					   t || '_writer', t);
+		PERFORM pg_catalog.pg_extension_config_dump('queryclaw.' || t, '');
+	END LOOP;
+END
+$$;
+GRANT USAGE ON SEQUENCE queryclaw.enrichment_definitions_id_seq TO PUBLIC;
+SELECT pg_catalog.pg_extension_config_dump('queryclaw.enrichment_definitions_id_seq', '');
+
+-- The request constructors: the arguments of the asynchronous functions,
+-- checked as they check them, returned as jsonb for an enrichment's
+-- request expression (NULL for a NULL url, prompt or input).
+CREATE FUNCTION queryclaw.web_fetch_request(url text, format text DEFAULT 'text',
+											max_chars integer DEFAULT NULL)
+RETURNS jsonb
+AS 'MODULE_PATHNAME', 'web_fetch_request'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION queryclaw.web_fetch_request(text, text, integer) IS
+'A web_fetch as an enrichment''s request: the arguments of web_fetch_async, checked as it checks them, as jsonb.';
+REVOKE ALL ON FUNCTION queryclaw.web_fetch_request(text, text, integer) FROM PUBLIC;
+
+CREATE FUNCTION queryclaw.api_call_request(url text, method text DEFAULT 'GET',
+										   headers jsonb DEFAULT NULL, body text DEFAULT NULL,
+										   max_chars integer DEFAULT NULL,
+										   idempotency_key text DEFAULT NULL)
+RETURNS jsonb
+AS 'MODULE_PATHNAME', 'api_call_request'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION queryclaw.api_call_request(text, text, jsonb, text, integer, text) IS
+'An api_call as an enrichment''s request: the arguments of api_call_async, checked as it checks them, as jsonb.';
+REVOKE ALL ON FUNCTION queryclaw.api_call_request(text, text, jsonb, text, integer, text) FROM PUBLIC;
+
+CREATE FUNCTION queryclaw.llm_request(prompt text,
+									  tools text[] DEFAULT '{web_fetch,api_call}',
+									  system text DEFAULT NULL, model text DEFAULT NULL,
+									  max_rounds integer DEFAULT NULL,
+									  output_schema jsonb DEFAULT NULL)
+RETURNS jsonb
+AS 'MODULE_PATHNAME', 'llm_request'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION queryclaw.llm_request(text, text[], text, text, integer, jsonb) IS
+'An llm_chat_tools loop as an enrichment''s request: the arguments of llm_chat_tools_async, checked as it checks them, as jsonb.';
+REVOKE ALL ON FUNCTION queryclaw.llm_request(text, text[], text, text, integer, jsonb) FROM PUBLIC;
+
+CREATE FUNCTION queryclaw.llm_embed_request(input text, model text DEFAULT NULL)
+RETURNS jsonb
+AS 'MODULE_PATHNAME', 'llm_embed_request'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION queryclaw.llm_embed_request(text, text) IS
+'An embedding of input (llm_embed) as an enrichment''s request, as jsonb.';
+REVOKE ALL ON FUNCTION queryclaw.llm_embed_request(text, text) FROM PUBLIC;
+
+-- Internal: the enrichment's view and write-back function, made (again)
+-- from its definition row by the extension's owner once the calling role
+-- is found to own it; returns the input columns.  enrichment_undefine
+-- drops them.  enrichment_wake asks the async workers to look for stale
+-- rows when the transaction commits.
+CREATE FUNCTION queryclaw.enrichment_define(enrichment bigint)
+RETURNS name[]
+AS 'MODULE_PATHNAME', 'enrichment_define'
+LANGUAGE C STRICT VOLATILE PARALLEL UNSAFE;
+CREATE FUNCTION queryclaw.enrichment_undefine(enrichment bigint)
+RETURNS void
+AS 'MODULE_PATHNAME', 'enrichment_undefine'
+LANGUAGE C STRICT VOLATILE PARALLEL UNSAFE;
+CREATE FUNCTION queryclaw.enrichment_wake()
+RETURNS void
+AS 'MODULE_PATHNAME', 'enrichment_wake'
+LANGUAGE C STRICT VOLATILE PARALLEL UNSAFE;
+
+-- Internal: cancel the calling role's own requests among ids, as
+-- cancel_requests does, for an enrichment that is dropped (its owner may
+-- have no EXECUTE on cancel_requests) or whose rows were deleted (the
+-- trigger, which runs as the tables' owner, passes the enrichment's owner).
+-- A role can only ever cancel its own requests through it.
+CREATE FUNCTION queryclaw.enrichment_cancel(ids bigint[], owner regrole)
+RETURNS integer
+AS 'MODULE_PATHNAME', 'enrichment_cancel'
+LANGUAGE C STRICT VOLATILE PARALLEL UNSAFE;
+
+-- The caller's enrichment of that name (row-level security shows only its
+-- own), locked; 42704 when it has none.
+CREATE FUNCTION queryclaw.enrichment_find(name text)
+RETURNS queryclaw.enrichment_definitions
+LANGUAGE plpgsql VOLATILE SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+	d queryclaw.enrichment_definitions;
+BEGIN
+	SELECT * INTO d FROM queryclaw.enrichment_definitions e
+	 WHERE e.name = enrichment_find.name
+	   AND e.owner = (SELECT r.oid FROM pg_roles r WHERE r.rolname = current_user)
+	   FOR UPDATE;
+	IF NOT FOUND THEN
+		RAISE EXCEPTION 'enrichment "%" does not exist', name
+			USING ERRCODE = 'undefined_object',
+				  HINT = 'queryclaw.enrichments lists the enrichments you own.';
+	END IF;
+	RETURN d;
+END
+$$;
+
+-- The triggers that keep a live enrichment's rows' states: an INSERT makes
+-- its rows stale, an UPDATE that changes an input (or the key) makes its
+-- row stale, a DELETE forgets the rows and cancels what was queued for
+-- them alone.  WHEN and UPDATE OF keep every other UPDATE free.
+CREATE FUNCTION queryclaw.enrichment_triggers_make(d queryclaw.enrichment_definitions)
+RETURNS void
+LANGUAGE plpgsql VOLATILE SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+	watched name[] := ARRAY(SELECT DISTINCT c FROM unnest(d.input_columns || d.key_columns) c);
+	changed text;
+BEGIN
+	EXECUTE format('CREATE TRIGGER %I AFTER INSERT ON %s REFERENCING NEW TABLE AS qc_new'
+				   ' FOR EACH STATEMENT EXECUTE FUNCTION queryclaw.enrichment_on_insert(%L)',
+				   'queryclaw_enrichment_' || d.id || '_insert', d.source, d.id);
+	EXECUTE format('CREATE TRIGGER %I AFTER DELETE ON %s REFERENCING OLD TABLE AS qc_old'
+				   ' FOR EACH STATEMENT EXECUTE FUNCTION queryclaw.enrichment_on_delete(%L)',
+				   'queryclaw_enrichment_' || d.id || '_delete', d.source, d.id);
+	SELECT string_agg(format('OLD.%1$I IS DISTINCT FROM NEW.%1$I', c), ' OR ')
+	  INTO changed FROM unnest(watched) c;
+	EXECUTE format('CREATE TRIGGER %I AFTER UPDATE OF %s ON %s FOR EACH ROW WHEN (%s)'
+				   ' EXECUTE FUNCTION queryclaw.enrichment_on_update(%L)',
+				   'queryclaw_enrichment_' || d.id || '_update',
+				   (SELECT string_agg(quote_ident(c), ', ') FROM unnest(watched) c),
+				   d.source, changed, d.id);
+END
+$$;
+
+CREATE FUNCTION queryclaw.enrichment_triggers_drop(d queryclaw.enrichment_definitions)
+RETURNS void
+LANGUAGE plpgsql VOLATILE SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+	t text;
+BEGIN
+	FOR t IN SELECT tgname FROM pg_trigger
+			  WHERE tgrelid = d.source AND tgname LIKE 'queryclaw\_enrichment\_' || d.id || '\_%' LOOP
+		EXECUTE format('DROP TRIGGER %I ON %s', t, d.source);
+	END LOOP;
+END
+$$;
+
+-- The definition a trigger fires for, when the trigger is on its source.
+CREATE FUNCTION queryclaw.enrichment_for_trigger(id text, relid oid)
+RETURNS queryclaw.enrichment_definitions
+LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
+	SELECT * FROM queryclaw.enrichment_definitions d
+	 WHERE d.id = $1::bigint AND d.source::oid = $2 AND d.mode = 'live'
+$$;
+
+-- jsonb_build_object('k1', <prefix>k1, ...): a row's key as enrichment_rows keeps it.
+CREATE FUNCTION queryclaw.enrichment_key_expression(keys name[], prefix text)
+RETURNS text
+LANGUAGE sql IMMUTABLE SET search_path = pg_catalog, pg_temp AS $$
+	SELECT 'pg_catalog.jsonb_build_object(' ||
+		   string_agg(format('%L, %s%I', k, prefix, k), ', ') || ')'
+	  FROM unnest(keys) k
+$$;
+
+CREATE FUNCTION queryclaw.enrichment_on_insert()
+RETURNS trigger
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+	d queryclaw.enrichment_definitions := queryclaw.enrichment_for_trigger(TG_ARGV[0], TG_RELID);
+BEGIN
+	IF d.id IS NULL THEN
+		RETURN NULL;
+	END IF;
+	EXECUTE format('INSERT INTO queryclaw.enrichment_rows AS r (enrichment, owner, key, state)'
+				   ' SELECT $1, $2, %s, ''stale'' FROM qc_new'
+				   ' ON CONFLICT (enrichment, key) DO UPDATE SET state = ''stale'', request_id = NULL'
+				   ' WHERE r.state <> ''stale''',
+				   queryclaw.enrichment_key_expression(d.key_columns, 'qc_new.'))
+		USING d.id, d.owner;
+	PERFORM queryclaw.enrichment_wake();
+	RETURN NULL;
+END
+$$;
+
+CREATE FUNCTION queryclaw.enrichment_on_update()
+RETURNS trigger
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+	d queryclaw.enrichment_definitions := queryclaw.enrichment_for_trigger(TG_ARGV[0], TG_RELID);
+	old_key jsonb;
+	new_key jsonb;
+BEGIN
+	IF d.id IS NULL THEN
+		RETURN NULL;
+	END IF;
+	SELECT jsonb_object_agg(k, to_jsonb(OLD) -> k), jsonb_object_agg(k, to_jsonb(NEW) -> k)
+	  INTO old_key, new_key FROM unnest(d.key_columns) k;
+	IF old_key <> new_key THEN
+		PERFORM queryclaw.enrichment_forget(d, ARRAY[old_key]);
+	END IF;
+	INSERT INTO queryclaw.enrichment_rows AS r (enrichment, owner, key, state)
+	VALUES (d.id, d.owner, new_key, 'stale')
+	ON CONFLICT (enrichment, key) DO UPDATE SET state = 'stale', request_id = NULL
+	 WHERE r.state <> 'stale';
+	PERFORM queryclaw.enrichment_wake();
+	RETURN NULL;
+END
+$$;
+
+CREATE FUNCTION queryclaw.enrichment_on_delete()
+RETURNS trigger
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+	d queryclaw.enrichment_definitions := queryclaw.enrichment_for_trigger(TG_ARGV[0], TG_RELID);
+	keys jsonb[];
+BEGIN
+	IF d.id IS NULL THEN
+		RETURN NULL;
+	END IF;
+	EXECUTE format('SELECT array_agg(%s) FROM qc_old',
+				   queryclaw.enrichment_key_expression(d.key_columns, 'qc_old.'))
+		INTO keys;
+	PERFORM queryclaw.enrichment_forget(d, keys);
+	RETURN NULL;
+END
+$$;
+
+-- Forget rows gone from the source: their states go, and a request that
+-- no other row waits for is cancelled (not sent, if it was not yet).
+CREATE FUNCTION queryclaw.enrichment_forget(d queryclaw.enrichment_definitions, keys jsonb[])
+RETURNS void
+LANGUAGE plpgsql VOLATILE SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+	orphans bigint[];
+BEGIN
+	WITH gone AS (
+		DELETE FROM queryclaw.enrichment_rows r
+		 WHERE r.enrichment = d.id AND r.key = ANY (keys)
+		RETURNING r.request_id, r.state)
+	SELECT array_agg(DISTINCT g.request_id) INTO orphans
+	  FROM gone g
+	 WHERE g.state = 'running'
+	   AND NOT EXISTS (SELECT 1 FROM queryclaw.enrichment_rows o
+						WHERE o.enrichment = d.id AND o.request_id = g.request_id
+						  AND o.state = 'running' AND o.key <> ALL (keys));
+	IF orphans IS NOT NULL THEN
+		PERFORM queryclaw.enrichment_cancel(orphans, d.owner);
+	END IF;
+END
+$$;
+
+-- Make (again) the enrichment's view and write-back and its triggers,
+-- from its row; the errors a definition can meet are raised here, when it
+-- is created or altered.
+CREATE FUNCTION queryclaw.enrichment_build(d queryclaw.enrichment_definitions)
+RETURNS queryclaw.enrichment_definitions
+LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+	inputs name[];
+BEGIN
+	BEGIN
+		inputs := queryclaw.enrichment_define(d.id);
+	EXCEPTION WHEN datatype_mismatch THEN
+		-- apply gives a column a value of another type: the definition's fault
+		RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value', MESSAGE = SQLERRM,
+			HINT = 'Cast the value to the column''s type in apply.';
+	END;
+	UPDATE queryclaw.enrichment_definitions e
+	   SET input_columns = inputs,
+		   key_columns = ARRAY(SELECT a.attname FROM pg_catalog.pg_index i
+								 CROSS JOIN LATERAL pg_catalog.unnest(i.indkey) WITH ORDINALITY k(attnum, n)
+								 JOIN pg_catalog.pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum
+								WHERE i.indrelid = d.source AND i.indisprimary ORDER BY k.n)
+	 WHERE e.id = d.id
+	RETURNING * INTO d;
+	PERFORM queryclaw.enrichment_triggers_drop(d);
+	IF d.mode = 'live' THEN
+		PERFORM queryclaw.enrichment_triggers_make(d);
+	END IF;
+	RETURN d;
+END
+$$;
+
+CREATE FUNCTION queryclaw.create_enrichment(name text, source regclass, request text,
+											apply text DEFAULT NULL, target name DEFAULT NULL,
+											mode text DEFAULT 'live', backfill boolean DEFAULT true,
+											cache_ttl interval DEFAULT '1 day')
+RETURNS void
+LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+	d queryclaw.enrichment_definitions;
+	me oid := (SELECT r.oid FROM pg_catalog.pg_roles r WHERE r.rolname OPERATOR(pg_catalog.=) current_user);
+BEGIN
+	IF name IS NULL OR name OPERATOR(pg_catalog.=) '' OR source IS NULL OR request IS NULL THEN
+		RAISE EXCEPTION 'name, source and request must be given'
+			USING ERRCODE = 'invalid_parameter_value';
+	END IF;
+	IF (apply IS NULL) OPERATOR(pg_catalog.=) (target IS NULL) THEN
+		RAISE EXCEPTION 'exactly one of apply and target must be given'
+			USING ERRCODE = 'invalid_parameter_value',
+				  DETAIL = 'apply is a SET list writing the row from result; target names one column that takes the natural value.';
+	END IF;
+	IF mode IS NULL OR mode OPERATOR(pg_catalog.<>) ALL (ARRAY['live', 'manual']) THEN
+		RAISE EXCEPTION 'invalid enrichment mode "%"', mode
+			USING ERRCODE = 'invalid_parameter_value', HINT = 'mode is ''live'' or ''manual''.';
+	END IF;
+	IF cache_ttl IS NULL OR cache_ttl OPERATOR(pg_catalog.<) interval '0' THEN
+		RAISE EXCEPTION 'cache_ttl must not be negative' USING ERRCODE = 'invalid_parameter_value';
+	END IF;
+	IF (SELECT c.relkind FROM pg_catalog.pg_class c WHERE c.oid OPERATOR(pg_catalog.=) source)
+		OPERATOR(pg_catalog.<>) ALL (ARRAY['r', 'p']::"char"[]) THEN
+		RAISE EXCEPTION '"%" is not a table', source USING ERRCODE = 'wrong_object_type';
+	END IF;
+	IF NOT pg_catalog.has_table_privilege(source, 'SELECT')
+		OR NOT pg_catalog.has_table_privilege(source, 'UPDATE') THEN
+		RAISE EXCEPTION 'permission denied for table %', source
+			USING ERRCODE = 'insufficient_privilege',
+				  DETAIL = 'An enrichment reads its source table and writes its results as its owner, who needs SELECT and UPDATE on it.';
+	END IF;
+	IF mode OPERATOR(pg_catalog.=) 'live' AND NOT pg_catalog.has_table_privilege(source, 'TRIGGER') THEN
+		RAISE EXCEPTION 'permission denied for table %', source
+			USING ERRCODE = 'insufficient_privilege',
+				  DETAIL = 'A live enrichment keeps its rows'' states by triggers on the table, which need TRIGGER on it.',
+				  HINT = 'Use mode => ''manual'' and refresh_enrichment(), or ask for TRIGGER.';
+	END IF;
+	IF EXISTS (SELECT 1 FROM queryclaw.enrichment_definitions e
+				WHERE e.owner OPERATOR(pg_catalog.=) me AND e.name OPERATOR(pg_catalog.=) create_enrichment.name) THEN
+		RAISE EXCEPTION 'enrichment "%" already exists', name USING ERRCODE = 'duplicate_object';
+	END IF;
+	INSERT INTO queryclaw.enrichment_definitions
+		(name, owner, source, request, apply, target, mode, cache_ttl, definition_hash, key_columns,
+		 backfill_done)
+	VALUES (name, me, source, request, apply, target, mode, cache_ttl,
+			pg_catalog.md5(pg_catalog.concat_ws(E'\x1f', request, apply, target)), '{}', NOT backfill)
+	RETURNING * INTO d;
+	PERFORM queryclaw.enrichment_build(d);
+	PERFORM queryclaw.enrichment_wake();
+END
+$$;
+COMMENT ON FUNCTION queryclaw.create_enrichment(text, regclass, text, text, name, text, boolean, interval) IS
+'Keep columns of source filled from an API or a model: request is an expression over a row calling a request constructor (NULL asks nothing), apply the SET list that writes its result into the row (or target, a column for the natural value).  Existing rows are asked unless backfill is false; in live mode, inserted rows and rows whose inputs change are asked as they commit.';
+REVOKE ALL ON FUNCTION queryclaw.create_enrichment(text, regclass, text, text, name, text, boolean, interval) FROM PUBLIC;
+
+CREATE FUNCTION queryclaw.alter_enrichment(name text, request text DEFAULT NULL,
+										   apply text DEFAULT NULL, target name DEFAULT NULL,
+										   reenrich boolean DEFAULT true)
+RETURNS void
+LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+	d queryclaw.enrichment_definitions := queryclaw.enrichment_find(name);
+BEGIN
+	IF apply IS NOT NULL AND target IS NOT NULL THEN
+		RAISE EXCEPTION 'exactly one of apply and target must be given'
+			USING ERRCODE = 'invalid_parameter_value';
+	END IF;
+	UPDATE queryclaw.enrichment_definitions e
+	   SET request = coalesce(alter_enrichment.request, e.request),
+		   apply = CASE WHEN alter_enrichment.target IS NOT NULL THEN NULL
+						ELSE coalesce(alter_enrichment.apply, e.apply) END,
+		   target = CASE WHEN alter_enrichment.apply IS NOT NULL THEN NULL
+						 ELSE coalesce(alter_enrichment.target, e.target) END
+	 WHERE e.id OPERATOR(pg_catalog.=) d.id
+	RETURNING * INTO d;
+	UPDATE queryclaw.enrichment_definitions e
+	   SET definition_hash = pg_catalog.md5(pg_catalog.concat_ws(E'\x1f', d.request, d.apply, d.target))
+	 WHERE e.id OPERATOR(pg_catalog.=) d.id
+	RETURNING * INTO d;
+	IF reenrich THEN
+		-- every row is asked again under the new definition; a result on
+		-- its way for the old one is not written
+		UPDATE queryclaw.enrichment_rows r SET state = 'stale', request_id = NULL
+		 WHERE r.enrichment OPERATOR(pg_catalog.=) d.id AND r.state OPERATOR(pg_catalog.<>) 'stale';
+	END IF;
+	PERFORM queryclaw.enrichment_build(d);
+	PERFORM queryclaw.enrichment_wake();
+END
+$$;
+COMMENT ON FUNCTION queryclaw.alter_enrichment(text, text, text, name, boolean) IS
+'Change an enrichment''s request, apply or target; with reenrich (the default) every row asked under the old definition is asked again, otherwise only rows that change from now on use the new one.';
+REVOKE ALL ON FUNCTION queryclaw.alter_enrichment(text, text, text, name, boolean) FROM PUBLIC;
+
+CREATE FUNCTION queryclaw.pause_enrichment(name text)
+RETURNS void
+LANGUAGE plpgsql VOLATILE SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+	d queryclaw.enrichment_definitions := queryclaw.enrichment_find(name);
+BEGIN
+	UPDATE queryclaw.enrichment_definitions SET paused = true WHERE id = d.id;
+END
+$$;
+COMMENT ON FUNCTION queryclaw.pause_enrichment(text) IS
+'Stop asking: rows keep becoming stale, but no new request is queued until resume_enrichment (requests already queued finish and are written).';
+REVOKE ALL ON FUNCTION queryclaw.pause_enrichment(text) FROM PUBLIC;
+
+CREATE FUNCTION queryclaw.resume_enrichment(name text)
+RETURNS void
+LANGUAGE plpgsql VOLATILE SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+	d queryclaw.enrichment_definitions := queryclaw.enrichment_find(name);
+BEGIN
+	UPDATE queryclaw.enrichment_definitions SET paused = false WHERE id = d.id;
+	PERFORM queryclaw.enrichment_wake();
+END
+$$;
+COMMENT ON FUNCTION queryclaw.resume_enrichment(text) IS
+'Ask again what became stale while the enrichment was paused.';
+REVOKE ALL ON FUNCTION queryclaw.resume_enrichment(text) FROM PUBLIC;
+
+CREATE FUNCTION queryclaw.retry_enrichment(name text)
+RETURNS bigint
+LANGUAGE plpgsql VOLATILE SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+	d queryclaw.enrichment_definitions := queryclaw.enrichment_find(name);
+	n bigint;
+BEGIN
+	UPDATE queryclaw.enrichment_rows
+	   SET state = 'stale', request_id = NULL, attempts = 0
+	 WHERE enrichment = d.id AND state = 'failed';
+	GET DIAGNOSTICS n = ROW_COUNT;
+	PERFORM queryclaw.enrichment_wake();
+	RETURN n;
+END
+$$;
+COMMENT ON FUNCTION queryclaw.retry_enrichment(text) IS
+'Ask the enrichment''s failed rows again; returns how many.';
+REVOKE ALL ON FUNCTION queryclaw.retry_enrichment(text) FROM PUBLIC;
+
+CREATE FUNCTION queryclaw.refresh_enrichment(name text)
+RETURNS bigint
+LANGUAGE plpgsql VOLATILE SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+	d queryclaw.enrichment_definitions := queryclaw.enrichment_find(name);
+	made bigint;
+BEGIN
+	-- rows never seen, or whose inputs or definition changed since they
+	-- were asked, become stale; rows gone from the table are forgotten
+	EXECUTE format($q$
+		WITH v AS (SELECT %1$s AS key, v.qc_inputs_hash FROM queryclaw.%2$I v),
+		gone AS (
+			DELETE FROM queryclaw.enrichment_rows r
+			 WHERE r.enrichment = $1 AND NOT EXISTS (SELECT 1 FROM v WHERE v.key = r.key)),
+		m AS (
+			INSERT INTO queryclaw.enrichment_rows AS r (enrichment, owner, key, state)
+			SELECT $1, $2, v.key, 'stale' FROM v
+			ON CONFLICT (enrichment, key) DO UPDATE SET state = 'stale', request_id = NULL
+			 WHERE r.state IN ('done', 'failed', 'skipped')
+			   AND (r.definition_hash IS DISTINCT FROM $3
+					OR r.inputs_hash IS DISTINCT FROM (SELECT v.qc_inputs_hash FROM v
+														WHERE v.key = EXCLUDED.key))
+			RETURNING 1)
+		SELECT count(*) FROM m$q$,
+		queryclaw.enrichment_key_expression(d.key_columns, 'v.'), 'enrichment_' || d.id || '_inputs')
+		INTO made
+		USING d.id, d.owner, d.definition_hash;
+	UPDATE queryclaw.enrichment_definitions SET backfill_done = true WHERE id = d.id;
+	PERFORM queryclaw.enrichment_wake();
+	RETURN made;
+END
+$$;
+COMMENT ON FUNCTION queryclaw.refresh_enrichment(text) IS
+'Ask every row that is stale: never asked, or whose inputs or definition changed since it was asked (for manual mode, or a schedule such as pg_cron''s); returns how many rows it made stale.';
+REVOKE ALL ON FUNCTION queryclaw.refresh_enrichment(text) FROM PUBLIC;
+
+CREATE FUNCTION queryclaw.drop_enrichment(name text)
+RETURNS void
+LANGUAGE plpgsql VOLATILE SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+	d queryclaw.enrichment_definitions := queryclaw.enrichment_find(name);
+	pending bigint[];
+BEGIN
+	PERFORM queryclaw.enrichment_triggers_drop(d);
+	SELECT array_agg(c.request_id) INTO pending
+	  FROM queryclaw.enrichment_calls c
+	 WHERE c.enrichment = d.id AND c.state = 'running';
+	IF pending IS NOT NULL THEN
+		PERFORM queryclaw.enrichment_cancel(pending, d.owner);
+	END IF;
+	PERFORM queryclaw.enrichment_undefine(d.id);
+	DELETE FROM queryclaw.enrichment_definitions WHERE id = d.id;
+END
+$$;
+COMMENT ON FUNCTION queryclaw.drop_enrichment(text) IS
+'Drop an enrichment: its triggers, states and pending requests go; the values it wrote stay.';
+REVOKE ALL ON FUNCTION queryclaw.drop_enrichment(text) FROM PUBLIC;
+
+-- At most this many of an enrichment's requests are unfinished at once:
+-- the feeder tops them up as they end, so a backfill of any size neither
+-- fills the queue nor holds back other roles.
+CREATE FUNCTION queryclaw.enrichment_in_flight_cap()
+RETURNS integer LANGUAGE sql IMMUTABLE AS 'SELECT 1000';
+
+-- Queue one request as the enrichment's owner, its result to come back
+-- through enrichment_done.
+CREATE FUNCTION queryclaw.enrichment_enqueue(d queryclaw.enrichment_definitions, req jsonb,
+											 request_hash text)
+RETURNS bigint
+LANGUAGE plpgsql VOLATILE SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+	cb regprocedure := 'queryclaw.enrichment_done(bigint, jsonb, text, jsonb)';
+	ctx jsonb := jsonb_build_object('enrichment', d.name, 'enrichment_id', d.id,
+									'request_hash', request_hash);
+BEGIN
+	CASE req ->> 'func'
+	WHEN 'web_fetch' THEN
+		RETURN queryclaw.web_fetch_async(req ->> 'url', coalesce(req ->> 'format', 'text'),
+										 (req ->> 'max_chars')::integer, cb, ctx);
+	WHEN 'api_call' THEN
+		RETURN queryclaw.api_call_async(req ->> 'url', coalesce(req ->> 'method', 'GET'),
+										req -> 'headers', req ->> 'body',
+										(req ->> 'max_chars')::integer, cb, ctx,
+										req ->> 'idempotency_key');
+	WHEN 'llm_chat_tools' THEN
+		RETURN queryclaw.llm_chat_tools_async(
+			req ->> 'prompt',
+			CASE WHEN req ? 'tools'
+				 THEN ARRAY(SELECT jsonb_array_elements_text(req -> 'tools'))
+				 ELSE '{web_fetch,api_call}' END,
+			req ->> 'system', req ->> 'model', (req ->> 'max_rounds')::integer,
+			req -> 'output_schema', cb, ctx);
+	WHEN 'llm_embed' THEN
+		RAISE EXCEPTION 'embedding requests cannot be queued yet'
+			USING ERRCODE = 'feature_not_supported';
+	ELSE
+		RAISE EXCEPTION 'not a request: %', left(req::text, 100)
+			USING ERRCODE = 'invalid_parameter_value';
+	END CASE;
+END
+$$;
+
+-- The backfill's walk: the next rows by primary key after where it
+-- stopped, each made stale unless it has a state already (a live insert
+-- made it stale, or it was asked), in pieces of at most the room the cap
+-- leaves, each in a transaction of its own.
+CREATE FUNCTION queryclaw.enrichment_walk(d queryclaw.enrichment_definitions, n integer)
+RETURNS void
+LANGUAGE plpgsql VOLATILE SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+	keys text := (SELECT string_agg(quote_ident(k), ', ') FROM unnest(d.key_columns) k);
+	walked bigint;
+	last jsonb;
+BEGIN
+	EXECUTE format($q$
+		WITH w AS (
+			SELECT %1$s, %2$s AS qc_row_key, v.qc_inputs_hash
+			  FROM queryclaw.%3$I v
+			 WHERE $3::jsonb IS NULL
+				OR (%1$s) > (SELECT %4$s FROM jsonb_populate_record(NULL::%5$s, $3) qc_key)
+			 ORDER BY %1$s LIMIT $4),
+		m AS (
+			INSERT INTO queryclaw.enrichment_rows AS r (enrichment, owner, key, state, inputs_hash)
+			SELECT $1, $2, w.qc_row_key, 'stale', w.qc_inputs_hash FROM w
+			ON CONFLICT (enrichment, key) DO NOTHING)
+		SELECT count(*), (array_agg(w.qc_row_key ORDER BY %6$s))[1] FROM w$q$,
+		keys, queryclaw.enrichment_key_expression(d.key_columns, 'v.'),
+		'enrichment_' || d.id || '_inputs',
+		(SELECT string_agg('qc_key.' || quote_ident(k), ', ') FROM unnest(d.key_columns) k),
+		d.source,
+		(SELECT string_agg('w.' || quote_ident(k) || ' DESC', ', ') FROM unnest(d.key_columns) k))
+		INTO walked, last
+		USING d.id, d.owner, d.backfill_after, n;
+	UPDATE queryclaw.enrichment_definitions
+	   SET backfill_after = coalesce(last, backfill_after), backfill_done = walked < n
+	 WHERE id = d.id;
+END
+$$;
+
+CREATE INDEX enrichment_calls_expiry_idx ON queryclaw.enrichment_calls (enrichment, expires_at)
+	WHERE state = 'done';
+
+-- Write result into the rows (keys, each with the inputs hash it was
+-- asked with) through the enrichment's apply: done, or stale again when
+-- the row changed meanwhile (its newer inputs are asked anew), or failed
+-- when apply raised for this result.
+CREATE FUNCTION queryclaw.enrichment_apply_rows(d queryclaw.enrichment_definitions, result jsonb,
+												keys jsonb[], hashes text[])
+RETURNS void
+LANGUAGE plpgsql VOLATILE SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+	fn text := format('SELECT queryclaw.%I($1, $2, $3)', 'enrichment_' || d.id || '_apply');
+	written bigint;
+	err_code text;
+	err_text text;
+BEGIN
+	FOR i IN 1 .. coalesce(array_length(keys, 1), 0) LOOP
+		BEGIN
+			EXECUTE fn INTO written USING result, keys[i], hashes[i];
+			UPDATE queryclaw.enrichment_rows
+			   SET state = CASE WHEN written > 0 THEN 'done' ELSE 'stale' END,
+				   request_id = NULL, error = NULL, sqlstate = NULL,
+				   attempts = attempts + 1,
+				   enriched_at = CASE WHEN written > 0 THEN now() ELSE enriched_at END
+			 WHERE enrichment = d.id AND key = keys[i];
+		EXCEPTION WHEN OTHERS THEN
+			err_code := SQLSTATE;
+			err_text := 'apply failed: ' || SQLERRM;
+			UPDATE queryclaw.enrichment_rows
+			   SET state = 'failed', request_id = NULL, error = err_text,
+				   sqlstate = err_code, attempts = attempts + 1
+			 WHERE enrichment = d.id AND key = keys[i];
+		END;
+	END LOOP;
+END
+$$;
+
+-- Ask for up to n stale rows of the enrichment (all of them, or the one
+-- row only when one_key is given): rows whose requests are identical share
+-- one call, a call already on its way or a result still kept answers
+-- without a new one.  Set-based but for the enqueue of each new request.
+-- Returns how many rows it handled.
+CREATE FUNCTION queryclaw.enrichment_ask(d queryclaw.enrichment_definitions, n integer,
+										 one_key jsonb DEFAULT NULL)
+RETURNS integer
+LANGUAGE plpgsql VOLATILE SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+	keys jsonb[];				-- the batch, row by row
+	hashes text[];
+	requests jsonb[];
+	rhashes text[];
+	known jsonb;				-- request hash -> its call, for those the batch names
+	asked_hashes text[] := '{}';	-- request hash -> request id, for the rows
+	asked_ids bigint[] := '{}';
+	failed_hashes text[] := '{}';
+	failed_errors text[] := '{}';
+	failed_codes text[] := '{}';
+	call jsonb;
+	rid bigint;
+	made bigint := 0;
+	cached_keys jsonb[] := '{}';
+	cached_hashes text[] := '{}';
+BEGIN
+	EXECUTE format($q$
+		WITH s AS (
+			SELECT r.key AS qc_row_key, %3$s
+			  FROM queryclaw.enrichment_rows r,
+				   jsonb_populate_record(NULL::%4$s, r.key) qc_key
+			 WHERE r.enrichment = $1 AND r.state = 'stale' AND ($3::jsonb IS NULL OR r.key = $3)
+			 LIMIT $2 FOR UPDATE OF r SKIP LOCKED),
+		a AS (
+			-- the request of these rows alone: OFFSET 0 keeps the subquery
+			-- whole, so that the row is found by its key (an index scan)
+			-- before its request is made, never the other way round
+			SELECT s.qc_row_key, v.qc_inputs_hash, v.qc_request
+			  FROM s LEFT JOIN LATERAL (
+					SELECT v.qc_inputs_hash, v.qc_request FROM queryclaw.%1$I v
+					 WHERE (%2$s) = (%5$s) OFFSET 0) v
+				ON true)
+		SELECT array_agg(a.qc_row_key), array_agg(a.qc_inputs_hash), array_agg(a.qc_request),
+			   array_agg(md5(a.qc_request::text))
+		  FROM a$q$,
+		'enrichment_' || d.id || '_request',
+		(SELECT string_agg('v.' || quote_ident(k), ', ') FROM unnest(d.key_columns) k),
+		(SELECT string_agg('qc_key.' || quote_ident(k), ', ') FROM unnest(d.key_columns) k),
+		d.source,
+		(SELECT string_agg('s.' || quote_ident(k), ', ') FROM unnest(d.key_columns) k))
+		INTO keys, hashes, requests, rhashes
+		USING d.id, n, one_key;
+	IF keys IS NULL THEN
+		RETURN 0;
+	END IF;
+
+	-- gone from the table (no inputs hash): forgotten; NULL request: skipped
+	DELETE FROM queryclaw.enrichment_rows r
+	 USING unnest(keys, hashes) x(k, h)
+	 WHERE r.enrichment = d.id AND r.key = x.k AND x.h IS NULL;
+	UPDATE queryclaw.enrichment_rows r
+	   SET state = 'skipped', inputs_hash = x.h, definition_hash = d.definition_hash,
+		   request_hash = NULL, request_id = NULL, error = NULL, sqlstate = NULL,
+		   enriched_at = now()
+	  FROM unnest(keys, hashes, rhashes) x(k, h, rh)
+	 WHERE r.enrichment = d.id AND r.key = x.k AND x.h IS NOT NULL AND x.rh IS NULL;
+
+	-- the calls the batch's requests already have
+	SELECT jsonb_object_agg(c.request_hash,
+							jsonb_build_object('state', c.state, 'id', c.request_id,
+											   'fresh', c.expires_at > now()))
+	  INTO known
+	  FROM queryclaw.enrichment_calls c
+	 WHERE c.enrichment = d.id AND c.request_hash = ANY (rhashes);
+	known := coalesce(known, '{}');
+
+	-- one call for each distinct request that has none on its way
+	FOR i IN 1 .. array_length(keys, 1) LOOP
+		CONTINUE WHEN rhashes[i] IS NULL OR rhashes[i] = ANY (asked_hashes)
+			OR rhashes[i] = ANY (failed_hashes);
+		call := known -> rhashes[i];
+		IF call ->> 'state' = 'running' THEN
+			asked_hashes := asked_hashes || rhashes[i];
+			asked_ids := asked_ids || (call ->> 'id')::bigint;
+			CONTINUE;
+		ELSIF call ->> 'state' = 'done' AND (call ->> 'fresh')::boolean THEN
+			CONTINUE;			-- answered already: written below, no call
+		END IF;
+		BEGIN
+			rid := queryclaw.enrichment_enqueue(d, requests[i], rhashes[i]);
+		EXCEPTION
+			WHEN SQLSTATE '53400' THEN
+				-- max_queued_per_role reached: the rest wait for room
+				EXIT;
+			WHEN OTHERS THEN
+				failed_hashes := failed_hashes || rhashes[i];
+				failed_errors := failed_errors || SQLERRM;
+				failed_codes := failed_codes || SQLSTATE;
+				CONTINUE;
+		END;
+		asked_hashes := asked_hashes || rhashes[i];
+		asked_ids := asked_ids || rid;
+		made := made + 1;
+	END LOOP;
+
+	INSERT INTO queryclaw.enrichment_calls AS c (enrichment, owner, request_hash, request_id, state)
+	SELECT d.id, d.owner, x.rh, x.rid, 'running'
+	  FROM unnest(asked_hashes, asked_ids) x(rh, rid)
+	 WHERE (known -> x.rh ->> 'state') IS DISTINCT FROM 'running'
+	ON CONFLICT (enrichment, request_hash) DO UPDATE
+	   SET request_id = EXCLUDED.request_id, state = 'running', result = NULL, expires_at = NULL;
+	UPDATE queryclaw.enrichment_rows r
+	   SET state = 'running', request_id = m.rid, request_hash = x.rh, inputs_hash = x.h,
+		   definition_hash = d.definition_hash
+	  FROM unnest(keys, hashes, rhashes) x(k, h, rh)
+	  JOIN unnest(asked_hashes, asked_ids) m(rh, rid) ON m.rh = x.rh
+	 WHERE r.enrichment = d.id AND r.key = x.k;
+	UPDATE queryclaw.enrichment_rows r
+	   SET state = 'failed', error = f.err, sqlstate = f.code, attempts = attempts + 1,
+		   request_id = NULL, request_hash = x.rh, inputs_hash = x.h,
+		   definition_hash = d.definition_hash
+	  FROM unnest(keys, hashes, rhashes) x(k, h, rh)
+	  JOIN unnest(failed_hashes, failed_errors, failed_codes) f(rh, err, code) ON f.rh = x.rh
+	 WHERE r.enrichment = d.id AND r.key = x.k;
+
+	-- rows answered by a kept result
+	SELECT coalesce(array_agg(x.k), '{}'), coalesce(array_agg(x.h), '{}')
+	  INTO cached_keys, cached_hashes
+	  FROM unnest(keys, hashes, rhashes) x(k, h, rh)
+	 WHERE known -> x.rh ->> 'state' = 'done' AND (known -> x.rh ->> 'fresh')::boolean;
+	IF array_length(cached_keys, 1) > 0 THEN
+		FOR i IN 1 .. array_length(cached_keys, 1) LOOP
+			PERFORM queryclaw.enrichment_apply_rows(d,
+				(SELECT c.result FROM queryclaw.enrichment_calls c
+				  WHERE c.enrichment = d.id
+					AND c.request_hash = rhashes[array_position(keys, cached_keys[i])]),
+				ARRAY[cached_keys[i]], ARRAY[cached_hashes[i]]);
+		END LOOP;
+	END IF;
+
+	UPDATE queryclaw.enrichment_definitions e
+	   SET calls = e.calls + made,
+		   -- rows that a call asked for another row answered, or a kept result
+		   calls_saved = e.calls_saved - made + coalesce(array_length(cached_keys, 1), 0)
+			   + (SELECT count(*) FROM unnest(rhashes) rh WHERE rh = ANY (asked_hashes)),
+		   last_error = coalesce(failed_errors[array_length(failed_errors, 1)], e.last_error)
+	 WHERE e.id = d.id;
+	RETURN array_length(keys, 1);
+END
+$$;
+
+-- Run by the async workers as the enrichment's owner (a role's session,
+-- as a callback is), whenever it may have stale rows: walk the backfill
+-- on, ask what is stale, up to the cap of requests in flight.  A row
+-- whose request expression raises is failed alone.
+CREATE FUNCTION queryclaw.enrichment_feed(enrichment bigint)
+RETURNS integer
+LANGUAGE plpgsql VOLATILE SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+	d queryclaw.enrichment_definitions;
+	room integer;
+	k jsonb;
+	handled integer := 0;
+	err_code text;
+	err_text text;
+BEGIN
+	SELECT * INTO d FROM queryclaw.enrichment_definitions e WHERE e.id = enrichment;
+	IF NOT FOUND OR d.paused THEN
+		RETURN 0;
+	END IF;
+	DELETE FROM queryclaw.enrichment_calls c
+	 WHERE c.enrichment = d.id AND c.state = 'done' AND c.expires_at < now();
+	room := queryclaw.enrichment_in_flight_cap() -
+		(SELECT count(*) FROM queryclaw.enrichment_calls c
+		  WHERE c.enrichment = d.id AND c.state = 'running');
+	-- top the window up once half of it is free: each turn asks hundreds
+	-- of rows, and its fixed cost is shared between them
+	IF room < queryclaw.enrichment_in_flight_cap() / 2 THEN
+		RETURN 0;
+	END IF;
+	IF NOT d.backfill_done THEN
+		PERFORM queryclaw.enrichment_walk(d, room);
+	END IF;
+	BEGIN
+		RETURN queryclaw.enrichment_ask(d, room);
+	EXCEPTION WHEN OTHERS THEN
+		-- a row's request raised: ask row by row, failing those that raise
+		NULL;
+	END;
+	FOR k IN SELECT r.key FROM queryclaw.enrichment_rows r
+			  WHERE r.enrichment = d.id AND r.state = 'stale' LIMIT room LOOP
+		BEGIN
+			handled := handled + queryclaw.enrichment_ask(d, 1, k);
+		EXCEPTION WHEN OTHERS THEN
+			err_code := SQLSTATE;
+			err_text := SQLERRM;
+			UPDATE queryclaw.enrichment_rows r
+			   SET state = 'failed', error = err_text, sqlstate = err_code, attempts = attempts + 1
+			 WHERE r.enrichment = d.id AND r.key = k;
+			UPDATE queryclaw.enrichment_definitions SET last_error = err_text WHERE id = d.id;
+			handled := handled + 1;
+		END;
+	END LOOP;
+	RETURN handled;
+END
+$$;
+
+-- The callback of every request an enrichment queues, run as its owner
+-- in the transaction that records the request's final state: the rows
+-- that wait for it are written (or failed, or stale again).
+CREATE FUNCTION queryclaw.enrichment_done(id bigint, result jsonb, error text, context jsonb)
+RETURNS void
+LANGUAGE plpgsql VOLATILE SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+	d queryclaw.enrichment_definitions;
+	rhash text := context ->> 'request_hash';
+	failure text := error;
+	code text;
+	keys jsonb[];
+	hashes text[];
+BEGIN
+	SELECT * INTO d FROM queryclaw.enrichment_definitions e
+	 WHERE e.id = (context ->> 'enrichment_id')::bigint;
+	IF NOT FOUND THEN
+		RETURN;
+	END IF;
+	IF failure IS NOT NULL OR d.cache_ttl = interval '0'
+		OR enrichment_done.result ->> 'ok' = 'false' THEN
+		-- nothing to keep: a row asking the same later asks anew
+		DELETE FROM queryclaw.enrichment_calls c
+		 WHERE c.enrichment = d.id AND c.request_hash = rhash AND c.request_id = enrichment_done.id;
+	END IF;
+	IF failure = 'cancelled' THEN
+		-- cancelled by hand (or its rows deleted): what waited for it is asked again
+		UPDATE queryclaw.enrichment_rows r SET state = 'stale', request_id = NULL
+		 WHERE r.enrichment = d.id AND r.request_id = enrichment_done.id AND r.state = 'running';
+		RETURN;
+	END IF;
+	IF failure IS NULL AND enrichment_done.result ->> 'ok' = 'false' THEN
+		failure := format('HTTP %s from %s', enrichment_done.result ->> 'status',
+						  enrichment_done.result ->> 'url');
+	END IF;
+	IF failure IS NOT NULL THEN
+		SELECT q.sqlstate INTO code FROM queryclaw.requests q WHERE q.id = enrichment_done.id;
+		UPDATE queryclaw.enrichment_rows r
+		   SET state = 'failed', error = failure, sqlstate = code, request_id = NULL,
+			   attempts = attempts + 1
+		 WHERE r.enrichment = d.id AND r.request_id = enrichment_done.id AND r.state = 'running';
+		UPDATE queryclaw.enrichment_definitions e SET last_error = failure WHERE e.id = d.id;
+		RETURN;
+	END IF;
+	IF d.cache_ttl > interval '0' THEN
+		UPDATE queryclaw.enrichment_calls c
+		   SET state = 'done', result = enrichment_done.result, expires_at = now() + d.cache_ttl
+		 WHERE c.enrichment = d.id AND c.request_hash = rhash AND c.request_id = enrichment_done.id;
+	END IF;
+	IF (enrichment_done.result #>> '{usage,total_tokens}') IS NOT NULL THEN
+		UPDATE queryclaw.enrichment_definitions e
+		   SET tokens = tokens + (enrichment_done.result #>> '{usage,total_tokens}')::bigint
+		 WHERE e.id = d.id;
+	END IF;
+	BEGIN
+		-- every row waiting for it, in one statement
+		EXECUTE format('SELECT queryclaw.%I($1, $2, true)', 'enrichment_' || d.id || '_apply_request')
+			USING enrichment_done.result, enrichment_done.id;
+	EXCEPTION WHEN OTHERS THEN
+		-- apply raised on this result: row by row, failing those that raise
+		SELECT array_agg(r.key), array_agg(r.inputs_hash) INTO keys, hashes
+		  FROM queryclaw.enrichment_rows r
+		 WHERE r.enrichment = d.id AND r.request_id = enrichment_done.id AND r.state = 'running';
+		PERFORM queryclaw.enrichment_apply_rows(d, enrichment_done.result, keys, hashes);
+	END;
+END
+$$;
+
+-- An enrichment's rows by state.  stale counts the rows the backfill has
+-- not reached yet too; rows counts the source table now (NULL for a
+-- reader who may not read it: queryclaw_admin sees every enrichment).
+CREATE FUNCTION queryclaw.enrichment_counts(d queryclaw.enrichment_definitions,
+											OUT rows bigint, OUT done bigint, OUT stale bigint,
+											OUT running bigint, OUT failed bigint,
+											OUT skipped bigint, OUT per_second float8)
+LANGUAGE plpgsql STABLE SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+	seen bigint;
+BEGIN
+	-- queryclaw_admin sees every enrichment, not always its table
+	IF has_table_privilege(d.source, 'SELECT') THEN
+		EXECUTE format('SELECT count(*) FROM %s', d.source) INTO rows;
+	END IF;
+	SELECT count(*) FILTER (WHERE r.state = 'done'), count(*) FILTER (WHERE r.state = 'stale'),
+		   count(*) FILTER (WHERE r.state = 'running'), count(*) FILTER (WHERE r.state = 'failed'),
+		   count(*) FILTER (WHERE r.state = 'skipped'), count(*),
+		   count(*) FILTER (WHERE r.enriched_at > now() - interval '1 minute')
+			   / greatest(extract(epoch FROM now() - min(r.enriched_at)
+											 FILTER (WHERE r.enriched_at > now() - interval '1 minute')), 1)
+	  INTO done, stale, running, failed, skipped, seen, per_second
+	  FROM queryclaw.enrichment_rows r
+	 WHERE r.enrichment = d.id;
+	IF NOT d.backfill_done THEN
+		stale := stale + greatest(coalesce(rows, seen) - seen, 0);
+	END IF;
+END
+$$;
+
+CREATE VIEW queryclaw.enrichments WITH (security_invoker = true) AS
+	SELECT d.name, d.owner, d.source, d.mode, d.paused, c.rows, c.done, c.stale, c.running,
+		   c.failed, c.skipped, d.calls, d.calls_saved, d.tokens, d.last_error,
+		   CASE WHEN c.per_second > 0 AND c.stale + c.running > 0
+				THEN (c.stale + c.running) / c.per_second * interval '1 second' END AS eta
+	  FROM queryclaw.enrichment_definitions d
+	 CROSS JOIN LATERAL queryclaw.enrichment_counts(d) c;
+GRANT SELECT ON queryclaw.enrichments TO PUBLIC;
+COMMENT ON VIEW queryclaw.enrichments IS
+'Each enrichment you own (queryclaw_admin: all): its rows by state (stale: waiting to be asked, the backfill''s rows not reached yet included), the calls made and saved (rows answered by a call another row made, or by a kept result), tokens, the last error, and an estimate of the time left from the last minute''s pace (NULL when nothing completes).';
+
+CREATE FUNCTION queryclaw.estimate_enrichment(name text,
+											  OUT rows bigint, OUT distinct_requests bigint,
+											  OUT prompt_chars bigint, OUT tokens_estimate bigint)
+LANGUAGE plpgsql VOLATILE SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+	d queryclaw.enrichment_definitions := queryclaw.enrichment_find(name);
+BEGIN
+	-- every row's request, built and checked, nothing sent
+	EXECUTE format($q$
+		WITH a AS (SELECT v.qc_request FROM queryclaw.%I v),
+		u AS (SELECT DISTINCT ON (md5(a.qc_request::text)) a.qc_request FROM a
+			   WHERE a.qc_request IS NOT NULL)
+		SELECT (SELECT count(*) FROM a), (SELECT count(*) FROM u),
+			   (SELECT coalesce(sum(length(coalesce(u.qc_request ->> 'prompt', '')
+										   || coalesce(u.qc_request ->> 'system', '')
+										   || coalesce(u.qc_request ->> 'input', ''))), 0) FROM u)$q$,
+		'enrichment_' || d.id || '_request')
+		INTO rows, distinct_requests, prompt_chars;
+	-- about four characters a token, as providers' tokenizers average for English
+	tokens_estimate := ceil(prompt_chars / 4.0);
+END
+$$;
+COMMENT ON FUNCTION queryclaw.estimate_enrichment(text) IS
+'Before a backfill: the source''s rows, how many distinct requests they make (the calls a backfill would make), the characters of their prompts and inputs, and the tokens that is (about four characters a token); nothing is asked.';
+REVOKE ALL ON FUNCTION queryclaw.estimate_enrichment(text) FROM PUBLIC;
+
+-- An enrichment whose source table is dropped (with CASCADE, which its
+-- view and write-back function need), or whose objects are dropped with
+-- everything its owner owns, goes with them.
+CREATE FUNCTION queryclaw.enrichment_on_sql_drop()
+RETURNS event_trigger
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+	-- its table, or its view (DROP OWNED BY its owner)
+	DELETE FROM queryclaw.enrichment_definitions d
+	 USING pg_event_trigger_dropped_objects() o
+	 WHERE o.classid = 'pg_class'::regclass AND o.objsubid = 0
+	   AND (o.objid = d.source::oid
+			OR (o.schema_name = 'queryclaw' AND o.object_name = 'enrichment_' || d.id || '_request'));
+END
+$$;
+CREATE EVENT TRIGGER queryclaw_enrichment_sql_drop ON sql_drop
+	WHEN TAG IN ('DROP TABLE', 'DROP SCHEMA', 'DROP OWNED')
+	EXECUTE FUNCTION queryclaw.enrichment_on_sql_drop();
+
+-- What each internal function is for (every function has a comment).
+COMMENT ON FUNCTION queryclaw.enrichment_apply_rows(queryclaw.enrichment_definitions, jsonb, jsonb[], text[]) IS
+'Internal to enrichments: write a result into the rows that asked for it, through the enrichment''s apply.';
+COMMENT ON FUNCTION queryclaw.enrichment_ask(queryclaw.enrichment_definitions, integer, jsonb) IS
+'Internal to enrichments: queue the requests of stale rows, one call for identical requests.';
+COMMENT ON FUNCTION queryclaw.enrichment_build(queryclaw.enrichment_definitions) IS
+'Internal to enrichments: make an enrichment''s view, write-back and triggers from its definition.';
+COMMENT ON FUNCTION queryclaw.enrichment_cancel(bigint[], regrole) IS
+'Internal to enrichments: cancel requests of an enrichment''s owner (its own, or from its triggers).';
+COMMENT ON FUNCTION queryclaw.enrichment_counts(queryclaw.enrichment_definitions) IS
+'Internal to enrichments: an enrichment''s rows by state, for queryclaw.enrichments.';
+COMMENT ON FUNCTION queryclaw.enrichment_define(bigint) IS
+'Internal to enrichments: check a definition''s texts and make its view and write-back function; returns its inputs.';
+COMMENT ON FUNCTION queryclaw.enrichment_done(bigint, jsonb, text, jsonb) IS
+'Internal to enrichments: the callback of every request an enrichment queues.';
+COMMENT ON FUNCTION queryclaw.enrichment_enqueue(queryclaw.enrichment_definitions, jsonb, text) IS
+'Internal to enrichments: queue one request as the enrichment''s owner.';
+COMMENT ON FUNCTION queryclaw.enrichment_feed(bigint) IS
+'Internal to enrichments: walk the backfill on and ask what is stale; run by the async workers as the owner.';
+COMMENT ON FUNCTION queryclaw.enrichment_find(text) IS
+'Internal to enrichments: the calling role''s enrichment of that name.';
+COMMENT ON FUNCTION queryclaw.enrichment_for_trigger(text, oid) IS
+'Internal to enrichments: the live enrichment a trigger on its source fires for.';
+COMMENT ON FUNCTION queryclaw.enrichment_forget(queryclaw.enrichment_definitions, jsonb[]) IS
+'Internal to enrichments: forget rows gone from the source, cancelling what only they waited for.';
+COMMENT ON FUNCTION queryclaw.enrichment_me() IS
+'Internal to enrichments: the calling role''s OID, for the tables'' row-level security.';
+COMMENT ON FUNCTION queryclaw.enrichment_mine(bigint) IS
+'Internal to enrichments: whether the calling role owns that enrichment.';
+COMMENT ON FUNCTION queryclaw.enrichment_in_flight_cap() IS
+'Internal to enrichments: how many of an enrichment''s requests may be unfinished at once.';
+COMMENT ON FUNCTION queryclaw.enrichment_key_expression(name[], text) IS
+'Internal to enrichments: the SQL that builds a row''s key as enrichment_rows keeps it.';
+COMMENT ON FUNCTION queryclaw.enrichment_on_delete() IS
+'Internal to enrichments: the trigger that forgets deleted rows.';
+COMMENT ON FUNCTION queryclaw.enrichment_on_insert() IS
+'Internal to enrichments: the trigger that makes inserted rows stale.';
+COMMENT ON FUNCTION queryclaw.enrichment_on_sql_drop() IS
+'Internal to enrichments: drops the enrichments of a dropped table.';
+COMMENT ON FUNCTION queryclaw.enrichment_on_update() IS
+'Internal to enrichments: the trigger that makes a row stale when an input changes.';
+COMMENT ON FUNCTION queryclaw.enrichment_triggers_drop(queryclaw.enrichment_definitions) IS
+'Internal to enrichments: drop an enrichment''s triggers.';
+COMMENT ON FUNCTION queryclaw.enrichment_triggers_make(queryclaw.enrichment_definitions) IS
+'Internal to enrichments: make a live enrichment''s triggers.';
+COMMENT ON FUNCTION queryclaw.enrichment_undefine(bigint) IS
+'Internal to enrichments: drop an enrichment''s view and write-back function.';
+COMMENT ON FUNCTION queryclaw.enrichment_wake() IS
+'Internal to enrichments: wake the async workers when the transaction commits.';
+COMMENT ON FUNCTION queryclaw.enrichment_walk(queryclaw.enrichment_definitions, integer) IS
+'Internal to enrichments: the next piece of the backfill.';
+-- MCP servers' tools (docs/mcp.md): a queryclaw server with protocol 'mcp'
+-- is an MCP server over Streamable HTTP; its tools are listed and called
+-- under the server's policy, keys and limits, with USAGE on it.
+--
+CREATE FUNCTION queryclaw.mcp_tools(server name)
+RETURNS TABLE (name text, title text, description text, input_schema jsonb,
+               output_schema jsonb)
+AS 'MODULE_PATHNAME', 'mcp_tools'
+LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
+COMMENT ON FUNCTION queryclaw.mcp_tools(name) IS
+'The tools an MCP server (a queryclaw server with protocol ''mcp'') offers: its tools/list, less what its tools option leaves out; needs USAGE on the server.';
+REVOKE ALL ON FUNCTION queryclaw.mcp_tools(name) FROM PUBLIC;
+
+CREATE FUNCTION queryclaw.mcp_call(server name, tool text, arguments jsonb DEFAULT '{}')
+RETURNS jsonb
+AS 'MODULE_PATHNAME', 'mcp_call'
+LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
+COMMENT ON FUNCTION queryclaw.mcp_call(name, text, jsonb) IS
+'Call a tool of an MCP server: {content, structured, is_error, text}, text the text parts joined; needs USAGE on the server.';
+REVOKE ALL ON FUNCTION queryclaw.mcp_call(name, text, jsonb) FROM PUBLIC;
+
+-- ---- A newcomer's first hour: queryclaw_user, and queue_status's eta ----
+--
+-- queryclaw_user: the one role to grant (GRANT queryclaw_user TO etl) for
+-- every function a caller needs, synchronous, asynchronous and
+-- enrichments, but sql_query (which offers the database to a model, which
+-- could then send table data out with the web tools).  Like
+-- queryclaw_admin and queryclaw_writer it belongs to the cluster: created
+-- here if missing, left by DROP EXTENSION, and its members are the DBA's
+-- (pg_dumpall keeps them; pg_dump keeps its privileges, which this script
+-- gives at CREATE EXTENSION).
+--
+-- A role of that name made before, by someone else, is refused at CREATE
+-- EXTENSION and at the update, as queryclaw_writer is: one that can log in
+-- or has an attribute, is a member of other roles, owns objects, or holds
+-- privileges on anything of this database or of the cluster.  Members are
+-- its purpose, so only those a superuser granted without ADMIN OPTION are
+-- taken: a role that queryclaw_ext made in another database of the
+-- cluster, and a superuser granted, is taken as it is (a second database,
+-- a dump restored beside the original); one a non-superuser made (who then
+-- holds ADMIN OPTION on it, or granted it) is refused.
+--
+-- queryclaw.claim_role is the one place that says whether a role of a
+-- given name can be taken; a later script may claim another role with it.
+CREATE FUNCTION queryclaw.claim_role(role_name name, purpose text, members_allowed boolean)
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	r oid := (SELECT oid FROM pg_catalog.pg_roles WHERE rolname OPERATOR(pg_catalog.=) role_name);
+	why text;
+BEGIN
+	IF r IS NULL THEN
+		EXECUTE pg_catalog.format('CREATE ROLE %I NOLOGIN', role_name);
+		RETURN;
+	END IF;
+	SELECT CASE
+		WHEN a.rolcanlogin THEN 'it can log in'
+		WHEN a.rolsuper OR a.rolcreaterole OR a.rolcreatedb OR a.rolreplication OR a.rolbypassrls
+			THEN 'it has SUPERUSER, CREATEROLE, CREATEDB, REPLICATION or BYPASSRLS'
+		WHEN NOT members_allowed AND EXISTS (SELECT FROM pg_catalog.pg_auth_members m
+											  WHERE m.roleid OPERATOR(pg_catalog.=) r)
+			THEN 'it has members'
+		WHEN EXISTS (SELECT FROM pg_catalog.pg_auth_members m
+					   JOIN pg_catalog.pg_roles member ON member.oid OPERATOR(pg_catalog.=) m.member
+					   LEFT JOIN pg_catalog.pg_roles grantor ON grantor.oid OPERATOR(pg_catalog.=) m.grantor
+					  WHERE m.roleid OPERATOR(pg_catalog.=) r
+						AND (grantor.rolsuper IS NOT TRUE
+							 OR (m.admin_option AND NOT member.rolsuper)))
+			THEN 'it has members that a superuser did not grant, or that may grant it to others'
+		WHEN EXISTS (SELECT FROM pg_catalog.pg_auth_members m
+					  WHERE m.member OPERATOR(pg_catalog.=) r)
+			THEN 'it is a member of other roles'
+		WHEN EXISTS (SELECT FROM pg_catalog.pg_shdepend d
+					  WHERE d.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_authid'::pg_catalog.regclass
+						AND d.refobjid OPERATOR(pg_catalog.=) r
+						AND (d.deptype OPERATOR(pg_catalog.=) 'o'
+							 OR d.dbid OPERATOR(pg_catalog.=) 0
+							 OR d.dbid OPERATOR(pg_catalog.=)
+								(SELECT oid FROM pg_catalog.pg_database
+								  WHERE datname OPERATOR(pg_catalog.=) pg_catalog.current_database())))
+			THEN 'it owns objects or holds privileges'
+		END INTO why
+	  FROM pg_catalog.pg_roles a WHERE a.oid OPERATOR(pg_catalog.=) r;
+	IF why IS NOT NULL THEN
+		RAISE EXCEPTION 'role "%" exists and was not made for queryclaw_ext', role_name
+			USING ERRCODE = 'insufficient_privilege',
+				  DETAIL = pg_catalog.format('%s, but %s.', purpose, why),
+				  HINT = 'Drop the role (or take from it what the detail names), and run the command again.';
+	END IF;
+END
+$$;
+REVOKE ALL ON FUNCTION queryclaw.claim_role(name, text, boolean) FROM PUBLIC;
+COMMENT ON FUNCTION queryclaw.claim_role(name, text, boolean) IS
+'For the extension''s scripts: create a NOLOGIN role of that name, or take one that exists when nothing but what the extension gives it (and, if allowed, members a superuser granted) comes with it; otherwise refuse it (42501).';
+
+SELECT queryclaw.claim_role('queryclaw_user',
+	'Every member of this role may call the functions of queryclaw_ext that reach the network', true);
+COMMENT ON ROLE queryclaw_user IS
+'queryclaw_ext: EXECUTE on every function a caller needs but sql_query; GRANT queryclaw_user TO a role to let it use the extension.';
+
+-- EXECUTE on the caller's functions, by name (every form of each): those
+-- of this version, including the enrichments' and MCP's (their sections
+-- come before this one in this script; a name not created yet grants
+-- nothing).
+-- Not sql_query; not the functions PUBLIC has already (budget_status,
+-- host_limits), nor the DBA's (audit_status), nor the internal ones.
+DO $$
+DECLARE
+	f regprocedure;
+BEGIN
+	FOR f IN
+		SELECT p.oid::regprocedure FROM pg_catalog.pg_proc p
+		 WHERE p.pronamespace OPERATOR(pg_catalog.=) 'queryclaw'::regnamespace
+		   AND p.proname OPERATOR(pg_catalog.=) ANY (ARRAY[
+				-- synchronous
+				'web_fetch', 'api_call', 'check_url', 'html_to_text',
+				'web_fetch_many', 'api_call_many', 'web_search',
+				'llm_chat_tools', 'llm_embed',
+				-- asynchronous
+				'web_fetch_async', 'api_call_async', 'llm_chat_tools_async',
+				'wait', 'cancel_requests', 'retry_requests',
+				-- enrichments, and the requests they are declared with
+				'create_enrichment', 'alter_enrichment', 'pause_enrichment',
+				'resume_enrichment', 'retry_enrichment', 'refresh_enrichment',
+				'drop_enrichment', 'estimate_enrichment',
+				'web_fetch_request', 'api_call_request', 'llm_request',
+				'llm_embed_request',
+				-- MCP servers' tools (USAGE on each server is its own GRANT)
+				'mcp_tools', 'mcp_call']::name[])
+		 ORDER BY 1::text
+	LOOP
+		EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s TO queryclaw_user', f);
+	END LOOP;
+END
+$$;
+
+-- queue_status's eta counts the wait of requests due later (a retry after
+-- a 503, a Retry-After): the pace of the last minute alone made a request
+-- due in 30 s look a fraction of a second away.  Still NULL when the pace
+-- says nothing.
+CREATE OR REPLACE VIEW queryclaw.queue_status WITH (security_invoker = true) AS
+	WITH per_state AS (
+		SELECT r.role, r.state, count(*) AS requests,
+			   pg_catalog.now() - min(r.created_at)
+				   FILTER (WHERE r.state IN ('queued', 'retrying')) AS oldest_waiting,
+			   CASE WHEN r.state = 'queued'
+					THEN count(*) FILTER (WHERE r.created_at > pg_catalog.now() - interval '1 minute')
+					WHEN r.state IN ('done', 'failed', 'cancelled')
+					THEN count(*) FILTER (WHERE r.finished_at > pg_catalog.now() - interval '1 minute')
+			   END AS last_minute,
+			   max(r.next_attempt_at) FILTER (WHERE r.state IN ('queued', 'retrying')) AS last_due
+		  FROM queryclaw.requests r
+		 GROUP BY r.role, r.state),
+	pace AS (
+		SELECT r.role, count(*) AS ended,
+			   pg_catalog.now() - min(r.finished_at) AS span,
+			   pg_catalog.now() - max(r.finished_at) AS since_last
+		  FROM queryclaw.requests r
+		 WHERE r.finished_at > pg_catalog.now() - interval '1 minute'
+		 GROUP BY r.role)
+	SELECT s.role, s.state, s.requests, s.oldest_waiting, s.last_minute,
+		   CASE WHEN s.state IN ('queued', 'running', 'retrying') AND p.ended >= 2
+				 AND p.since_last <= greatest(3 * p.span / p.ended, interval '1 second')
+				THEN greatest(sum(s.requests) FILTER (WHERE s.state IN ('queued', 'running', 'retrying'))
+								  OVER (PARTITION BY s.role) * p.span / p.ended,
+							  max(s.last_due) OVER (PARTITION BY s.role) - pg_catalog.now())
+		   END AS eta
+	  FROM per_state s LEFT JOIN pace p ON p.role = s.role;
+COMMENT ON VIEW queryclaw.queue_status IS
+'Asynchronous requests per role and state: how many, the oldest waiting one''s age, how many reached the state in the last minute, and for unfinished ones the time left: at the pace requests ended in the last minute, and no sooner than the last one waiting is due (NULL when that pace says nothing).';
 
 -- ---- Callbacks run apart from the requests (the callback workers) ----
 --

@@ -23,6 +23,7 @@
  *	json.c		JSON validation (cJSON)
  *	response.c	what the SQL functions return
  *	audit.c		the audit rows, durable or in the caller's transaction
+ *	onerror.c	queryclaw.on_error: a failed call returns its error; the WARNING
  *	auditq.c	the shared-memory queue of audit records
  *	worker.c	the audit worker that commits them
  *	rolecount.c	per-role counts over a sliding window, in shared memory
@@ -48,7 +49,9 @@
  *	asyncrun.c	a role's requests run as that role: retries, final states, hand-offs
  *	callbackworker.c	the callback workers: callbacks, fairly between roles
  *	rolesession.c	a role's session in a worker: settings, identity, bounded callbacks
- *	cluster.c	on a Citus cluster: the node's group, limits' shares, GRANTs sent to workers
+ *	cluster.c	on a Citus cluster: the node's group, limits' shares from its node count
+ *	clustergrant.c, clusterjoin.c	GRANTs sent to the workers, and copied by a node that joins
+ *	servers.c, serversopts.c, serversfdw.c, serversadmit.c	endpoints: APIs as foreign servers
  *
  *-------------------------------------------------------------------------
  */
@@ -66,8 +69,10 @@
 #include "compat.h"
 #include "guc.h"
 #include "hostrate.h"
+#include "onerror.h"
 #include "queue.h"
 #include "ratelimit.h"
+#include "serversfdw.h"
 #include "worker.h"
 
 QC_MODULE_MAGIC;
@@ -78,6 +83,10 @@ void
 _PG_init(void)
 {
 	qc_guc_init();
+	/* in every session that loads the library: servers are made anywhere */
+	qc_serversfdw_init();
+	/* and the end of a statement, for queryclaw.on_error's WARNING */
+	qc_on_error_init();
 
 	/*
 	 * The durable audit and the rate limits live in shared memory, which
@@ -96,4 +105,6 @@ _PG_init(void)
 	qc_callback_hints_init();
 	qc_asyncworker_init();
 	qc_cluster_init();
+	qc_cluster_grant_init();
+	qc_cluster_join_init();
 }

@@ -5,8 +5,9 @@
 # sample company site (test/demo/site.py) on a free loopback port, starts a
 # scratch cluster whose policy allows exactly that site, enriches a table of
 # companies with one UPDATE, then more rows through the queue (an AFTER
-# INSERT trigger and a callback, one request retried after a 503, one that
-# fails), and prints each statement, its rows and the audit trail.
+# INSERT trigger and a callback; the same declared once as an enrichment,
+# with its backfill and a live insert; one request retried after a 503, one
+# that fails), and prints each statement, its rows and the audit trail.
 # Its last step asks a model that browses (llm_chat_tools): the endpoint in
 # QC_LLM_URL (with QC_LLM_KEY and QC_LLM_MODEL) when it is set, otherwise
 # the bundled scripted model (test/fixture/llm_server.py), and it says which.

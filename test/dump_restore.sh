@@ -8,7 +8,8 @@
 # it into a new database with pg_restore, and compares, for every table
 # and sequence the extension marks with pg_extension_config_dump, the rows
 # (and the sequence's position) before and after, and a foreign server of
-# the extension's wrapper with its user mapping.  Prints one "ok - " or
+# the extension's wrapper with its user mapping, and an enrichment whose
+# rows are done (nothing asked again after the restore).  Prints one "ok - " or
 # "not ok - " line per check, for test/run.sh to count.
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
@@ -49,9 +50,10 @@ relations=$(config_relations "$db") || { not_ok "could not list the extension's 
 if ! grep -q ' queryclaw.audit_log$' <<<"$relations"; then
 	not_ok "queryclaw.audit_log is not marked with pg_extension_config_dump"
 fi
-# Every table of the extension holds rows that matter (there is no cache
-# table yet): a table added without pg_extension_config_dump would be
-# emptied by a dump and restore.
+# Every table of the extension holds rows that matter (the enrichments'
+# kept results too: a restored database must not ask them again): a table
+# added without pg_extension_config_dump would be emptied by a dump and
+# restore.
 unmarked=$(sql -d "$db" -c "SELECT string_agg(c.oid::regclass::text, ', ')
                               FROM pg_depend d JOIN pg_class c ON c.oid = d.objid
                              WHERE d.classid = 'pg_class'::regclass AND d.deptype = 'e'
@@ -82,8 +84,30 @@ sql -d "$db" -q -c "SET client_min_messages = warning" \
 	      OPTIONS (url 'https://api.example.com/v1/', rate_limit '5/s')" \
 	-c "CREATE USER MAPPING FOR PUBLIC SERVER qc_dump_api
 	      OPTIONS (headers '{\"Authorization\": \"Bearer dump-0123456789\"}')" \
-	-c "GRANT USAGE ON FOREIGN SERVER qc_dump_api TO qc_dump_etl" ||
+	-c "GRANT USAGE ON FOREIGN SERVER qc_dump_api TO qc_dump_etl" \
+	-c "GRANT queryclaw_user TO qc_dump_etl" ||
 	not_ok "could not make a queryclaw server in $db"
+
+# An enrichment whose rows are all done: its definition, states, view,
+# write-back and triggers must come back, and the restored rows must not
+# be asked again (the restore loads the table before its triggers exist).
+sql -d "$db" -q >/dev/null <<'SQL' || not_ok "could not make an enrichment in $db"
+SET client_min_messages = warning;
+CREATE TABLE qc_dump_firms (id int PRIMARY KEY, name text, asked text);
+INSERT INTO qc_dump_firms VALUES (1, 'one'), (2, 'two'), (3, 'three');
+SELECT queryclaw.create_enrichment('qc_dump_firms', 'qc_dump_firms',
+    request => $$queryclaw.api_call_request(current_setting('qc_test.base') || '/echo?n=' || name)$$,
+    apply => $$asked = result #>> '{body,query,n}'$$);
+SQL
+enriched() {
+	sql -d "$1" -c "SELECT done || ' done, ' || stale || ' stale, ' || running || ' running'
+	                  FROM queryclaw.enrichments WHERE name = 'qc_dump_firms'"
+}
+for _ in $(seq 300); do
+	[ "$(enriched "$db")" = "3 done, 0 stale, 0 running" ] && break
+	sleep 0.1
+done
+qc_check "the enrichment to dump is done" "$(enriched "$db")" "3 done, 0 stale, 0 running"
 
 sql -d postgres -q -c "SET client_min_messages = warning" -c "DROP DATABASE IF EXISTS $restored"
 if qc_as_pg "$QC_BINDIR/pg_dump" -h "$QC_WORK" -p 5432 -Fc -f "$dump" "$db" 2>"$dump.log" &&
@@ -122,6 +146,35 @@ else
 	not_ok "a queryclaw server changed by pg_dump and pg_restore: before '$before', after '${after:-nothing}'"
 fi
 
+# queryclaw_user's privileges come back with the extension, and the
+# restore (in the same cluster) takes the role as it is, with the member
+# the DBA granted: that member may call what a caller calls, not sql_query.
+can_call() {
+	sql -d "$1" -c "SELECT string_agg(has_function_privilege('qc_dump_etl', f, 'EXECUTE')::text, ' ' ORDER BY n)
+	                  FROM unnest(ARRAY['queryclaw.web_fetch(text, text, integer, text)',
+	                                    'queryclaw.api_call_async(text, text, jsonb, text, integer, regprocedure, jsonb, text)',
+	                                    'queryclaw.sql_query(text)']) WITH ORDINALITY AS x(f, n)"
+}
+before=$(can_call "$db")
+after=$(can_call "$restored")
+if [ "$before" = "true true false" ] && [ "$after" = "$before" ]; then
+	ok "queryclaw_user's privileges kept by pg_dump and pg_restore, its member taken as it is"
+else
+	not_ok "queryclaw_user's privileges (web_fetch, api_call_async, sql_query) before '$before', after '${after:-nothing}'"
+fi
+
+qc_check "a restored enrichment has its rows done, none asked again" \
+	"$(enriched "$restored")" "3 done, 0 stale, 0 running"
+qc_check "a restored enrichment's values" \
+	"$(sql -d "$restored" -c "SELECT string_agg(asked, ',' ORDER BY id) FROM qc_dump_firms")" "one,two,three"
+sql -d "$restored" -q -c "INSERT INTO qc_dump_firms VALUES (4, 'four')" -c "UPDATE qc_dump_firms SET name = 'uno' WHERE id = 1"
+qc_check "a restored enrichment's triggers make an inserted and an updated row stale" \
+	"$(sql -d "$restored" -c "SELECT string_agg(key ->> 'id', ',' ORDER BY key ->> 'id') FROM queryclaw.enrichment_rows WHERE state = 'stale'")" "1,4"
+qc_check "a restored enrichment's request view reads the new rows" \
+	"$(sql -d "$restored" -c "SELECT count(*) FROM queryclaw.enrichment_definitions d,
+	       LATERAL (SELECT 1) x WHERE d.name = 'qc_dump_firms'
+	       AND (SELECT pg_catalog.to_regclass('queryclaw.enrichment_' || d.id || '_request')) IS NOT NULL")" 1
+
 # A restored log goes on: the next row gets the next id.
 next=$(sql -q -d "$restored" -c "INSERT INTO queryclaw.audit_log (role, pid, func, method, url, outcome)
                               VALUES (current_user, 0, 'restore_test', 'GET', 'http://restored/', 'ok')
@@ -132,4 +185,5 @@ else
 	not_ok "a row added after the restore reuses an id (got: ${next:-an error})"
 fi
 sql -d postgres -q -c "DROP DATABASE $restored"
-sql -d "$db" -q -c "DROP SERVER qc_dump_api CASCADE" -c "DROP ROLE qc_dump_etl"
+sql -d "$db" -q -c "DROP SERVER qc_dump_api CASCADE" -c "DROP ROLE qc_dump_etl" \
+	-c "SET client_min_messages = warning" -c "DROP TABLE qc_dump_firms CASCADE"

@@ -74,7 +74,12 @@ qc_sql() {
 
 # Poll (every 50 ms, at most 10 s) until the SQL $1 prints t.
 qc_until_true() {
-	for _ in $(seq 200); do
+	qc_wait_for "$1" 10
+}
+
+# Poll (every 50 ms, at most $2 seconds) until the SQL $1 prints t.
+qc_wait_for() {
+	for _ in $(seq $(($2 * 20))); do
 		[ "$(qc_sql -c "$1")" = t ] && return 0
 		sleep 0.05
 	done
@@ -357,16 +362,18 @@ qc_sql_cpu_ticks() {
 
 # Run pg_regress over the tests $3... of suite directory $1 (sql/ and
 # expected/) in database $2 of the running cluster, and add up the results
-# in the caller's passed and failed.
+# in the caller's passed and failed (qc_count_results: a test that gave no
+# result counts as failed).
 qc_run_suite() {
-	local suite=$1 db=$2
+	local suite=$1 db=$2 status
 	shift 2
 	# pg_regress runs as the cluster's user, so it works on a copy it can write.
 	[ "$(id -u)" -eq 0 ] && chown -R postgres: "$suite"
 	qc_as_pg "$($QC_PG_CONFIG --pkglibdir)/pgxs/src/test/regress/pg_regress" \
 		--host="$QC_WORK" --port=5432 --inputdir="$suite" --outputdir="$suite" \
 		--bindir="$QC_BINDIR" --dbname="$db" "$@" 2>&1 | tee "$suite/regress.log"
-	qc_count_results "$suite"
+	status=${PIPESTATUS[0]}
+	qc_count_results "$suite" $# "$status"
 }
 
 # pg_regress over the main suite's 001_setup, then every test of directory
@@ -380,32 +387,72 @@ qc_run_suite_after_setup() {
 	qc_run_suite "$suite" "$db" $(cd "$suite/sql" && ls [0-9]*.sql | sed 's/\.sql$//')
 }
 
-# Add up the results pg_regress wrote to $1/regress.log, and show its diffs.
+# Add up the results pg_regress wrote to $1/regress.log, and show its
+# diffs.  $2: how many tests it was asked to run; $3: its exit status.  A
+# step that did not run never passes as 0 failed: each test of the $2 that
+# gave no result (pg_regress could not start, could not read its files,
+# lost its server) counts as failed, and so does an exit status that is
+# not 0 with no test failed.
 qc_count_results() {
-	local suite=$1
+	local suite=$1 expected=${2:-0} status=${3:-0} ok bad
 	# pg_regress 15 says "test name ... ok", 16 and newer "ok N - name" (TAP)
-	passed=$((passed + $(grep -cE '^(ok|test) .* ok( |$)|\.\.\. ok|^ok [0-9]+ ' "$suite/regress.log")))
+	ok=$(grep -cE '^(ok|test) .* ok( |$)|\.\.\. ok|^ok [0-9]+ ' "$suite/regress.log" 2>/dev/null)
 	# a test without an expected file makes pg_regress say "diff command failed"
-	failed=$((failed + $(grep -cE 'FAILED|failed \(ignored\)|diff command failed|^not ok [0-9]+ ' "$suite/regress.log")))
+	bad=$(grep -cE 'FAILED|failed \(ignored\)|diff command failed|^not ok [0-9]+ ' "$suite/regress.log" 2>/dev/null)
+	passed=$((passed + ${ok:-0}))
+	failed=$((failed + ${bad:-0}))
+	if [ $((ok + bad)) -lt "$expected" ]; then
+		echo "not ok - $((expected - ok - bad)) of the $expected tests of $suite gave no result (pg_regress exited with status $status; its output is above)"
+		failed=$((failed + expected - ok - bad))
+	elif [ "$status" -ne 0 ] && [ "$bad" -eq 0 ]; then
+		echo "not ok - pg_regress exited with status $status in $suite, though no test failed"
+		failed=$((failed + 1))
+	fi
 	if [ -s "$suite/regression.diffs" ]; then
 		qc_log "differences"
 		cat "$suite/regression.diffs"
 	fi
 }
 
-# Run a command that prints "ok - ..." and "not ok - ..." lines, show
-# them, and add them up in the caller's passed and failed; a command that
-# fails without saying "not ok" counts as a failure.
+# Run a command that prints "ok - ...", "not ok - ..." and "skip - ..."
+# lines, show them, and add them up in the caller's passed, failed and
+# skipped.  A command that could not run never passes as 0
+# failed: one that fails without saying "not ok", or that says nothing at
+# all, counts as a failure.
 qc_run_checks() {
-	local log="$QC_WORK/checks.log"
+	local log="$QC_WORK/checks.log" rc ok bad skip
 	"$@" >"$log" 2>&1
-	local rc=$?
+	rc=$?
 	cat "$log"
-	passed=$((passed + $(grep -c '^ok ' "$log")))
-	failed=$((failed + $(grep -c '^not ok ' "$log")))
-	if [ "$rc" -ne 0 ] && ! grep -q '^not ok ' "$log"; then
+	ok=$(grep -c '^ok ' "$log")
+	bad=$(grep -c '^not ok ' "$log")
+	skip=$(grep -c '^skip ' "$log")
+	passed=$((passed + ok))
+	failed=$((failed + bad))
+	skipped=$((${skipped:-0} + skip))
+	if [ "$rc" -ne 0 ] && [ "$bad" -eq 0 ]; then
 		echo "not ok - $* exited with status $rc"
 		failed=$((failed + 1))
+	elif [ $((ok + bad + skip)) -eq 0 ]; then
+		echo "not ok - $* gave no result"
+		failed=$((failed + 1))
+	fi
+}
+
+# A step skipped, saying why ($*): shown, and counted in the caller's
+# skipped.
+qc_skip() {
+	echo "skip - $*"
+	skipped=$((${skipped:-0} + 1))
+}
+
+# The last line of a test command: "N passed, N failed", with ", N
+# skipped" when steps were skipped.
+qc_summary() {
+	if [ "${skipped:-0}" -gt 0 ]; then
+		echo "$passed passed, $failed failed, $skipped skipped"
+	else
+		echo "$passed passed, $failed failed"
 	fi
 }
 

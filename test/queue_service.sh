@@ -6,8 +6,9 @@
 # most 8 of them on the wire at once (queryclaw.max_host_concurrency).
 # Meanwhile:
 # - a request of another role, and one of the same role to another host,
-#   go out at once and end within a second or so (they waited for the
-#   whole slow batch when a pass ran its claim to the end);
+#   go out at once and end before any of the slow ones (they waited for
+#   the whole slow batch when a pass ran its claim to the end): the order
+#   of the events, which a loaded machine does not change, not a time;
 # - "running" counts what is on the wire: never more than the 8;
 # - finished_at is when the response came, not when a pass began;
 # - the worker holds no snapshot while requests are on the wire (its
@@ -75,10 +76,22 @@ qc_until_true "SELECT count(*) = 8 FROM queryclaw.requests WHERE state = 'runnin
 	echo "not ok - eight slow requests went on the wire"
 sleep 0.5
 
-ms=$(ms_until_done "$(queue $other 1 "$other_host")")
-qc_check "another role's request to another host ends at once beside a busy host" "$(below "$ms" 1500)" yes
-ms=$(ms_until_done "$(queue $busy 1 "$other_host")")
-qc_check "the busy role's own request to another host ends at once too" "$(below "$ms" 1500)" yes
+# Ended before the busy host's first slow request did (they take 4 s):
+# the order of two events, not a stopwatch.  "yes", or what was seen.
+before_the_slow_ones() {
+	local id=$1 state
+	state=$(ms_until_done "$id")
+	[[ "$state" =~ ^[0-9]+$ ]] || { echo "$state"; return; }
+	qc_sql -c "SELECT CASE WHEN r.finished_at < coalesce(min(s.finished_at), 'infinity') THEN 'yes'
+	                       ELSE 'no: after a slow one, in $state ms' END
+	             FROM queryclaw.requests r, queryclaw.requests s
+	            WHERE r.id = $id AND s.role = '$busy'::regrole AND s.request->>'url' = '$slow_url'
+	            GROUP BY r.finished_at"
+}
+qc_check "another role's request to another host ends at once beside a busy host" \
+	"$(before_the_slow_ones "$(queue $other 1 "$other_host")")" yes
+qc_check "the busy role's own request to another host ends at once too" \
+	"$(before_the_slow_ones "$(queue $busy 1 "$other_host")")" yes
 
 running=$(qc_sql -c "SELECT count(*) FROM queryclaw.requests WHERE state = 'running'")
 qc_check "'running' counts the requests on the wire" "$running" 8
@@ -95,12 +108,13 @@ done
 qc_check "the worker holds no snapshot while requests are on the wire (held in $held of 20 looks)" \
 	"$(below "$held" 3)" yes
 
-# a request answered in 300 ms among the slow ones is finished then
+# a request answered in 300 ms among the slow ones is finished then, not
+# with the slow ones' outcomes
 fast=$(queue $other 1 "http://fast.loopback.test:$port/slow?ms=300")
-ms=$(ms_until_done "$fast")
+seen=$(before_the_slow_ones "$fast")
 late=$(qc_sql -c "SELECT (extract(epoch FROM finished_at - created_at) * 1000)::int FROM queryclaw.requests WHERE id = $fast")
-qc_check "finished_at is when the response came ($late ms after the request was queued)" \
-	"$(below "$late" 1300)" yes
+qc_check "finished_at is when the response came, before the slow ones' ($late ms after it was queued)" \
+	"$seen" yes
 
 cancel_all $busy
 
@@ -111,7 +125,7 @@ qc_until_true "SELECT count(*) > 0 FROM queryclaw.requests WHERE state = 'runnin
 ms=$(ms_until_done "$(queue $other 1 "http://127.0.0.1:$port/hello")")
 left=$(qc_sql -c "SELECT count(*) FROM queryclaw.requests WHERE role = '$busy'::regrole AND state IN ('queued', 'running')")
 qc_check "another role's request to the same host went between the backlog's (in $ms ms, $left of 300 left)" \
-	"$(below "$ms" 1500),$([ "$left" -gt 150 ] && echo many)" yes,many
+	"$([ "$left" -gt 150 ] && echo many)" many
 
 cancel_all $busy
 qc_sql -c "DELETE FROM queryclaw.requests WHERE role IN ('$busy'::regrole, '$other'::regrole)" \

@@ -18,14 +18,18 @@
 # against rows a user's transaction holds), then test/queue_service.sh (the
 # queue as a service: slow hosts beside fast ones, several roles), then
 # test/queue_callbacks.sh (the callbacks' own calls, and fairness between
-# roles' callbacks), then test/async_restart.sh (the async queue through a crash and a killed
-# worker), then
+# roles' callbacks), then test/async_restart.sh (the async queue through a
+# crash and a killed worker), then test/enrich_service.sh (an enrichment's
+# backfill through a crash), then
 # test/worker_database.sh (the workers before queryclaw.database exists, on
 # a cluster of their own), then pg_regress over test/nopreload/ on a cluster
 # without preload, then the upgrade from release 0.1 (test/upgrade/) and a
 # pg_dump/pg_restore round trip on a third cluster, then the README's SQL
-# examples (test/readme/) on a fourth, shows the diffs of any failure,
-# stops everything, and ends with "N passed, N failed".
+# examples (test/readme/) on a fourth, then make installcheck (from a copy
+# in its work directory) on a fifth, shows the diffs of any failure, stops
+# everything, and ends with "N passed, N failed" (", N skipped" when a
+# step was skipped, each saying why in a "skip - " line).  A step that
+# could not run counts as failed (test/meta/counts.sh shows it).
 #
 # As root, everything after the package installation runs in a network
 # namespace of its own that has only loopback, with a DNS fixture as its
@@ -47,39 +51,46 @@ qc_in_pgroot || QC_PACKAGES="$QC_PACKAGES $QC_FUZZ_PACKAGES"
 
 if [ -z "${QC_ISOLATED:-}" ]; then
 	qc_install_deps || exit 1
+	# the real MCP server, from the npm registry, while it can be reached
+	if [ -z "${QC_TESTS:-}" ] || [[ " $QC_TESTS " == *" mcp_everything "* ]]; then
+		bash "$QC_ROOT/test/mcp_everything.sh" install
+	fi
 	qc_reexec_isolated "$0" "$@"
 fi
 qc_setup_test || exit 1
 
 passed=0
 failed=0
+skipped=0
 
-# Count the "ok ..." and "not ok ..." lines of a script's output, in file $1.
-count_checks() {
-	passed=$((passed + $(grep -c '^ok ' "$1")))
-	failed=$((failed + $(grep -c '^not ok ' "$1")))
+# Run a command that prints "ok - ...", "not ok - ..." and "skip - ..."
+# lines, and add them up (test/lib.sh): one that fails or says nothing
+# counts as failed.
+run_checks() { qc_run_checks "$@"; }
+
+# A step that cannot go on: it counts as failed, and the run ends with
+# the total so far.
+give_up() {
+	echo "not ok - $*"
+	failed=$((failed + 1))
+	qc_summary
+	exit 1
 }
 
 # Unit tests of the pure C parts: they need no server.
 qc_log "unit tests"
-if make -C "$QC_ROOT" -s unit-tests >"$QC_WORK/unit.log" 2>&1; then
-	cat "$QC_WORK/unit.log"
-	count_checks "$QC_WORK/unit.log"
-else
-	cat "$QC_WORK/unit.log"
-	failed=$((failed + 1))
-fi
+run_checks make -C "$QC_ROOT" -s unit-tests
 
-qc_make_tls || exit 1
+qc_make_tls || give_up "could not make the test certificates"
 port=$(qc_start_server "$QC_ROOT/test/fixture/server.py" fixture \
 	--tls-port-file "$QC_WORK/fixture-tls.port" \
 	--tls-cert "$QC_WORK/tls/server.pem" --tls-key "$QC_WORK/tls/server.key" \
-	--blackhole-port-file "$QC_WORK/fixture-blackhole.port") || exit 1
+	--blackhole-port-file "$QC_WORK/fixture-blackhole.port") || give_up "the fixture server did not start"
 tls_port=$(cat "$QC_WORK/fixture-tls.port")
 blackhole_port=$(cat "$QC_WORK/fixture-blackhole.port")
 # The scripted model and search API.  Its port is deliberately not in
 # local_allowlist: the LLM and search endpoints are trusted, tool calls not.
-llm_port=$(qc_start_server "$QC_ROOT/test/fixture/llm_server.py" llm) || exit 1
+llm_port=$(qc_start_server "$QC_ROOT/test/fixture/llm_server.py" llm) || give_up "the scripted model did not start"
 llm_key=sk-test-0123456789		# the tests look for it where it must not be
 policy="queryclaw.enabled = on
 queryclaw.local_allowlist = '127.0.0.1:$port'
@@ -95,10 +106,6 @@ qc_test.blackhole_port = '$blackhole_port'
 qc_test.ca_file = '$QC_WORK/tls/ca.pem'
 qc_test.llm_base = 'http://127.0.0.1:$llm_port'"
 
-# Run a command that prints "ok - ..." and "not ok - ..." lines, and add
-# them up (test/lib.sh).
-run_checks() { qc_run_checks "$@"; }
-
 # The fuzz targets (test/fuzz/) build, and each replays its seed corpus
 # once (test/fuzz/check.sh), so that a change of the code they call cannot
 # leave them behind; fuzzing for longer is `make fuzz-run`.  They are built
@@ -106,7 +113,7 @@ run_checks() { qc_run_checks "$@"; }
 # of the other majors (test/pgroot.sh) have no clang, and the code the
 # targets fuzz is the same C whatever the major.
 if qc_in_pgroot; then
-	echo "skip - the fuzz targets are built and replayed for the native major only, not in a test/pgroot.sh root (PostgreSQL $QC_PG_MAJOR)"
+	qc_skip "the fuzz targets are built and replayed for the native major only, not in a test/pgroot.sh root (PostgreSQL $QC_PG_MAJOR)"
 else
 	qc_log "fuzz targets: build, and replay of the seed corpora"
 	run_checks bash "$QC_ROOT/test/fuzz/check.sh" "$QC_PG_CONFIG"
@@ -121,6 +128,11 @@ run_checks "$QC_PYTHON" "$QC_ROOT/test/layering/cycles.py"
 qc_log "released SQL scripts"
 run_checks bash "$QC_ROOT/test/upgrade/released.sh"
 
+# A step that did not run never passes as 0 failed: the counting above and
+# below, given steps that could not run.
+qc_log "the test command's counts"
+run_checks bash "$QC_ROOT/test/meta/counts.sh"
+
 # META.json, what PGXN reads: its spec's rules, and the tree.
 qc_log "META.json"
 run_checks "$QC_PYTHON" "$QC_ROOT/test/meta/validate.py"
@@ -128,7 +140,7 @@ run_checks "$QC_PYTHON" "$QC_ROOT/test/meta/validate.py"
 # The main suite, with the library preloaded: the audit worker writes into
 # the regression database (it connects once pg_regress has created it), and
 # the queue is small enough for a test to fill it.
-qc_start_cluster <<CONF || exit 1
+qc_start_cluster <<CONF || give_up "the main suite's cluster did not start"
 $policy
 queryclaw.database = 'queryclaw_regression'
 queryclaw.audit_queue_size = '1MB'
@@ -139,12 +151,12 @@ cp -r "$QC_ROOT/sql" "$QC_ROOT/expected" "$suite/"
 # QC_TESTS="001_setup 012_batch" runs a subset while developing
 tests=$(echo ${QC_TESTS:-$(cd "$QC_ROOT/sql" && ls [0-9]*.sql | sed 's/\.sql$//')})
 if [ -z "${QC_ISOLATED:-}" ] && [[ " $tests " == *" 019_dns "* ]]; then
-	echo "skip - 019_dns needs the test network namespace (root, unshare, QC_NO_ISOLATION unset)"
+	qc_skip "019_dns needs the test network namespace (root, unshare, QC_NO_ISOLATION unset)"
 	tests=$(echo $tests | sed 's/\b019_dns\b//')
 fi
 # the attack on the audit worker, the waits on the queue and the queue
 # through restarts are scripts, not pg_regress tests (below)
-tests=$(echo $tests | sed 's/\bworker_hijack\b//; s/\bqueue_wait\b//; s/\bqueue_admit\b//; s/\bqueue_locks\b//; s/\bqueue_service\b//; s/\bqueue_callbacks\b//; s/\basync_restart\b//; s/\bworker_database\b//')
+tests=$(echo $tests | sed 's/\bworker_hijack\b//; s/\bqueue_wait\b//; s/\bqueue_admit\b//; s/\bqueue_locks\b//; s/\bqueue_service\b//; s/\bqueue_callbacks\b//; s/\basync_restart\b//; s/\benrich_service\b//; s/\bworker_database\b//; s/\bmcp_everything\b//')
 qc_log "regression tests"
 qc_run_suite "$suite" queryclaw_regression $tests
 
@@ -160,9 +172,14 @@ run_checks bash "$QC_ROOT/test/hostile_dump.sh" "$QC_WORK" "$QC_BINDIR" qc_bytes
 # cluster); with QC_TESTS, only when it names worker_hijack.
 if [ -z "${QC_TESTS:-}" ] || [[ " $QC_TESTS " == *" worker_hijack "* ]]; then
 	qc_log "the audit worker against its database's settings"
-	bash "$QC_ROOT/test/worker_hijack.sh" "$QC_WORK" "$QC_PGDATA" "$QC_BINDIR" 2>&1 |
-		tee "$QC_WORK/worker_hijack.log"
-	count_checks "$QC_WORK/worker_hijack.log"
+	run_checks bash "$QC_ROOT/test/worker_hijack.sh" "$QC_WORK" "$QC_PGDATA" "$QC_BINDIR"
+fi
+
+# A real MCP server from the npm registry (test/mcp_everything.sh); with
+# QC_TESTS, only when it names mcp_everything.
+if [ -z "${QC_TESTS:-}" ] || [[ " $QC_TESTS " == *" mcp_everything "* ]]; then
+	qc_log "a real MCP server: @modelcontextprotocol/server-everything"
+	run_checks bash "$QC_ROOT/test/mcp_everything.sh" "$QC_WORK" "$QC_BINDIR"
 fi
 
 # queryclaw.wait() against other sessions: one finishes a request, another
@@ -210,6 +227,14 @@ if [ -z "${QC_TESTS:-}" ] || [[ " $QC_TESTS " == *" async_restart "* ]]; then
 	qc_log "the async queue through a crash and a killed worker"
 	run_checks bash "$QC_ROOT/test/async_restart.sh" "$QC_WORK" "$QC_PGDATA" "$QC_BINDIR"
 fi
+
+# An enrichment's backfill as a service: the cap on its requests, another
+# role's turn, a crash mid-backfill (test/enrich_service.sh); with QC_TESTS,
+# only when it names enrich_service.
+if [ -z "${QC_TESTS:-}" ] || [[ " $QC_TESTS " == *" enrich_service "* ]]; then
+	qc_log "an enrichment's backfill through a crash"
+	run_checks bash "$QC_ROOT/test/enrich_service.sh" "$QC_WORK" "$QC_PGDATA" "$QC_BINDIR"
+fi
 qc_stop_cluster
 
 # The workers while queryclaw.database does not exist yet, on a cluster of
@@ -222,7 +247,7 @@ fi
 
 # The same setup without preload: what works, and how the audit then
 # behaves (test/nopreload/).
-qc_start_cluster nopreload <<CONF || exit 1
+qc_start_cluster nopreload <<CONF || give_up "the cluster without preload did not start"
 $policy
 shared_preload_libraries = ''
 CONF
@@ -234,7 +259,7 @@ qc_stop_cluster
 # UPDATE (test/upgrade/), on a preloaded cluster whose audit worker writes
 # into the upgrade test's database, so that 0.1's table gets its rows from
 # the worker; then pg_dump and pg_restore of that database.
-qc_start_cluster upgrade <<CONF || exit 1
+qc_start_cluster upgrade <<CONF || give_up "the upgrade test's cluster did not start"
 $policy
 queryclaw.database = 'queryclaw_upgrade'
 CONF
@@ -254,22 +279,28 @@ if [ -n "${QC_ISOLATED:-}" ]; then
 	qc_log "README examples"
 	run_checks bash "$QC_ROOT/test/readme/run.sh" "$QC_WORK" "$QC_BINDIR" "$llm_port"
 else
-	echo "skip - the README's examples need the test network namespace (root, unshare, QC_NO_ISOLATION unset)"
+	qc_skip "the README's examples need the test network namespace (root, unshare, QC_NO_ISOLATION unset)"
 fi
 
 # make installcheck, as a PGXS user runs it against a server of their own:
 # a plain one here (no preload, the default policy), the Makefile's REGRESS.
+# It runs as the cluster's OS user, which may not be able to enter this
+# tree (a clone in root's home): so from a copy of what it reads (the
+# Makefile, the control file, sql/ and expected/) in the work directory.
 qc_stop_cluster
-qc_start_cluster installcheck <<CONF || exit 1
+qc_start_cluster installcheck <<CONF || give_up "the installcheck cluster did not start"
 shared_preload_libraries = ''
 CONF
-suite="$QC_WORK/installcheck-out"
+suite="$QC_WORK/installcheck"
 mkdir -p "$suite"
-[ "$(id -u)" -eq 0 ] && chown postgres: "$suite"
+cp -r "$QC_ROOT/Makefile" "$QC_ROOT/queryclaw_ext.control" "$QC_ROOT/sql" "$QC_ROOT/expected" "$suite/"
+[ "$(id -u)" -eq 0 ] && chown -R postgres: "$suite"
 qc_log "make installcheck"
-qc_as_pg make -C "$QC_ROOT" -s PG_CONFIG="$QC_PG_CONFIG" REGRESS_OUTPUTDIR="$suite" \
+qc_as_pg make -C "$suite" -s PG_CONFIG="$QC_PG_CONFIG" \
 	PGHOST="$QC_WORK" PGPORT=5432 installcheck 2>&1 | tee "$suite/regress.log"
-qc_count_results "$suite"
+status=${PIPESTATUS[0]}
+# the tests of the Makefile's REGRESS, which the step must have run
+qc_count_results "$suite" "$(sed -n '/^REGRESS = /,/[^\\]$/p' "$QC_ROOT/Makefile" | tr -d '\\' | sed 's/^REGRESS = //' | wc -w)" "$status"
 
 # The tests check results, errors and audit rows for the API key; the
 # server log (every error with its statement) must not hold it either.
@@ -281,5 +312,5 @@ else
 	passed=$((passed + 1))
 fi
 
-echo "$passed passed, $failed failed"
+qc_summary
 [ "$failed" -eq 0 ]

@@ -75,7 +75,7 @@
 #include "content.h"
 #include "guc.h"
 #include "redact.h"
-#include "servers.h"
+#include "serversadmit.h"
 
 /* Longest stored texts, in bytes; longer ones are cut and marked. */
 #define QC_AUDIT_MAX_SHORT	64		/* func, method, outcome */
@@ -138,6 +138,14 @@ typedef struct QcAuditPending
  * own entry through QcCall.audit_pending.
  */
 static dlist_head pending_calls = DLIST_STATIC_INIT(pending_calls);
+
+/*
+ * The transactional rows held (qc_audit_hold), encoded, in
+ * TopTransactionContext: they outlive the subtransaction that made them,
+ * and go with the transaction.
+ */
+static int	hold_depth = 0;
+static List *held_rows = NIL;
 
 #define AUDIT_NARGS 17
 #define AUDIT_COLUMNS_0_1 \
@@ -369,7 +377,7 @@ note_statement_secrets(const QcCall *call, int len)
 	MemoryContext old;
 	ListCell   *lc;
 
-	secrets = call ? qc_call_secrets(call->url, call->final_url, call->headers) : NIL;
+	secrets = call ? qc_call_secret_set(call) : NIL;
 	old = MemoryContextSwitchTo(TopMemoryContext);
 	if (statement_secrets.sql == NULL || statement_secrets.len != len ||
 		memcmp(statement_secrets.sql, sql, len) != 0)
@@ -691,6 +699,73 @@ insert_in_caller_transaction(const QcAuditRecord *rec)
 	SetUserIdAndSecContext(save_userid, save_sec_context);
 }
 
+/* The end of the transaction takes what was held with it. */
+static void
+hold_xact_callback(XactEvent event, void *arg)
+{
+	if (event == XACT_EVENT_ABORT || event == XACT_EVENT_COMMIT ||
+		event == XACT_EVENT_PREPARE || event == XACT_EVENT_PARALLEL_ABORT ||
+		event == XACT_EVENT_PARALLEL_COMMIT)
+	{
+		hold_depth = 0;
+		held_rows = NIL;
+	}
+}
+
+void
+qc_audit_hold(void)
+{
+	static bool callback_registered = false;
+
+	if (!callback_registered)
+	{
+		RegisterXactCallback(hold_xact_callback, NULL);
+		callback_registered = true;
+	}
+	hold_depth++;
+}
+
+void
+qc_audit_release(bool write)
+{
+	List	   *rows = held_rows;
+	ListCell   *lc;
+
+	if (hold_depth > 0)
+		hold_depth--;
+	if (hold_depth > 0 || rows == NIL)
+		return;
+	held_rows = NIL;
+	if (!write)
+		return;
+	foreach(lc, rows)
+	{
+		QcAuditRecord rec;
+
+		qc_audit_record_decode(lfirst(lc), &rec);
+		insert_in_caller_transaction(&rec);
+	}
+}
+
+/* A row for the caller's transaction: now, or when the hold ends. */
+static void
+write_or_hold(const QcAuditRecord *rec)
+{
+	MemoryContext old;
+	StringInfoData buf;
+
+	if (hold_depth == 0)
+	{
+		insert_in_caller_transaction(rec);
+		return;
+	}
+	old = MemoryContextSwitchTo(TopTransactionContext);
+	initStringInfo(&buf);
+	qc_audit_record_encode(rec, &buf);
+	held_rows = lappend(held_rows, buf.data);
+	MemoryContextSwitchTo(old);
+}
+
 void
 qc_audit_queue_full(int waited_ms, const char *setting, const char **message,
 					char **detail, const char **hint)
@@ -920,7 +995,7 @@ qc_audit_call(QcCall *call)
 	{
 		audit_record(call, GetUserId(), GetUserNameFromId(GetUserId(), false),
 					 outcome, reason, &rec);
-		insert_in_caller_transaction(&rec);
+		write_or_hold(&rec);
 		return;
 	}
 	if (p != NULL)

@@ -107,6 +107,18 @@ extern void qc_audit_queue_full(int waited_ms, const char *setting,
 extern void qc_audit_call(QcCall *call);
 
 /*
+ * Hold the rows qc_audit_call writes in the caller's transaction until
+ * qc_audit_release: work that runs in a subtransaction which may roll back
+ * (queryclaw.on_error = 'return': onerror.c) keeps its calls' rows.  Holds
+ * nest; when the outermost one is released, the rows are written in the
+ * transaction under way, or dropped (write false: an error that ends the
+ * statement, which would have taken them anyway).  The durable audit
+ * needs no hold.
+ */
+extern void qc_audit_hold(void);
+extern void qc_audit_release(bool write);
+
+/*
  * The text of the statement under way as an audit row of call stores it
  * (bounded, secrets removed: its calls' too, call's included; call may be
  * NULL when the statement makes no call yet); NULL when none is stored

@@ -100,7 +100,8 @@ budget_status(PG_FUNCTION_ARGS)
 	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type must be a row type");
 	values[0] = CStringGetTextDatum(GetUserNameFromId(role, false));
-	set_limit(values + 1, nulls + 1, qc_max_calls_per_hour, calls);
-	set_limit(values + 4, nulls + 4, qc_max_tokens_per_day, used_tokens);
+	/* on a Citus cluster, this node's shares: what it may spend (cluster.c) */
+	set_limit(values + 1, nulls + 1, qc_cluster_share(qc_max_calls_per_hour), calls);
+	set_limit(values + 4, nulls + 4, qc_cluster_share(qc_max_tokens_per_day), used_tokens);
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(desc, values, nulls)));
 }

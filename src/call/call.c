@@ -33,7 +33,7 @@
 #include "http.h"
 #include "ratelimit.h"
 #include "redact.h"
-#include "servers.h"
+#include "serversadmit.h"
 
 /* One run of the transport: what to do with each call as it ends. */
 typedef struct CallRun

@@ -175,5 +175,5 @@ qc_hostrate_limit_text(const char *host)
 {
 	const QcRateRule *rule = qc_rate_list_match(qc_host_rate_limit_parsed, host);
 
-	return rule ? rate_text(rule->per_second) : NULL;
+	return rule ? rate_text(qc_cluster_share_rate(rule->per_second)) : NULL;
 }

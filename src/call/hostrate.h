@@ -34,7 +34,8 @@ extern bool qc_hostrate_take(const char *name, double rate, TimestampTz now,
 
 /*
  * The rate host_rate_limit sets for host (as policy.c's URL parse maps it),
- * as it is written ("5/s", "30/min"), or NULL when it sets none.
+ * this node's share of it on a Citus cluster (cluster.c), as it is written
+ * ("5/s", "30/min"), or NULL when it sets none.
  */
 extern char *qc_hostrate_limit_text(const char *host);
 

@@ -148,10 +148,20 @@ fail(QcCall *call, int sqlerrcode, const char *message, const char *detail,
 	return NULL;
 }
 
-/* Cut text at the call's limit and record what was returned. */
+/*
+ * Text made from the body, cleared once more of the secrets of the call's
+ * mapping (qc_server_redact_response cleared the bytes): a conversion can
+ * make one appear that the bytes did not show as it is (a charset such as
+ * UTF-16, HTML character references); then cut at the call's limit, and
+ * what was returned recorded.
+ */
 static char *
 finish_text(QcCall *call, char *text)
 {
+	List	   *secrets = qc_call_mapping_secrets(call);
+
+	if (secrets != NIL)
+		text = unconstify(char *, qc_redact_secrets(text, secrets));
 	call->truncated = qc_clip_chars(text, call->max_chars) || call->response_cut;
 	call->chars = qc_count_chars(text);
 	return text;
@@ -480,8 +490,10 @@ qc_response_jsonb(QcCall *call)
 	appendStringInfo(&out, ", \"truncated\": %s, \"elapsed_ms\": %.3f}",
 					 call->truncated ? "true" : "false", call->elapsed_ms);
 
-	return DatumGetJsonbP(DirectFunctionCall1(jsonb_in,
-											  CStringGetDatum(qc_valid_text(out.data))));
+	/* the body as jsonb, the metadata: converted too, so cleared again */
+	return qc_response_clear(DatumGetJsonbP(DirectFunctionCall1(jsonb_in,
+																CStringGetDatum(qc_valid_text(out.data)))),
+							 qc_call_mapping_secrets(call));
 }
 
 /* ---- results as the queue keeps them ---- */
@@ -609,15 +621,29 @@ redact_container(JsonbContainer *container, ResultPart part, ResultRedaction *rr
 	return changed;
 }
 
-Jsonb *
-qc_response_redact(Jsonb *result, List *secrets)
+/* result redacted from the top as a part of the given kind */
+static Jsonb *
+redact_result(Jsonb *result, ResultPart part, List *secrets)
 {
 	ResultRedaction rr = {secrets, false, NULL, NULL};
 
 	/* most results need nothing: found without building anything */
-	if (!redact_container(&result->root, PART_PLAIN, &rr))
+	if (!redact_container(&result->root, part, &rr))
 		return result;
 	rr.build = true;
-	(void) redact_container(&result->root, PART_PLAIN, &rr);
+	(void) redact_container(&result->root, part, &rr);
 	return JsonbValueToJsonb(rr.out);
+}
+
+Jsonb *
+qc_response_redact(Jsonb *result, List *secrets)
+{
+	return redact_result(result, PART_PLAIN, secrets);
+}
+
+Jsonb *
+qc_response_clear(Jsonb *result, List *secrets)
+{
+	/* all of it is content: only cleared of the secrets */
+	return secrets == NIL ? result : redact_result(result, PART_CONTENT, secrets);
 }

@@ -81,4 +81,11 @@ extern Jsonb *qc_response_jsonb(QcCall *call);
  */
 extern Jsonb *qc_response_redact(Jsonb *result, List *secrets);
 
+/*
+ * result with every string (keys too) cleared of secrets
+ * (qc_redact_secrets), nothing else changed: what api_call returns under a
+ * user mapping.  result itself when nothing changes.
+ */
+extern Jsonb *qc_response_clear(Jsonb *result, List *secrets);
+
 #endif							/* QC_RESPONSE_H */

@@ -16,6 +16,11 @@
  * At a redirect that leaves the server's url they are dropped (servers.c,
  * for the transport); the parameters were in the first hop's URL only.
  *
+ * A server's limits only narrow the policy: its timeout shortens the
+ * call's, never lengthens it; its retry_max is at most the role's
+ * queryclaw.retry_max; its rate limit and concurrency cap are its own,
+ * beside the host's.
+ *
  * The concurrency cap counts this backend's calls in flight under each
  * server, as queryclaw.max_host_concurrency counts a batch's; the rate
  * limit is a token bucket in shared memory (hostrate.c), shared by every
@@ -32,6 +37,7 @@
 #include "latchwait.h"
 #include "redact.h"
 #include "servers.h"
+#include "serversadmit.h"
 
 /* This backend's calls in flight under each server (at most one per slot). */
 static struct
@@ -112,7 +118,7 @@ qc_server_retry_max(const QcCall *call, int fallback)
 
 	if (use == NULL || !OidIsValid(use->serverid) || use->opts.retry_max < 0)
 		return fallback;
-	return use->opts.retry_max;
+	return Min(use->opts.retry_max, fallback);
 }
 
 /*
@@ -176,7 +182,8 @@ apply(QcCall *call, QcServerUse *use)
 	call->headers = list_concat(kept, use->headers);
 	if (use->query != NULL)
 		call->url = add_query(call->url, use->query);
-	if (use->opts.timeout_ms > 0)
+	/* a server's limits only narrow the call's: its timeout only shortens */
+	if (use->opts.timeout_ms > 0 && use->opts.timeout_ms < call->timeout_ms)
 	{
 		call->timeout_ms = use->opts.timeout_ms;
 		call->timeout_setting = psprintf("Server %s's timeout", use->name);
@@ -276,10 +283,10 @@ redact_response_part(char *part, size_t *len, List *secrets)
 void
 qc_server_redact_response(QcCall *call)
 {
-	List	   *secrets = call->server ? call->server->secrets : NIL;
+	List	   *secrets = qc_call_mapping_secrets(call);
 	size_t		len;
 
-	if (secrets == NIL || !call->server->applied)
+	if (secrets == NIL)
 		return;
 	call->response_body = redact_response_part(call->response_body,
 											   &call->response_len, secrets);

@@ -62,6 +62,16 @@
 #endif
 
 /*
+ * May role member SET ROLE to role?  16 made it take the membership's SET
+ * option, where 15 takes membership alone.
+ */
+#if PG_VERSION_NUM >= 160000
+#define qc_can_set_role(member, role) member_can_set_role((member), (role))
+#else
+#define qc_can_set_role(member, role) is_member_of_role((member), (role))
+#endif
+
+/*
  * JSON parser callbacks return a JsonParseErrorType from 16 on (void
  * before): a callback is declared QcJsonActionResult and ends with
  * QC_JSON_ACTION_DONE.  17 gave makeJsonLexContextCstringLen() a context
@@ -83,13 +93,17 @@ typedef void QcJsonActionResult;
 	makeJsonLexContextCstringLen((json), (len), (encoding), (need_escapes))
 #endif
 
-/* 18 takes the bytes to encode in base64 as uint8, not char. */
+/* 18 takes the bytes to encode, and gives the bytes decoded, in base64 as uint8, not char. */
 #if PG_VERSION_NUM >= 180000
 #define qc_b64_encode(src, len, dst, dstlen) \
 	pg_b64_encode((const uint8 *) (src), (len), (dst), (dstlen))
+#define qc_b64_decode(src, len, dst, dstlen) \
+	pg_b64_decode((src), (len), (uint8 *) (dst), (dstlen))
 #else
 #define qc_b64_encode(src, len, dst, dstlen) \
 	pg_b64_encode((src), (len), (dst), (dstlen))
+#define qc_b64_decode(src, len, dst, dstlen) \
+	pg_b64_decode((src), (len), (dst), (dstlen))
 #endif
 
 /*
@@ -138,6 +152,20 @@ extern uint32 qc_wait_event(QcWaitEvent event);
 #define qc_database_is_invalid(form) ((form)->datconnlimit == DATCONNLIMIT_INVALID_DB)
 #else
 #define qc_database_is_invalid(form) false
+#endif
+
+/*
+ * 18 dropped ExecutorRun's execute_once: a hook is declared with
+ * QC_EXECUTOR_RUN_PARAMS and passes QC_EXECUTOR_RUN_ARGS on.
+ */
+#if PG_VERSION_NUM >= 180000
+#define QC_EXECUTOR_RUN_PARAMS \
+	QueryDesc *queryDesc, ScanDirection direction, uint64 count
+#define QC_EXECUTOR_RUN_ARGS queryDesc, direction, count
+#else
+#define QC_EXECUTOR_RUN_PARAMS \
+	QueryDesc *queryDesc, ScanDirection direction, uint64 count, bool execute_once
+#define QC_EXECUTOR_RUN_ARGS queryDesc, direction, count, execute_once
 #endif
 
 #endif							/* QC_COMPAT_H */

@@ -53,6 +53,7 @@ bool		qc_audit = true;
 bool		qc_audit_query = true;
 int			qc_max_concurrency = 16;
 int			qc_max_host_concurrency = 8;
+int			qc_on_error = QC_ON_ERROR_RAISE;
 
 /* ---- the LLM tool loop and web search (llm.c, tools.c, search.c) ---- */
 char	   *qc_llm_url = NULL;
@@ -95,7 +96,7 @@ int			qc_max_queued_per_role = 0;
 /* ---- end of the asynchronous queue settings ---- */
 
 /* ---- on a Citus cluster (cluster.c) ---- */
-int			qc_cluster_nodes = 1;
+int			qc_cluster_nodes = 0;
 /* ---- end of the settings on a Citus cluster ---- */
 
 static const QcAddrList empty_addr_list = {0};
@@ -106,6 +107,12 @@ const QcHostList *qc_allowed_hosts_parsed = &empty_host_list;
 const QcHostList *qc_denied_hosts_parsed = &empty_host_list;
 
 #define LIST_FLAGS (GUC_SUPERUSER_ONLY | GUC_LIST_INPUT)
+
+static const struct config_enum_entry on_error_options[] = {
+	{"raise", QC_ON_ERROR_RAISE, false},
+	{"return", QC_ON_ERROR_RETURN, false},
+	{NULL, 0, false}
+};
 
 /* Parse a list setting into its extra data, or explain why it is wrong. */
 static bool
@@ -667,16 +674,16 @@ define_async_settings(void)
 
 /*
  * The number of nodes the per-role and per-host limits are shared out
- * between: each node applies its share, so that the nodes together hold
- * the limits as configured (docs/citus.md).
+ * between, when it is not Citus's count: each node applies its share, so
+ * that the nodes together hold the limits as configured (docs/citus.md).
  */
 static void
 define_cluster_settings(void)
 {
 	DefineCustomIntVariable("queryclaw.cluster_nodes",
-							"Sets the number of nodes that share the per-role and per-host limits.",
-							"Each node applies max_calls_per_hour, max_tokens_per_day, host_rate_limit and max_host_concurrency divided by it (at least 1 call, token or request), so that as many nodes together hold the limits as configured.  Set it on every node of a Citus cluster that makes calls.",
-							&qc_cluster_nodes, 1, 1, 10000, PGC_SIGHUP, 0,
+							"Sets the number of nodes that share the per-role and per-host limits; 0 counts the nodes of the Citus cluster.",
+							"Each node applies max_calls_per_hour, max_tokens_per_day, host_rate_limit and max_host_concurrency divided by the number of nodes (at least 1 call, token or request), so that the nodes together hold the limits as configured.  0, the default, takes the active primary nodes from Citus's metadata (1 without Citus), read again when nodes are added or removed.",
+							&qc_cluster_nodes, 0, 0, 10000, PGC_SIGHUP, 0,
 							NULL, NULL, NULL);
 }
 
@@ -776,6 +783,13 @@ qc_guc_init(void)
 							NULL,
 							&qc_max_host_concurrency, 8, 1, QC_MAX_CONCURRENCY_LIMIT, PGC_SUSET, 0,
 							NULL, NULL, NULL);
+	/* the caller's choice, not a policy: any role may set it */
+	DefineCustomEnumVariable("queryclaw.on_error",
+							 "Sets what a failed call does: raise an error, or return it as its result.",
+							 "With return, a refusal, a timeout or a failure of the far side gives NULL (api_call and the LLM functions an object saying the error) and the statement goes on, ending with one WARNING that counts the failures.",
+							 &qc_on_error, QC_ON_ERROR_RAISE, on_error_options,
+							 PGC_USERSET, 0,
+							 NULL, NULL, NULL);
 	define_llm_settings();
 	define_retry_settings();
 	define_audit_settings();

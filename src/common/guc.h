@@ -41,6 +41,12 @@ extern bool qc_audit;
 extern bool qc_audit_query;
 extern int	qc_max_concurrency;
 extern int	qc_max_host_concurrency;
+typedef enum QcOnError
+{
+	QC_ON_ERROR_RAISE,
+	QC_ON_ERROR_RETURN
+} QcOnError;
+extern int	qc_on_error;		/* a QcOnError (onerror.c) */
 /* the LLM tool loop and web search */
 extern char *qc_llm_url;
 extern char *qc_llm_server;

@@ -20,8 +20,12 @@
  * - the API keys the DBA configured (queryclaw.llm_api_key,
  *   queryclaw.search_api_key), wherever they occur;
  * - the secrets a call sends (qc_call_secrets: what the rules above hide in
- *   its URLs, its secret headers' values), wherever a server echoed them or
- *   a statement built them, for the texts stored about that call.
+ *   its URLs, its secret headers' values; and its user mapping's values in
+ *   every form a server may echo them, qc_mapping_secrets in
+ *   redactforms.c), wherever a server echoed them or a statement built
+ *   them, for the texts stored about that call.  There JSON escapes and
+ *   HTML numeric character references are decoded first
+ *   (qc_redact_secrets).
  *
  * Text is first decoded from the JSON escapes of plain ASCII characters
  * ("\u0073k-…", "http:\/\/…"), so that what a server echoes back escaped is
@@ -123,9 +127,8 @@ hex_value(char c)
 	return (c >= 'a' && c <= 'f') ? c - 'a' + 10 : -1;
 }
 
-/* A copy of s[0..len) with %XX escapes decoded (a %00 is dropped). */
-static char *
-percent_decode(const char *s, size_t len)
+char *
+qc_percent_decode(const char *s, size_t len)
 {
 	char	   *out = palloc(len + 1);
 	char	   *o = out;
@@ -221,7 +224,7 @@ header_name_is_secret(const char *name)
 bool
 qc_name_is_secret(const char *name, bool is_header)
 {
-	char	   *decoded = percent_decode(name, strlen(name));
+	char	   *decoded = qc_percent_decode(name, strlen(name));
 	bool		secret = is_header ? header_name_is_secret(decoded) :
 		param_name_is_secret(decoded);
 
@@ -347,7 +350,7 @@ has_token_prefix(const char *text, const char *end)
 static bool
 looks_like_token(const char *s, size_t len)
 {
-	char	   *text = percent_decode(s, len);
+	char	   *text = qc_percent_decode(s, len);
 	const char *end = text + strlen(text);
 	bool		token = has_token_run(text, end) || has_token_prefix(text, end);
 
@@ -404,7 +407,7 @@ value_hides_secret(const char *s, size_t len)
 	if (memchr(s, '=', len) == NULL && memchr(s, '%', len) == NULL &&
 		memchr(s, '@', len) == NULL)
 		return false;
-	text = percent_decode(s, len);
+	text = qc_percent_decode(s, len);
 	secret = nested_secret(text);
 	pfree(text);
 	return secret;
@@ -428,7 +431,7 @@ note_hidden(const char *s, size_t len, List **hidden)
 	if (hidden != NULL && len > 0)
 	{
 		note_text(pnstrdup(s, len), hidden);
-		note_text(percent_decode(s, len), hidden);
+		note_text(qc_percent_decode(s, len), hidden);
 	}
 }
 
@@ -439,7 +442,7 @@ note_hidden(const char *s, size_t len, List **hidden)
 static void
 note_basic_credentials(const char *userinfo, size_t len, List **hidden)
 {
-	char	   *decoded = percent_decode(userinfo, len);
+	char	   *decoded = qc_percent_decode(userinfo, len);
 	int			enclen = pg_b64_enc_len(strlen(decoded));
 	char	   *encoded = palloc(enclen + 1);
 	int			n = qc_b64_encode(decoded, strlen(decoded), encoded, enclen);
@@ -719,6 +722,94 @@ decode_json_escapes(const char *text)
 }
 
 /*
+ * The ASCII character an HTML numeric character reference at p stands for
+ * ("&#47;", "&#x2F;": '/'), and its length in *len; else -1.
+ */
+static int
+referenced_char(const char *p, size_t *len)
+{
+	const char *q = p + 2;
+	bool		hex = (*q == 'x' || *q == 'X');
+	int			c = 0;
+	int			digits = 0;
+
+	if (hex)
+		q++;
+	/* four digits at most: enough for ASCII, and no overflow */
+	for (; digits < 4; q++, digits++)
+	{
+		int			d = hex ? hex_value(*q) : (isdigit((unsigned char) *q) ? *q - '0' : -1);
+
+		if (d < 0)
+			break;
+		c = c * (hex ? 16 : 10) + d;
+	}
+	if (digits == 0 || *q != ';' || c < 0x20 || c >= 0x7f)
+		return -1;
+	*len = q + 1 - p;
+	return c;
+}
+
+/*
+ * Would c, appended to out, complete an escape that was not there: a
+ * numeric reference ("&#4" then "7;"), a JSON escape ("\u004" then "1";
+ * a backslash then anything)?  Decoded there, it would change the text
+ * when decoded again.
+ */
+static bool
+completes_escape(StringInfo out, int c)
+{
+	int			i = out->len;
+
+	if (i > 0 && out->data[i - 1] == '\\')
+		return true;
+	if (c == '#')
+		return i > 0 && out->data[i - 1] == '&';
+	if (hex_value((char) c) < 0 && c != 'x' && c != 'X' && c != ';')
+		return false;
+	if (hex_value((char) c) >= 0 && ends_in_partial_escape(out))
+		return true;
+	while (i > 0 && out->len - i < 4 && hex_value(out->data[i - 1]) >= 0)
+		i--;
+	if (i > 0 && (out->data[i - 1] == 'x' || out->data[i - 1] == 'X'))
+		i--;
+	return i >= 2 && out->data[i - 1] == '#' && out->data[i - 2] == '&';
+}
+
+/*
+ * A copy of text with the HTML numeric character references of printable
+ * ASCII characters decoded ("&#43;", "&#x2F;"), but for those of markup
+ * (& < > " ') and the backslash (which would start a JSON escape), so that
+ * HTML stays HTML and means the same; text itself when it holds no "&#".  An
+ * error page may write a secret so.
+ */
+static const char *
+decode_char_refs(const char *text)
+{
+	const char *first = strstr(text, "&#");
+	StringInfoData out;
+
+	if (first == NULL)
+		return text;
+	initStringInfo(&out);
+	appendBinaryStringInfo(&out, text, first - text);
+	for (const char *p = first; *p != '\0';)
+	{
+		size_t		len;
+		int			c = (p[0] == '&' && p[1] == '#') ? referenced_char(p, &len) : -1;
+
+		if (c >= 0 && strchr("&<>\"'\\", c) == NULL && !completes_escape(&out, c))
+		{
+			appendStringInfoChar(&out, (char) c);
+			p += len;
+		}
+		else
+			appendStringInfoChar(&out, *p++);
+	}
+	return out.data;
+}
+
+/*
  * Replace every occurrence of key in text, unless key is shorter than
  * min_len; text itself when there is none.
  */
@@ -871,7 +962,7 @@ qc_redact_secrets(const char *text, List *secrets)
 
 	if (secrets == NIL)
 		return text;
-	t = decoded = decode_json_escapes(text);
+	t = decoded = decode_char_refs(decode_json_escapes(text));
 	foreach(lc, secrets)
 		t = replace_key(t, lfirst(lc), MIN_ECHO_LENGTH);
 	foreach(lc, secrets)

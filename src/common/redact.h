@@ -20,6 +20,9 @@
  */
 extern bool qc_name_is_secret(const char *name, bool is_header);
 
+/* A copy of s[0..len) with %XX escapes decoded (a %00 is dropped). */
+extern char *qc_percent_decode(const char *s, size_t len);
+
 /*
  * A copy of url fit to show or store: userinfo and fragment removed; the
  * values of query and ";" parameters with secret-looking names (their
@@ -74,9 +77,22 @@ extern List *qc_call_secrets(const char *url, const char *final_url,
 							 List *headers);
 
 /*
+ * The secrets a user mapping sends (headers: a List of QcHeader; query:
+ * its parameters, or NULL) in every form a server may echo them
+ * (redactforms.c): each header value whole, its words and the values of
+ * its "name=value" words, Basic credentials decoded; each query value as
+ * written and decoded ("+" as a space or not); each of these also
+ * percent-encoded as libraries write it and JSON-escaped.  Forms shorter
+ * than 8 characters are left out.  Each once, the longest first, for
+ * qc_redact_secrets().
+ */
+extern List *qc_mapping_secrets(List *headers, const char *query);
+
+/*
  * text with every occurrence of secrets (from qc_call_secrets) replaced by
- * REDACTED, wherever it is, JSON escapes of ASCII characters decoded: a
- * server may echo a secret without its name, escaped or not.  So is the
+ * REDACTED, wherever it is, JSON escapes and HTML numeric character
+ * references of ASCII characters decoded (but for quotes, backslashes and
+ * markup): a server may echo a secret without its name, escaped or not.  So is the
  * start of one that ends text (6 characters or more): what was cut at a
  * limit.  text itself, not decoded, when none occurs.
  */

@@ -35,6 +35,7 @@
 #include "guc.h"
 #include "http.h"
 #include "json.h"
+#include "onerror.h"
 #include "servers.h"
 
 PG_FUNCTION_INFO_V1(llm_embed);
@@ -43,7 +44,7 @@ PG_FUNCTION_INFO_V1(llm_embed_many);
 /* The endpoint and the model a request goes to. */
 typedef struct EmbedTarget
 {
-	const char *base;			/* embed_url, else llm_url */
+	QcEndpointBase base;		/* embed_url (embed_server), else llm_url's */
 	const char *model;
 	const char *key;			/* or NULL */
 } EmbedTarget;
@@ -60,11 +61,10 @@ host_of(const char *url)
 static void
 resolve_target(const char *model, EmbedTarget *t)
 {
-	const char *embed_url = QC_EMBED_URL();
-	const char *llm_url = QC_LLM_URL();
-
-	t->base = embed_url[0] ? embed_url : llm_url;
-	if (t->base[0] == '\0')
+	t->base = QC_EMBED_ENDPOINT();
+	if (t->base.url[0] == '\0')
+		t->base = QC_LLM_ENDPOINT();
+	if (t->base.url[0] == '\0')
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("no embeddings endpoint is configured"),
@@ -78,13 +78,16 @@ resolve_target(const char *model, EmbedTarget *t)
 				 errmsg("no embedding model is configured"),
 				 errdetail("No model was given, and queryclaw.embed_model and queryclaw.llm_model are empty."),
 				 errhint("Pass model => '...', or have a superuser set queryclaw.embed_model.")));
+	/* under a server, the role's mapping is the key: never the DBA's */
 	t->key = NULL;
+	if (t->base.server != NULL)
+		return;
 	if (qc_embed_api_key[0])
 		t->key = qc_embed_api_key;
-	else if (qc_llm_api_key[0])
+	else if (qc_llm_api_key[0] && qc_llm_server[0] == '\0')
 	{
-		char	   *embed_host = host_of(t->base);
-		char	   *llm_host = llm_url[0] ? host_of(llm_url) : NULL;
+		char	   *embed_host = host_of(t->base.url);
+		char	   *llm_host = qc_llm_url[0] ? host_of(qc_llm_url) : NULL;
 
 		if (embed_host && llm_host && strcmp(embed_host, llm_host) == 0)
 			t->key = qc_llm_api_key;
@@ -178,7 +181,7 @@ read_reply(QcCall *call, Jsonb *jb, int n, ArrayType **out, int64 *tokens)
 static void
 send_group(const EmbedTarget *t, char **inputs, int n, ArrayType **out)
 {
-	QcCall	   *proto = qc_endpoint_request("llm_embed", t->base, "/embeddings",
+	QcCall	   *proto = qc_endpoint_request("llm_embed", &t->base, "/embeddings",
 											t->key, (size_t) 64 * 1024 * 1024,
 											request_body(t, inputs, n));
 	QcCall	   *call;
@@ -214,7 +217,28 @@ send_group(const EmbedTarget *t, char **inputs, int n, ArrayType **out)
 	qc_call_end(call);
 }
 
-/* Embed inputs[0..n-1] (NULL ones stay NULL) in groups of embed_batch_size. */
+/* One group's request, as work under queryclaw.on_error. */
+typedef struct GroupWork
+{
+	const EmbedTarget *t;
+	char	  **inputs;
+	int			n;
+	ArrayType **out;
+} GroupWork;
+
+static void
+group_work(void *arg)
+{
+	GroupWork  *w = arg;
+
+	send_group(w->t, w->inputs, w->n, w->out);
+}
+
+/*
+ * Embed inputs[0..n-1] (NULL ones stay NULL) in groups of embed_batch_size.
+ * With queryclaw.on_error = 'return', a group whose request fails leaves
+ * its inputs' embeddings NULL, and the others are asked all the same.
+ */
 static ArrayType **
 embed_all(const EmbedTarget *t, char **inputs, int n)
 {
@@ -227,6 +251,7 @@ embed_all(const EmbedTarget *t, char **inputs, int n)
 	{
 		int			g = 0;
 		ArrayType **got;
+		ErrorData  *failure;
 
 		for (; i < n && g < qc_embed_batch_size; i++)
 			if (inputs[i] != NULL)
@@ -237,25 +262,33 @@ embed_all(const EmbedTarget *t, char **inputs, int n)
 		if (g == 0)
 			break;
 		got = palloc0(sizeof(ArrayType *) * g);
-		send_group(t, group, g, got);
+		if (!qc_on_error_run(group_work, &(GroupWork) {t, group, g, got}, &failure))
+			continue;
 		for (int k = 0; k < g; k++)
 			out[where[k]] = got[k];
 	}
 	return out;
 }
 
-/* llm_embed(input text, model text DEFAULT NULL) returns real[] */
+/*
+ * llm_embed(input text, model text DEFAULT NULL) returns real[]
+ *	NULL with queryclaw.on_error = 'return' when the request fails
+ */
 Datum
 llm_embed(PG_FUNCTION_ARGS)
 {
 	EmbedTarget t;
 	char	   *input;
+	ArrayType  *embedding;
 
 	if (PG_ARGISNULL(0))
 		PG_RETURN_NULL();
 	resolve_target(PG_ARGISNULL(1) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(1)), &t);
 	input = text_to_cstring(PG_GETARG_TEXT_PP(0));
-	PG_RETURN_ARRAYTYPE_P(embed_all(&t, &input, 1)[0]);
+	embedding = embed_all(&t, &input, 1)[0];
+	if (embedding == NULL)
+		PG_RETURN_NULL();
+	PG_RETURN_ARRAYTYPE_P(embedding);
 }
 
 /*

@@ -18,6 +18,7 @@
 #include "content.h"
 #include "guc.h"
 #include "llm.h"
+#include "onerror.h"
 #include "redact.h"
 #include "response.h"
 
@@ -31,11 +32,44 @@ server_to_utf8(char *s)
 	return pg_server_to_any(s, strlen(s), PG_UTF8);
 }
 
+/* web_fetch's work, from the call to the text it returns. */
+typedef struct FetchWork
+{
+	const char *url;
+	QcFormat	format;
+	int			max_chars;
+	const char *extract;		/* extract_prompt, or NULL */
+	char	   *result;			/* NULL: the function returns NULL */
+} FetchWork;
+
+static void
+fetch_work(void *arg)
+{
+	FetchWork  *w = arg;
+	QcCall	   *call = qc_call_new("web_fetch", "GET", w->url);
+	char	   *result;
+
+	call->max_chars = w->extract ? Min(qc_max_chars, qc_llm_tool_max_chars) : w->max_chars;
+	qc_call_run(call);
+	result = qc_fetch_result(call, w->format);
+	if (result == NULL)
+		qc_call_raise(call);
+	qc_call_end(call);
+	if (w->extract != NULL)
+	{
+		result = qc_llm_extract(call->final_url, result, call->truncated, w->extract);
+		if (result != NULL)
+			qc_clip_chars(result, w->max_chars);
+	}
+	w->result = result;
+}
+
 /*
  * web_fetch(url text, format text DEFAULT 'text', max_chars int DEFAULT NULL,
  *			 extract_prompt text DEFAULT NULL)
  *
- * GET a page and return it as text; a status other than 2xx is an error.
+ * GET a page and return it as text; a status other than 2xx is an error
+ * (NULL with queryclaw.on_error = 'return', as any failure of the call).
  * With extract_prompt, the page text (cut at queryclaw.llm_tool_max_chars)
  * goes to the model with that instruction, and the model's answer is
  * returned instead, cut at max_chars.  (Not "extract": EXTRACT is an SQL
@@ -44,40 +78,23 @@ server_to_utf8(char *s)
 Datum
 web_fetch(PG_FUNCTION_ARGS)
 {
-	char	   *url;
-	QcFormat	format;
-	QcCall	   *call;
-	char	   *result;
-	char	   *extract = NULL;
-	int			max_chars;
+	FetchWork	w = {0};
+	ErrorData  *failure;
 
 	if (PG_ARGISNULL(0))
 		PG_RETURN_NULL();
-	url = text_to_cstring(PG_GETARG_TEXT_PP(0));
-	format = qc_format_parse(PG_ARGISNULL(1) ? "text" :
-							 text_to_cstring(PG_GETARG_TEXT_PP(1)));
-	max_chars = qc_effective_max_chars(fcinfo, 2);
+	w.url = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	w.format = qc_format_parse(PG_ARGISNULL(1) ? "text" :
+							   text_to_cstring(PG_GETARG_TEXT_PP(1)));
+	w.max_chars = qc_effective_max_chars(fcinfo, 2);
 	if (PG_NARGS() > 3 && !PG_ARGISNULL(3))
 	{
-		extract = text_to_cstring(PG_GETARG_TEXT_PP(3));
-		qc_llm_check_extract(extract);
+		w.extract = text_to_cstring(PG_GETARG_TEXT_PP(3));
+		qc_llm_check_extract(w.extract);
 	}
-
-	call = qc_call_new("web_fetch", "GET", url);
-	call->max_chars = extract ? Min(qc_max_chars, qc_llm_tool_max_chars) : max_chars;
-	qc_call_run(call);
-	result = qc_fetch_result(call, format);
-	if (result == NULL)
-		qc_call_raise(call);
-	qc_call_end(call);
-	if (extract != NULL)
-	{
-		result = qc_llm_extract(call->final_url, result, call->truncated, extract);
-		if (result == NULL)
-			PG_RETURN_NULL();
-		qc_clip_chars(result, max_chars);
-	}
-	PG_RETURN_TEXT_P(cstring_to_text(result));
+	if (!qc_on_error_run(fetch_work, &w, &failure) || w.result == NULL)
+		PG_RETURN_NULL();
+	PG_RETURN_TEXT_P(cstring_to_text(w.result));
 }
 
 /*

@@ -24,6 +24,7 @@
 #include "json.h"
 #include "llm.h"
 #include "llmjob.h"
+#include "onerror.h"
 #include "tools.h"
 
 PG_FUNCTION_INFO_V1(llm_chat_tools);
@@ -37,10 +38,19 @@ static const char *const extract_system =
 "information alone, without preamble. If the page does not contain it, say "
 "so in one short sentence.";
 
+/* A job run here and now: its work under queryclaw.on_error. */
+static void
+run_job(void *arg)
+{
+	qc_llm_job_run((QcLlmJob *) arg);
+}
+
 /*
  * Both forms.  The prompt form has a system argument after tools, the
  * messages form has none, so its later arguments come one place earlier;
- * its result also holds the messages, to continue the conversation.
+ * its result also holds the messages, to continue the conversation.  With
+ * queryclaw.on_error = 'return', a loop that fails (a refusal, the model's
+ * error, a timeout) returns {"answer": null, "error", "sqlstate"}.
  */
 static Datum
 chat_tools(FunctionCallInfo fcinfo, bool messages_form)
@@ -48,6 +58,7 @@ chat_tools(FunctionCallInfo fcinfo, bool messages_form)
 	int			shift = messages_form ? 1 : 0;
 	QcLlmSpec	spec = {0};
 	QcLlmJob   *job;
+	ErrorData  *failure;
 
 	if (PG_ARGISNULL(0))
 		PG_RETURN_NULL();
@@ -69,7 +80,8 @@ chat_tools(FunctionCallInfo fcinfo, bool messages_form)
 	}
 	spec.with_messages = messages_form;
 	job = qc_llm_job_new(&spec);
-	qc_llm_job_run(job);
+	if (!qc_on_error_run(run_job, job, &failure))
+		PG_RETURN_JSONB_P(qc_on_error_jsonb(failure, "\"answer\": null"));
 	PG_RETURN_JSONB_P(qc_llm_job_result(job));
 }
 

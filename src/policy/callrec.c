@@ -96,8 +96,24 @@ shown_text(const QcCall *call, const char *text)
 {
 	if (text == NULL)
 		return NULL;
-	return qc_redact_echo(qc_valid_text(text),
-						  qc_call_secrets(call->url, call->final_url, call->headers));
+	return qc_redact_echo(qc_valid_text(text), qc_call_secret_set(call));
+}
+
+List *
+qc_call_mapping_secrets(const QcCall *call)
+{
+	return call->server != NULL && call->server->applied ? call->server->secrets : NIL;
+}
+
+List *
+qc_call_secret_set(const QcCall *call)
+{
+	List	   *secrets = NIL;
+	ListCell   *lc;
+
+	foreach(lc, qc_call_mapping_secrets(call))
+		secrets = lappend(secrets, pstrdup(lfirst(lc)));
+	return list_concat(secrets, qc_call_secrets(call->url, call->final_url, call->headers));
 }
 
 void

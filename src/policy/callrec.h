@@ -178,4 +178,20 @@ extern void qc_call_set_refusal(QcCall *call, const QcVerdict *verdict);
 /* "message: detail" of a failed call, for a batch's error column; or NULL. */
 extern char *qc_call_error_text(const QcCall *call);
 
+/*
+ * The secrets of the call's user mapping, in every form a server may echo
+ * them (qc_mapping_secrets), once the mapping is on the call; else NIL.
+ * Hidden from everyone, the caller too: a role may send a key it cannot
+ * read.
+ */
+extern List *qc_call_mapping_secrets(const QcCall *call);
+
+/*
+ * Every secret the call sends, for qc_redact_secrets() on what is stored
+ * or shown about it (its errors, audit row, queued result, what a model is
+ * told): its mapping's (above), then its own (qc_call_secrets).  Copies,
+ * in the current memory context.
+ */
+extern List *qc_call_secret_set(const QcCall *call);
+
 #endif							/* QC_CALLREC_H */

@@ -33,8 +33,9 @@ bad_option(const char *option, const char *detail)
 			 errdetail("%s", detail)));
 }
 
+/* A server's url option: an http or https base URL, nothing else. */
 static void
-check_url(const char *value)
+check_base_url(const char *value)
 {
 	QcUrl		url;
 	char	   *error;
@@ -83,15 +84,97 @@ parse_count(const char *option, const char *value, int min, int max)
 	return (int) n;
 }
 
+/* A duration (milliseconds without a unit) of at least min ms. */
 static int
-parse_timeout(const char *value)
+parse_ms(const char *option, const char *value, int min, const char *detail)
 {
 	int			ms;
 	const char *hint;
 
-	if (!parse_int(value, &ms, GUC_UNIT_MS, &hint) || ms < 1)
-		bad_option("timeout", "A timeout is a positive duration such as '20s' or '500ms' (milliseconds without a unit).");
+	if (!parse_int(value, &ms, GUC_UNIT_MS, &hint) || ms < min)
+		bad_option(option, detail);
 	return ms;
+}
+
+static bool
+parse_protocol(const char *value)
+{
+	if (strcmp(value, "mcp") == 0)
+		return true;
+	if (strcmp(value, "http") != 0)
+		bad_option("protocol", "A server's protocol is 'http' (an API called with api_call) or 'mcp' (an MCP server over Streamable HTTP).");
+	return false;
+}
+
+/* A tool name as MCP allows one: 1 to 128 of A-Z a-z 0-9 _ - . */
+static bool
+tool_name_char(char c)
+{
+	return isalnum((unsigned char) c) || c == '_' || c == '-' || c == '.';
+}
+
+/* "name, prefix*, ...": each item a tool name, or a prefix and a '*'. */
+static const char *
+check_tools(const char *value)
+{
+	const char *p = value;
+
+	for (;;)
+	{
+		int			len = 0;
+
+		while (*p == ' ')
+			p++;
+		while (tool_name_char(p[len]))
+			len++;
+		if (p[len] == '*')
+			len++;
+		if (len == 0 || len > 128)
+			bad_option("tools", "The value is a list of tool names or prefixes ending in '*', separated by commas, such as 'search_issues, get_*'.");
+		p += len;
+		while (*p == ' ')
+			p++;
+		if (*p == '\0')
+			return value;
+		if (*p++ != ',')
+			bad_option("tools", "The value is a list of tool names or prefixes ending in '*', separated by commas, such as 'search_issues, get_*'.");
+	}
+}
+
+bool
+qc_server_offers_tool(const char *tools, const char *name)
+{
+	const char *p = tools;
+
+	if (tools == NULL)
+		return true;
+	while (*p)
+	{
+		size_t		len;
+
+		while (*p == ' ' || *p == ',')
+			p++;
+		len = strcspn(p, ", ");
+		if (len == 0)
+			break;
+		if (p[len - 1] == '*' ? strncmp(p, name, len - 1) == 0 :
+			strlen(name) == len && strncmp(p, name, len) == 0)
+			return true;
+		p += len;
+	}
+	return false;
+}
+
+/* tools and tools_ttl are an MCP server's. */
+static void
+check_mcp_only(const QcServerOptions *opts, bool tools_given, bool ttl_given)
+{
+	if (opts->mcp)
+		return;
+	if (tools_given)
+		bad_option("tools", "Only a server with protocol 'mcp' offers tools.");
+	if (ttl_given)
+		bad_option("tools_ttl", "Only a server with protocol 'mcp' keeps a tool list.");
 }
 
 void
@@ -99,8 +182,11 @@ qc_server_options_parse(List *options, QcServerOptions *opts)
 {
 	ListCell   *lc;
 
+	bool		ttl_given = false;
+
 	memset(opts, 0, sizeof(*opts));
 	opts->retry_max = -1;
+	opts->tools_ttl_ms = QC_MCP_TOOLS_TTL_MS;
 	foreach(lc, options)
 	{
 		DefElem    *def = lfirst(lc);
@@ -108,7 +194,7 @@ qc_server_options_parse(List *options, QcServerOptions *opts)
 
 		if (strcmp(def->defname, "url") == 0)
 		{
-			check_url(value);
+			check_base_url(value);
 			opts->url = value;
 		}
 		else if (strcmp(def->defname, "rate_limit") == 0)
@@ -119,15 +205,27 @@ qc_server_options_parse(List *options, QcServerOptions *opts)
 		else if (strcmp(def->defname, "max_concurrency") == 0)
 			opts->max_concurrency = parse_count(def->defname, value, 1, QC_MAX_CONCURRENCY_LIMIT);
 		else if (strcmp(def->defname, "timeout") == 0)
-			opts->timeout_ms = parse_timeout(value);
+			opts->timeout_ms = parse_ms(def->defname, value, 1,
+										"A timeout is a positive duration such as '20s' or '500ms' (milliseconds without a unit).");
 		else if (strcmp(def->defname, "retry_max") == 0)
 			opts->retry_max = parse_count(def->defname, value, 0, QC_SERVER_MAX_RETRIES);
+		else if (strcmp(def->defname, "protocol") == 0)
+			opts->mcp = parse_protocol(value);
+		else if (strcmp(def->defname, "tools") == 0)
+			opts->tools = check_tools(value);
+		else if (strcmp(def->defname, "tools_ttl") == 0)
+		{
+			opts->tools_ttl_ms = parse_ms(def->defname, value, 0,
+										  "A duration such as '5min' or '30s' (milliseconds without a unit); 0 reads the tool list at every call.");
+			ttl_given = true;
+		}
 		else
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("invalid option \"%s\" for a queryclaw server", def->defname),
-					 errhint("Valid options are url, rate_limit, max_concurrency, timeout and retry_max.")));
+					 errhint("Valid options are url, rate_limit, max_concurrency, timeout, retry_max, protocol, tools and tools_ttl.")));
 	}
+	check_mcp_only(opts, opts->tools != NULL, ttl_given);
 	if (opts->url == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),

@@ -2,13 +2,16 @@
  *
  * enqueue.c
  *	  SQL entry points that queue a request: web_fetch_async(),
- *	  api_call_async() and llm_chat_tools_async().
+ *	  api_call_async() and llm_chat_tools_async(); and the request
+ *	  constructors of enrichments, which check the same arguments the same
+ *	  way and return them as jsonb rather than queue them.
  *
  * Each checks its arguments as its synchronous twin does before sending
  * (URL, method, headers, format, tools, output schema: 22023 and 42501
  * errors now, not a failed request later), what the policy decides from
- * the URL and method alone (scheme, allowed and denied hosts, read_only:
- * 42501, audited as the synchronous call's refusal) and the callback
+ * the URL and method alone (scheme, allowed and denied hosts, read_only,
+ * queryclaw.servers_only: 42501, audited as the synchronous call's
+ * refusal) and the callback
  * (qc_queue_check_callback), then inserts one row into queryclaw.requests
  * in the caller's transaction.  The rest of the policy (enabled, the
  * addresses, a redirect's target) and the limits are applied when a worker
@@ -55,11 +58,16 @@
 #include "queue.h"
 #include "redact.h"
 #include "response.h"
+#include "serversadmit.h"
 #include "tools.h"
 
 PG_FUNCTION_INFO_V1(web_fetch_async);
 PG_FUNCTION_INFO_V1(api_call_async);
 PG_FUNCTION_INFO_V1(llm_chat_tools_async);
+PG_FUNCTION_INFO_V1(web_fetch_request);
+PG_FUNCTION_INFO_V1(api_call_request);
+PG_FUNCTION_INFO_V1(llm_request);
+PG_FUNCTION_INFO_V1(llm_embed_request);
 
 /*
  * A request's arguments as two JSON objects built side by side: as given
@@ -175,11 +183,11 @@ request_end(StringInfo s)
 /*
  * The URL of call, checked as the synchronous call checks it before
  * anything is sent: 22023 unless it parses; then what the policy decides
- * from the URL and method alone (the scheme, the host lists, read_only:
- * 42501), refused and audited as that call's refusal.  Not
- * queryclaw.enabled, which makes a queued request wait, nor the addresses,
- * which need a lookup when it is sent (and a redirect's, which nothing
- * knows yet).
+ * from the URL and method alone (the scheme, the host lists, read_only)
+ * and queryclaw.servers_only (42501), refused and audited as that call's
+ * refusal.  Not queryclaw.enabled, which makes a queued request wait, nor
+ * the addresses, which need a lookup when it is sent (and a redirect's,
+ * which nothing knows yet).
  */
 static void
 check_url(QcCall *call)
@@ -187,6 +195,7 @@ check_url(QcCall *call)
 	QcUrl		parsed;
 	char	   *error;
 	QcVerdict	refusal;
+	const QcVerdict *refused;
 
 	if (!qc_url_parse(call->url, &parsed, &error))
 		ereport(ERROR,
@@ -194,8 +203,12 @@ check_url(QcCall *call)
 				 errmsg("invalid URL"),
 				 errdetail("%s", error)));
 	if (!qc_policy_check_url_rules(call->policy, &parsed, call->method, &refusal))
+		refused = &refusal;
+	else
+		refused = qc_server_refusal(call);
+	if (refused != NULL)
 	{
-		qc_call_set_refusal(call, &refusal);
+		qc_call_set_refusal(call, refused);
 		qc_call_raise(call);
 	}
 }
@@ -305,6 +318,43 @@ request_url(RequestJson *r, FunctionCallInfo fcinfo, QcCall *call, int max_chars
 }
 
 /*
+ * The request a constructor returns (an enrichment's request expression):
+ * the arguments as given, with the function that will send them, for the
+ * enrichment's feeder, which queues it as its owner when the row's turn
+ * comes.  Secrets stay in it: only the owner's own expression sees it, and
+ * the queue redacts them as for any request.
+ */
+static Datum
+constructed(RequestJson *r, const char *func)
+{
+	request_text(r, "func", func, func);
+	return JsonbPGetDatum(request_end(&r->given));
+}
+
+/*
+ * web_fetch's arguments (url, format, max_chars: the first three of both
+ * web_fetch_async and web_fetch_request), checked as web_fetch_async
+ * checks them; the url must not be NULL.
+ */
+static QcCall *
+build_web_fetch(FunctionCallInfo fcinfo, RequestJson *r)
+{
+	QcCall	   *call;
+
+	call = qc_call_new(QC_FUNC_WEB_FETCH_ASYNC, "GET", text_to_cstring(PG_GETARG_TEXT_PP(0)));
+	request_begin(r);
+	request_url(r, fcinfo, call, 2);
+	if (!PG_ARGISNULL(1))
+	{
+		char	   *format = text_to_cstring(PG_GETARG_TEXT_PP(1));
+
+		(void) qc_format_parse(format);
+		request_text(r, "format", format, format);
+	}
+	return call;
+}
+
+/*
  * web_fetch_async(url text, format text DEFAULT 'text', max_chars int
  *				   DEFAULT NULL, callback regprocedure DEFAULT NULL,
  *				   context jsonb DEFAULT NULL) returns bigint
@@ -318,17 +368,50 @@ web_fetch_async(PG_FUNCTION_ARGS)
 	qc_queue_require("web_fetch_async");
 	if (PG_ARGISNULL(0))
 		PG_RETURN_NULL();
-	call = qc_call_new(QC_FUNC_WEB_FETCH_ASYNC, "GET", text_to_cstring(PG_GETARG_TEXT_PP(0)));
-	request_begin(&r);
-	request_url(&r, fcinfo, call, 2);
-	if (!PG_ARGISNULL(1))
-	{
-		char	   *format = text_to_cstring(PG_GETARG_TEXT_PP(1));
-
-		(void) qc_format_parse(format);
-		request_text(&r, "format", format, format);
-	}
+	call = build_web_fetch(fcinfo, &r);
 	PG_RETURN_INT64(insert_request(fcinfo, QC_FUNC_WEB_FETCH_ASYNC, &r, 3, NULL, call));
+}
+
+/* web_fetch_request(url text, format text, max_chars int) returns jsonb */
+Datum
+web_fetch_request(PG_FUNCTION_ARGS)
+{
+	RequestJson r;
+
+	if (PG_ARGISNULL(0))
+		PG_RETURN_NULL();
+	(void) build_web_fetch(fcinfo, &r);
+	PG_RETURN_DATUM(constructed(&r, "web_fetch"));
+}
+
+/*
+ * api_call's arguments (url, method, headers, body, max_chars: the first
+ * five of api_call_async and api_call_request) and the idempotency key,
+ * checked as api_call checks them; the url must not be NULL.
+ */
+static QcCall *
+build_api_call(FunctionCallInfo fcinfo, RequestJson *r, const char *key)
+{
+	char	   *url = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	const char *method = PG_ARGISNULL(1) ? "GET" : text_to_cstring(PG_GETARG_TEXT_PP(1));
+	Jsonb	   *headers = PG_ARGISNULL(2) ? NULL : PG_GETARG_JSONB_P(2);
+	char	   *body = PG_ARGISNULL(3) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(3));
+	QcCall	   *call;
+
+	/* the method, headers and body as api_call checks them */
+	call = qc_api_prepare(QC_FUNC_API_CALL_ASYNC, url, method, headers, body, qc_max_chars);
+	if (key != NULL)
+		qc_http_validate_header("Idempotency-Key", key);
+
+	request_begin(r);
+	request_url(r, fcinfo, call, 4);
+	request_text(r, "method", call->method, call->method);
+	if (headers != NULL)
+		request_json(r, "headers", JsonbToCString(NULL, &headers->root, VARSIZE(headers)),
+					 shown_headers(headers));
+	if (body != NULL)
+		request_text(r, "body", body, qc_redact_text(body));
+	return call;
 }
 
 /*
@@ -341,31 +424,82 @@ Datum
 api_call_async(PG_FUNCTION_ARGS)
 {
 	RequestJson r;
-	char	   *url;
-	const char *method = PG_ARGISNULL(1) ? "GET" : text_to_cstring(PG_GETARG_TEXT_PP(1));
-	Jsonb	   *headers = PG_ARGISNULL(2) ? NULL : PG_GETARG_JSONB_P(2);
-	char	   *body = PG_ARGISNULL(3) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(3));
 	char	   *key = PG_ARGISNULL(7) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(7));
 	QcCall	   *call;
 
 	qc_queue_require("api_call_async");
 	if (PG_ARGISNULL(0))
 		PG_RETURN_NULL();
-	url = text_to_cstring(PG_GETARG_TEXT_PP(0));
-	/* the method, headers and body as api_call checks them */
-	call = qc_api_prepare(QC_FUNC_API_CALL_ASYNC, url, method, headers, body, qc_max_chars);
-	if (key != NULL)
-		qc_http_validate_header("Idempotency-Key", key);
-
-	request_begin(&r);
-	request_url(&r, fcinfo, call, 4);
-	request_text(&r, "method", call->method, call->method);
-	if (headers != NULL)
-		request_json(&r, "headers", JsonbToCString(NULL, &headers->root, VARSIZE(headers)),
-					 shown_headers(headers));
-	if (body != NULL)
-		request_text(&r, "body", body, qc_redact_text(body));
+	call = build_api_call(fcinfo, &r, key);
 	PG_RETURN_INT64(insert_request(fcinfo, QC_FUNC_API_CALL_ASYNC, &r, 5, key, call));
+}
+
+/*
+ * api_call_request(url text, method text, headers jsonb, body text,
+ *					max_chars int, idempotency_key text) returns jsonb
+ */
+Datum
+api_call_request(PG_FUNCTION_ARGS)
+{
+	RequestJson r;
+	char	   *key = PG_ARGISNULL(5) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(5));
+
+	if (PG_ARGISNULL(0))
+		PG_RETURN_NULL();
+	(void) build_api_call(fcinfo, &r, key);
+	if (key != NULL)
+		request_text(&r, "idempotency_key", key, key);
+	PG_RETURN_DATUM(constructed(&r, "api_call"));
+}
+
+/*
+ * The model loop's arguments (prompt, tools, system, model, max_rounds,
+ * output_schema: the first six of llm_chat_tools_async and llm_request),
+ * checked as llm_chat_tools checks them; the prompt must not be NULL.
+ */
+static void
+build_llm(FunctionCallInfo fcinfo, RequestJson *r)
+{
+	char	   *prompt = text_to_cstring(PG_GETARG_TEXT_PP(0));
+
+	request_begin(r);
+	request_text(r, "prompt", prompt, qc_redact_text(prompt));
+	if (!PG_ARGISNULL(1))
+	{
+		ArrayType  *tools = PG_GETARG_ARRAYTYPE_P(1);
+
+		/* unknown tools, and tools the role may not run: 22023, 42501 */
+		(void) qc_tools_parse(tools);
+		request_json(r, "tools",
+					 TextDatumGetCString(DirectFunctionCall1(array_to_json,
+															 PointerGetDatum(tools))),
+					 NULL);
+	}
+	if (!PG_ARGISNULL(2))
+	{
+		char	   *system = text_to_cstring(PG_GETARG_TEXT_PP(2));
+
+		request_text(r, "system", system, qc_redact_text(system));
+	}
+	if (!PG_ARGISNULL(3))
+	{
+		char	   *model = text_to_cstring(PG_GETARG_TEXT_PP(3));
+
+		request_text(r, "model", model, model);
+	}
+	if (!PG_ARGISNULL(4))
+	{
+		qc_llm_check_max_rounds(PG_GETARG_INT32(4));
+		request_int(r, "max_rounds", PG_GETARG_INT32(4));
+	}
+	if (!PG_ARGISNULL(5))
+	{
+		Jsonb	   *schema = PG_GETARG_JSONB_P(5);
+
+		qc_llm_check_output_schema(schema);
+		request_json(r, "output_schema", JsonbToCString(NULL, &schema->root, VARSIZE(schema)),
+					 NULL);
+	}
 }
 
 /*
@@ -380,49 +514,47 @@ Datum
 llm_chat_tools_async(PG_FUNCTION_ARGS)
 {
 	RequestJson r;
-	char	   *prompt;
 
 	qc_queue_require("llm_chat_tools_async");
 	if (PG_ARGISNULL(0))
 		PG_RETURN_NULL();
-	prompt = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	build_llm(fcinfo, &r);
+	PG_RETURN_INT64(insert_request(fcinfo, QC_FUNC_LLM_CHAT_TOOLS_ASYNC, &r, 6, NULL, NULL));
+}
+
+/*
+ * llm_request(prompt text, tools text[], system text, model text,
+ *			   max_rounds int, output_schema jsonb) returns jsonb
+ */
+Datum
+llm_request(PG_FUNCTION_ARGS)
+{
+	RequestJson r;
+
+	if (PG_ARGISNULL(0))
+		PG_RETURN_NULL();
+	build_llm(fcinfo, &r);
+	PG_RETURN_DATUM(constructed(&r, "llm_chat_tools"));
+}
+
+/*
+ * llm_embed_request(input text, model text) returns jsonb: an embedding of
+ * input, as llm_embed(input, model) would return it.
+ */
+Datum
+llm_embed_request(PG_FUNCTION_ARGS)
+{
+	RequestJson r;
+
+	if (PG_ARGISNULL(0))
+		PG_RETURN_NULL();
 	request_begin(&r);
-	request_text(&r, "prompt", prompt, qc_redact_text(prompt));
+	request_text(&r, "input", text_to_cstring(PG_GETARG_TEXT_PP(0)), NULL);
 	if (!PG_ARGISNULL(1))
 	{
-		ArrayType  *tools = PG_GETARG_ARRAYTYPE_P(1);
-
-		/* unknown tools, and tools the role may not run: 22023, 42501 */
-		(void) qc_tools_parse(tools);
-		request_json(&r, "tools",
-					 TextDatumGetCString(DirectFunctionCall1(array_to_json,
-															 PointerGetDatum(tools))),
-					 NULL);
-	}
-	if (!PG_ARGISNULL(2))
-	{
-		char	   *system = text_to_cstring(PG_GETARG_TEXT_PP(2));
-
-		request_text(&r, "system", system, qc_redact_text(system));
-	}
-	if (!PG_ARGISNULL(3))
-	{
-		char	   *model = text_to_cstring(PG_GETARG_TEXT_PP(3));
+		char	   *model = text_to_cstring(PG_GETARG_TEXT_PP(1));
 
 		request_text(&r, "model", model, model);
 	}
-	if (!PG_ARGISNULL(4))
-	{
-		qc_llm_check_max_rounds(PG_GETARG_INT32(4));
-		request_int(&r, "max_rounds", PG_GETARG_INT32(4));
-	}
-	if (!PG_ARGISNULL(5))
-	{
-		Jsonb	   *schema = PG_GETARG_JSONB_P(5);
-
-		qc_llm_check_output_schema(schema);
-		request_json(&r, "output_schema", JsonbToCString(NULL, &schema->root, VARSIZE(schema)),
-					 NULL);
-	}
-	PG_RETURN_INT64(insert_request(fcinfo, QC_FUNC_LLM_CHAT_TOOLS_ASYNC, &r, 6, NULL, NULL));
+	PG_RETURN_DATUM(constructed(&r, "llm_embed"));
 }

@@ -9,8 +9,9 @@
  * host, found as the workers find it (qc_rate_list_match on the host as
  * policy.c maps it: IDNA, case, a final dot, IPv4 forms); the cap is
  * queryclaw.max_host_concurrency.  Both are the values of the calling
- * session.  Neither setting is hidden from ordinary roles (SHOW shows
- * them), so every role may call this.
+ * session, and on a Citus cluster this node's shares of them (cluster.c),
+ * what the node's workers apply.  Neither setting is hidden from ordinary
+ * roles (SHOW shows them), so every role may call this.
  *
  *-------------------------------------------------------------------------
  */
@@ -21,6 +22,7 @@
 #include "funcapi.h"
 #include "utils/builtins.h"
 
+#include "cluster.h"
 #include "guc.h"
 #include "hostname.h"
 #include "hostrate.h"
@@ -71,6 +73,6 @@ host_limits(PG_FUNCTION_ARGS)
 			nulls[0] = false;
 		}
 	}
-	values[1] = Int32GetDatum(qc_max_host_concurrency);
+	values[1] = Int32GetDatum(qc_cluster_share(qc_max_host_concurrency));
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(desc), values, nulls)));
 }

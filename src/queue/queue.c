@@ -512,8 +512,8 @@ qc_queue_purge(int max_rows)
 }
 
 /* The owner of queryclaw.requests. */
-static Oid
-table_owner(void)
+Oid
+qc_queue_table_owner(void)
 {
 	Oid			relid = get_relname_relid("requests", get_namespace_oid("queryclaw", false));
 	HeapTuple	tuple;
@@ -537,7 +537,7 @@ void
 qc_queue_begin_as_owner(QcQueueAsOwner *save)
 {
 	GetUserIdAndSecContext(&save->save_userid, &save->save_sec_context);
-	SetUserIdAndSecContext(table_owner(),
+	SetUserIdAndSecContext(qc_queue_table_owner(),
 						   save->save_sec_context | SECURITY_LOCAL_USERID_CHANGE |
 						   SECURITY_RESTRICTED_OPERATION);
 	if (SPI_connect() != SPI_OK_CONNECT)

@@ -153,6 +153,7 @@ extern void qc_queue_require(const char *what);
  * requests that have one to call, the callback workers' too.
  */
 extern void qc_queue_wake_at_commit(bool callbacks);
+extern Oid	qc_queue_table_owner(void);
 
 /*
  * Admit one more request of role's (queryclaw.max_queued_per_role): 53400

@@ -35,6 +35,7 @@
 
 PG_FUNCTION_INFO_V1(queue_wait);
 PG_FUNCTION_INFO_V1(cancel_requests);
+PG_FUNCTION_INFO_V1(enrichment_cancel);
 
 /* Longest sleep between two looks at the rows. */
 #define QC_WAIT_POLL_MS 200
@@ -179,9 +180,9 @@ queue_wait(PG_FUNCTION_ARGS)
 	return (Datum) 0;
 }
 
-/* cancel_requests(ids bigint[]) returns int: how many were cancelled */
-Datum
-cancel_requests(PG_FUNCTION_ARGS)
+/* Cancel role's requests among ids; how many were cancelled. */
+static int32
+cancel_of_role(Datum ids, Oid role)
 {
 	static SPIPlanPtr plan = NULL;
 	Oid			types[2] = {INT8ARRAYOID, REGROLEOID};
@@ -191,10 +192,8 @@ cancel_requests(PG_FUNCTION_ARGS)
 	bool		called_back;
 	int32		n;
 
-	qc_queue_require("cancel_requests");
-	qc_queue_check_ids(PG_GETARG_ARRAYTYPE_P(0), "cancel_requests");
-	args[0] = PG_GETARG_DATUM(0);
-	args[1] = ObjectIdGetDatum(GetUserId());
+	args[0] = ids;
+	args[1] = ObjectIdGetDatum(role);
 	qc_queue_begin_as_owner(&save);
 	/*
 	 * With a callback, finished_at waits for a callback worker to call it.
@@ -225,5 +224,34 @@ cancel_requests(PG_FUNCTION_ARGS)
 	qc_queue_end_as_owner(&save);
 	if (n > 0)
 		qc_queue_wake_at_commit(called_back);
-	PG_RETURN_INT32(n);
+	return n;
+}
+
+/* cancel_requests(ids bigint[]) returns int: how many were cancelled */
+Datum
+cancel_requests(PG_FUNCTION_ARGS)
+{
+	qc_queue_require("cancel_requests");
+	qc_queue_check_ids(PG_GETARG_ARRAYTYPE_P(0), "cancel_requests");
+	PG_RETURN_INT32(cancel_of_role(PG_GETARG_DATUM(0), GetUserId()));
+}
+
+/*
+ * enrichment_cancel(ids bigint[], owner regrole) returns int: an
+ * enrichment's requests cancelled by its owner (who may have no EXECUTE on
+ * cancel_requests) or by its triggers, which run as the tables' owner
+ * whoever deletes a row.  Nobody else can name another role's requests.
+ */
+Datum
+enrichment_cancel(PG_FUNCTION_ARGS)
+{
+	Oid			owner = PG_GETARG_OID(1);
+
+	if (owner != GetUserId() && !superuser() && GetUserId() != qc_queue_table_owner())
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied to cancel requests of role %s",
+						GetUserNameFromId(owner, false))));
+	qc_queue_require("enrichment_cancel");
+	PG_RETURN_INT32(cancel_of_role(PG_GETARG_DATUM(0), owner));
 }

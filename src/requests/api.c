@@ -21,6 +21,7 @@
 #include "call.h"
 #include "http.h"
 #include "json.h"
+#include "onerror.h"
 #include "response.h"
 
 PG_FUNCTION_INFO_V1(api_call);
@@ -119,26 +120,47 @@ qc_api_result(QcCall *call)
 	return result;
 }
 
+/* api_call's work: the call, and its response as jsonb. */
+typedef struct ApiWork
+{
+	QcCall	   *call;
+	Jsonb	   *result;
+} ApiWork;
+
+static void
+api_work(void *arg)
+{
+	ApiWork    *w = arg;
+
+	qc_call_execute(w->call);
+	w->result = qc_api_result(w->call);
+	qc_call_end(w->call);
+}
+
 /*
  * api_call(url text, method text DEFAULT 'GET', headers jsonb DEFAULT NULL,
  *			body text DEFAULT NULL, max_chars int DEFAULT NULL) returns jsonb
+ *
+ * With queryclaw.on_error = 'return', a call that fails returns {"ok":
+ * false, "status": (null when no response came), "error", "sqlstate"}.
  */
 Datum
 api_call(PG_FUNCTION_ARGS)
 {
-	QcCall	   *call;
-	Jsonb	   *result;
+	ApiWork		w = {0};
+	ErrorData  *failure;
 
 	if (PG_ARGISNULL(0))
 		PG_RETURN_NULL();
-	call = qc_api_prepare("api_call",
-						  text_to_cstring(PG_GETARG_TEXT_PP(0)),
-						  PG_ARGISNULL(1) ? "GET" : text_to_cstring(PG_GETARG_TEXT_PP(1)),
-						  PG_ARGISNULL(2) ? NULL : PG_GETARG_JSONB_P(2),
-						  PG_ARGISNULL(3) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(3)),
-						  qc_effective_max_chars(fcinfo, 4));
-	qc_call_execute(call);
-	result = qc_api_result(call);
-	qc_call_end(call);
-	PG_RETURN_JSONB_P(result);
+	w.call = qc_api_prepare("api_call",
+							text_to_cstring(PG_GETARG_TEXT_PP(0)),
+							PG_ARGISNULL(1) ? "GET" : text_to_cstring(PG_GETARG_TEXT_PP(1)),
+							PG_ARGISNULL(2) ? NULL : PG_GETARG_JSONB_P(2),
+							PG_ARGISNULL(3) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(3)),
+							qc_effective_max_chars(fcinfo, 4));
+	if (!qc_on_error_run(api_work, &w, &failure))
+		PG_RETURN_JSONB_P(qc_on_error_jsonb(failure, w.call->status > 0 ?
+											psprintf("\"ok\": false, \"status\": %ld", w.call->status) :
+											"\"ok\": false, \"status\": null"));
+	PG_RETURN_JSONB_P(w.result);
 }

@@ -54,7 +54,7 @@
 void
 qc_chat_check_config(const char *model)
 {
-	if (QC_LLM_URL()[0] == '\0')
+	if (QC_LLM_ENDPOINT().url[0] == '\0')
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("no LLM endpoint is configured"),
@@ -551,7 +551,8 @@ repair_escapes(char *text)
 static QcCall *
 new_request(QcChat *chat, int round)
 {
-	QcCall	   *call = qc_endpoint_request(chat->func, QC_LLM_URL(), "/chat/completions",
+	QcEndpointBase base = QC_LLM_ENDPOINT();
+	QcCall	   *call = qc_endpoint_request(chat->func, &base, "/chat/completions",
 										   qc_llm_api_key, QC_LLM_REPLY_BYTES,
 										   request_body(chat));
 

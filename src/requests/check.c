@@ -27,7 +27,7 @@
 #include "json.h"
 #include "resolve.h"
 #include "response.h"
-#include "servers.h"
+#include "serversadmit.h"
 
 PG_FUNCTION_INFO_V1(check_url);
 

@@ -30,6 +30,7 @@
 #include "http.h"
 #include "latchwait.h"
 #include "servers.h"
+#include "serversadmit.h"
 
 /* A new call for one attempt at proto's request. */
 static QcCall *
@@ -45,6 +46,7 @@ attempt_call(const QcCall *proto, int attempt)
 	call->timeout_setting = proto->timeout_setting;
 	call->max_bytes = proto->max_bytes;
 	call->trusted = proto->trusted;
+	qc_server_attempt(call, proto);
 	call->audit_extra = proto->audit_extra;
 	if (attempt > 1)
 		call->audit_extra = psprintf("%s%s\"attempt\": %d",
@@ -85,18 +87,19 @@ qc_endpoint_url(const char *base, const char *path)
 }
 
 QcCall *
-qc_endpoint_request(const char *func, const char *base, const char *path,
+qc_endpoint_request(const char *func, const QcEndpointBase *base, const char *path,
 					const char *key, size_t max_bytes, const char *body)
 {
-	QcCall	   *call = qc_call_new(func, "POST", qc_endpoint_url(base, path));
+	QcCall	   *call = qc_call_new(func, "POST", qc_endpoint_url(base->url, path));
 
-	call->trusted = true;
+	qc_server_endpoint_call(call, base);
 	call->timeout_ms = qc_llm_timeout;
 	call->timeout_setting = "queryclaw.llm_timeout";
 	/* replies are bounded by tokens, not by the limit meant for web pages */
 	call->max_bytes = Max(QC_MAX_BYTES(), max_bytes);
 	call->headers = qc_http_add_header(NIL, "Content-Type", "application/json");
-	if (key != NULL && key[0] != '\0')
+	/* under a server, the role's mapping is the key: never the DBA's */
+	if (key != NULL && key[0] != '\0' && base->server == NULL)
 		call->headers = pg_strcasecmp(qc_llm_api_key_header, "Authorization") == 0 ?
 			qc_http_add_header(call->headers, "Authorization",
 							   psprintf("Bearer %s", key)) :

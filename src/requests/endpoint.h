@@ -11,6 +11,7 @@
 
 #include "call.h"
 #include "retry.h"
+#include "servers.h"
 
 /* How the attempts went, for the caller's final error. */
 typedef struct QcAttempts
@@ -79,12 +80,14 @@ extern char *qc_endpoint_attempts_note(const QcAttempts *attempts);
 extern char *qc_endpoint_url(const char *base, const char *path);
 
 /*
- * A POST of a JSON body to a trusted endpoint (the model, the embeddings):
- * base and path as qc_endpoint_url joins them, llm_timeout, a response of
- * up to max_bytes (or max_bytes the setting, if larger), and key, unless
- * NULL or empty, in the header queryclaw.llm_api_key_header names.
+ * A POST of a JSON body to a DBA's endpoint (the model, the embeddings):
+ * base's URL and path as qc_endpoint_url joins them, trusted and under
+ * base's server as qc_server_endpoint_call() makes it, llm_timeout, a
+ * response of up to max_bytes (or max_bytes the setting, if larger), and
+ * key, unless NULL or empty or base is a server (whose user mapping holds
+ * the role's key), in the header queryclaw.llm_api_key_header names.
  */
-extern QcCall *qc_endpoint_request(const char *func, const char *base,
+extern QcCall *qc_endpoint_request(const char *func, const QcEndpointBase *base,
 								   const char *path, const char *key,
 								   size_t max_bytes, const char *body);
 

@@ -209,8 +209,7 @@ finish_tool_calls(QcLlmJob *job)
 			QcCall	   *req = qc_tool_request(rec->run);
 
 			if (req != NULL)
-				job->secrets = list_concat(job->secrets,
-										   qc_call_secrets(req->url, req->final_url, req->headers));
+				job->secrets = list_concat(job->secrets, qc_call_secret_set(req));
 			rec->result = qc_tool_finish(rec->run);
 			/* the transport may still look at the request: freed in advance() */
 			job->spent_runs = lappend(job->spent_runs, rec->run);

@@ -31,6 +31,7 @@
 #include "guc.h"
 #include "http.h"
 #include "json.h"
+#include "onerror.h"
 #include "redact.h"
 #include "response.h"
 #include "search.h"
@@ -57,11 +58,9 @@ percent_encode(const char *s)
 }
 
 static char *
-request_url(const char *query)
+request_url(const char *base, const char *query)
 {
 	char	   *utf8 = pg_server_to_any(query, strlen(query), PG_UTF8);
-
-	const char *base = QC_SEARCH_URL();
 
 	return psprintf("%s%cq=%s&format=json", base,
 					strchr(base, '?') ? '&' : '?', percent_encode(utf8));
@@ -93,7 +92,7 @@ read_results(JsonbContainer *results, int n)
 void
 qc_search_require_url(bool for_tool)
 {
-	if (QC_SEARCH_URL()[0] == '\0')
+	if (QC_SEARCH_ENDPOINT().url[0] == '\0')
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 for_tool ? errmsg("tool \"web_search\" needs a search API") :
@@ -105,6 +104,7 @@ qc_search_require_url(bool for_tool)
 List *
 qc_search(const char *query, int num_results, const char *audit_extra)
 {
+	QcEndpointBase base;
 	QcCall	   *proto;
 	QcCall	   *call;
 	QcAttempts	attempts;
@@ -119,11 +119,13 @@ qc_search(const char *query, int num_results, const char *audit_extra)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("num_results must be at least 1")));
 
-	proto = qc_call_new("web_search", "GET", request_url(query));
-	proto->trusted = true;
+	base = QC_SEARCH_ENDPOINT();
+	proto = qc_call_new("web_search", "GET", request_url(base.url, query));
+	qc_server_endpoint_call(proto, &base);
 	proto->audit_extra = (char *) audit_extra;
 	proto->headers = qc_http_add_header(NIL, "Accept", "application/json");
-	if (qc_search_api_key[0] != '\0')
+	/* under a server, the role's mapping is the key: never the DBA's */
+	if (qc_search_api_key[0] != '\0' && base.server == NULL)
 		proto->headers = qc_http_add_header(proto->headers, "Authorization",
 											psprintf("Bearer %s", qc_search_api_key));
 	call = qc_endpoint_send(proto, QC_ENDPOINT_SEARCH, &attempts);
@@ -179,20 +181,43 @@ text_or_null(const char *value, bool *isnull)
 	return value ? CStringGetTextDatum(value) : (Datum) 0;
 }
 
+/* web_search's work: the search, its results as a list. */
+typedef struct SearchWork
+{
+	const char *query;
+	int			num_results;
+	List	   *results;
+} SearchWork;
+
+static void
+search_work(void *arg)
+{
+	SearchWork *w = arg;
+
+	w->results = qc_search(w->query, w->num_results, NULL);
+}
+
 /*
  * web_search(query text, num_results int DEFAULT 5)
  *	returns table(rank int, title text, url text, snippet text)
+ *
+ * With queryclaw.on_error = 'return', a search that fails returns no rows.
+ * The rows are written once the search is over, outside its work.
  */
 Datum
 web_search(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	List	   *results;
+	SearchWork	w = {0};
+	ErrorData  *failure;
 	ListCell   *lc;
 
 	InitMaterializedSRF(fcinfo, 0);
-	results = qc_search(text_to_cstring(PG_GETARG_TEXT_PP(0)), PG_GETARG_INT32(1), NULL);
-	foreach(lc, results)
+	w.query = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	w.num_results = PG_GETARG_INT32(1);
+	if (!qc_on_error_run(search_work, &w, &failure))
+		return (Datum) 0;
+	foreach(lc, w.results)
 	{
 		QcSearchResult *r = lfirst(lc);
 		Datum		values[4];

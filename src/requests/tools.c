@@ -40,6 +40,7 @@
 #include "guc.h"
 #include "http.h"
 #include "json.h"
+#include "mcptools.h"
 #include "proclookup.h"
 #include "response.h"
 #include "search.h"
@@ -47,9 +48,12 @@
 #include "subxact.h"
 #include "tools.h"
 
+struct QcTool;
+
 /* What a tool's code gets besides its arguments. */
 typedef struct ToolContext
 {
+	const struct QcTool *tool;	/* the tool called */
 	char	   *audit_extra;	/* the run, round and call id */
 	int			max_chars;		/* the effective max_chars for the call */
 	QcFormat	format;			/* web_fetch's */
@@ -69,6 +73,8 @@ typedef struct QcTool
 	ToolSend	send;			/* the request, to send */
 	ToolTake	take;			/* its response, as the model reads it */
 	const char *schema;			/* the OpenAI function definition */
+	const char *mcp_server;		/* an MCP server's tool: the server */
+	const char *mcp_tool;		/* and the tool's name there */
 } QcTool;
 
 /* One tool call on its way (tools.h). */
@@ -205,6 +211,16 @@ run_describe_table(JsonbContainer *args, ToolContext *ctx)
 								 ctx->audit_extra);
 }
 
+/* A tool of an MCP server (mcptools.c); USAGE is checked at every request. */
+static char *
+run_mcp(JsonbContainer *args, ToolContext *ctx)
+{
+	Jsonb	   *arguments = qc_jsonb_parse(JsonbToCString(NULL, args, -1));
+
+	return qc_mcp_tool_text(ctx->tool->mcp_server, ctx->tool->mcp_tool, arguments,
+							ctx->audit_extra);
+}
+
 static const QcTool all_tools[] = {
 	{"web_fetch", "queryclaw.web_fetch(text,text,integer,text)", NULL, send_web_fetch, take_web_fetch,
 		"{\"type\": \"function\", \"function\": {\"name\": \"web_fetch\","
@@ -215,7 +231,7 @@ static const QcTool all_tools[] = {
 		" \"format\": {\"type\": \"string\", \"enum\": [\"text\", \"article\", \"markdown\", \"metadata\", \"raw\", \"json\"],"
 		" \"description\": \"text (default): the whole page as readable text; article: only the main content (fewest tokens);"
 		" markdown: the main content with links; metadata: title, author, dates as JSON; raw: the body as is; json: the body, which must be JSON.\"}},"
-		" \"required\": [\"url\"]}}}"},
+		" \"required\": [\"url\"]}}}", NULL, NULL},
 	{"api_call", "queryclaw.api_call(text,text,jsonb,text,integer)", NULL, send_api_call, take_api_call,
 		"{\"type\": \"function\", \"function\": {\"name\": \"api_call\","
 		" \"description\": \"Make an HTTP request to a REST API and return"
@@ -226,7 +242,7 @@ static const QcTool all_tools[] = {
 		" \"method\": {\"type\": \"string\", \"enum\": [\"GET\", \"POST\", \"PUT\", \"PATCH\", \"DELETE\", \"HEAD\"]},"
 		" \"headers\": {\"type\": \"object\", \"additionalProperties\": {\"type\": \"string\"}},"
 		" \"body\": {\"type\": \"string\", \"description\": \"The request body; JSON is sent as application/json.\"}},"
-		" \"required\": [\"url\"]}}}"},
+		" \"required\": [\"url\"]}}}", NULL, NULL},
 	{"web_search", "queryclaw.web_search(text,integer)", run_web_search, NULL, NULL,
 		"{\"type\": \"function\", \"function\": {\"name\": \"web_search\","
 		" \"description\": \"Search the web and return a JSON array of results {rank, title, url, snippet}.\","
@@ -234,14 +250,14 @@ static const QcTool all_tools[] = {
 		"\"query\": {\"type\": \"string\"},"
 		" \"num_results\": {\"type\": \"integer\", \"minimum\": 1, \"maximum\": 20,"
 		" \"description\": \"How many results (default 5).\"}},"
-		" \"required\": [\"query\"]}}}"},
+		" \"required\": [\"query\"]}}}", NULL, NULL},
 	{"check_url", "queryclaw.check_url(text)", run_check_url, NULL, NULL,
 		"{\"type\": \"function\", \"function\": {\"name\": \"check_url\","
 		" \"description\": \"Check, without sending a request, whether the database's network policy allows a URL;"
 		" returns {allowed, reason, detail, hint, host, port, addresses}.\","
 		" \"parameters\": {\"type\": \"object\", \"properties\": {"
 		"\"url\": {\"type\": \"string\"}},"
-		" \"required\": [\"url\"]}}}"},
+		" \"required\": [\"url\"]}}}", NULL, NULL},
 	{"sql_query", QC_SQL_QUERY_SIGNATURE, run_sql_query, NULL, NULL,
 		"{\"type\": \"function\", \"function\": {\"name\": \"sql_query\","
 		" \"description\": \"Run one read-only SELECT (or WITH ... SELECT) in the PostgreSQL database and return"
@@ -249,19 +265,19 @@ static const QcTool all_tools[] = {
 		" the result is capped in rows and characters, so select only what you need.\","
 		" \"parameters\": {\"type\": \"object\", \"properties\": {"
 		"\"query\": {\"type\": \"string\", \"description\": \"The SELECT statement, in PostgreSQL's SQL.\"}},"
-		" \"required\": [\"query\"]}}}"},
+		" \"required\": [\"query\"]}}}", NULL, NULL},
 	{"list_tables", QC_SQL_QUERY_SIGNATURE, run_list_tables, NULL, NULL,
 		"{\"type\": \"function\", \"function\": {\"name\": \"list_tables\","
 		" \"description\": \"List the tables and views of the database you may read:"
 		" {tables: [{schema, name, kind, estimated_rows, comment}]}.\","
 		" \"parameters\": {\"type\": \"object\", \"properties\": {"
-		"\"schema\": {\"type\": \"string\", \"description\": \"Only this schema (default: all).\"}}}}}"},
+		"\"schema\": {\"type\": \"string\", \"description\": \"Only this schema (default: all).\"}}}}}", NULL, NULL},
 	{"describe_table", QC_SQL_QUERY_SIGNATURE, run_describe_table, NULL, NULL,
 		"{\"type\": \"function\", \"function\": {\"name\": \"describe_table\","
 		" \"description\": \"Describe a table or view you may read: {table, kind, comment, columns: [{name, type, not_null, comment}]}.\","
 		" \"parameters\": {\"type\": \"object\", \"properties\": {"
 		"\"table\": {\"type\": \"string\", \"description\": \"The table's name, optionally schema-qualified.\"}},"
-		" \"required\": [\"table\"]}}}"},
+		" \"required\": [\"table\"]}}}", NULL, NULL},
 };
 
 void
@@ -293,6 +309,60 @@ find_tool(const char *name)
 	return NULL;
 }
 
+/* The offered tool of that name, or NULL. */
+static const QcTool *
+find_offered(List *tools, const char *name)
+{
+	ListCell   *lc;
+
+	foreach(lc, tools)
+		if (strcmp(((const QcTool *) lfirst(lc))->name, name) == 0)
+			return lfirst(lc);
+	return NULL;
+}
+
+/*
+ * Add an MCP server's tools to those offered; one of the same name as
+ * another is refused (22023), naming both, unless it is the same tool.
+ */
+static List *
+add_mcp_tools(List *tools, const char *spec)
+{
+	ListCell   *lc;
+
+	qc_require_execute("queryclaw.mcp_call(name,text,jsonb)",
+					   "The tools of MCP servers run this function, so offering them needs EXECUTE on it.");
+	foreach(lc, qc_mcp_offers(spec))
+	{
+		const QcMcpOffer *o = lfirst(lc);
+		const QcTool *other = find_offered(tools, o->name);
+		QcTool	   *tool;
+
+		if (other != NULL && other->mcp_server != NULL &&
+			strcmp(other->mcp_server, o->server) == 0 && strcmp(other->mcp_tool, o->tool) == 0)
+			continue;
+		if (other != NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("two tools offered would both be named \"%s\"", o->name),
+					 errdetail("Tool %s of MCP server %s and %s%s%s%s.", o->tool, o->server,
+							   other->mcp_server ? "tool " : "the built-in tool ",
+							   other->mcp_server ? other->mcp_tool : other->name,
+							   other->mcp_server ? " of MCP server " : "",
+							   other->mcp_server ? other->mcp_server : ""),
+					 errhint("Offer only one of them, with mcp:server/tool.")));
+		tool = palloc0(sizeof(QcTool));
+		tool->name = o->name;
+		tool->function = "queryclaw.mcp_call(name,text,jsonb)";
+		tool->run = run_mcp;
+		tool->schema = o->schema;
+		tool->mcp_server = o->server;
+		tool->mcp_tool = o->tool;
+		tools = lappend(tools, tool);
+	}
+	return tools;
+}
+
 List *
 qc_tools_parse(ArrayType *names)
 {
@@ -305,18 +375,30 @@ qc_tools_parse(ArrayType *names)
 	for (int i = 0; i < n; i++)
 	{
 		char	   *name = nulls[i] ? NULL : TextDatumGetCString(elems[i]);
-		const QcTool *tool = name ? find_tool(name) : NULL;
+		const QcTool *tool;
 
+		if (name != NULL && strncmp(name, "mcp:", 4) == 0)
+		{
+			tools = add_mcp_tools(tools, name + 4);
+			continue;
+		}
+		tool = name ? find_tool(name) : NULL;
 		if (tool == NULL)
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 name ? errmsg("unknown tool \"%s\"", name) : errmsg("tools cannot contain NULL"),
-					 errhint("The tools are web_fetch, api_call, web_search, check_url, sql_query, list_tables and describe_table.")));
+					 errhint("The tools are web_fetch, api_call, web_search, check_url, sql_query, list_tables and describe_table, and an MCP server's as mcp:server or mcp:server/tool.")));
 		if (strcmp(tool->name, "web_search") == 0)
 			qc_search_require_url(true);
 		qc_require_execute(tool->function,
 						   psprintf("The tool \"%s\" runs this function, so using it needs EXECUTE on it.",
 									tool->name));
+		if (find_offered(tools, tool->name) != NULL && !list_member_ptr(tools, tool))
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("two tools offered would both be named \"%s\"", tool->name),
+					 errdetail("The built-in tool %s and a tool of an MCP server.", tool->name),
+					 errhint("Offer only one of them, with mcp:server/tool.")));
 		tools = list_append_unique_ptr(tools, (void *) tool);
 	}
 	return tools;
@@ -353,12 +435,12 @@ start(void *arg)
 	const QcToolCall *tc = run->tc;
 	List	   *tools = run->tools;
 	ToolContext *ctx = &run->ctx;
-	const QcTool *tool = find_tool(tc->name);
+	const QcTool *tool = find_offered(tools, tc->name);
 	const char *text = tc->arguments[0] ? tc->arguments : "{}";
 	Jsonb	   *args = qc_jsonb_parse(text);
 	StringInfoData extra;
 
-	if (tool == NULL || !list_member_ptr(tools, tool))
+	if (tool == NULL)
 	{
 		StringInfoData offered;
 		ListCell   *lc;
@@ -387,6 +469,7 @@ start(void *arg)
 	ctx->audit_extra = extra.data;
 	ctx->max_chars = Min(qc_max_chars, qc_llm_tool_max_chars);
 	run->tool = tool;
+	ctx->tool = tool;
 	if (tool->run != NULL)
 	{
 		run->text = tool->run(&args->root, ctx);

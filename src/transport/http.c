@@ -14,8 +14,9 @@
  * before it touches them (take_pool).
  *
  * Redirects are followed here, not by libcurl, so that every hop passes the
- * whole policy (scheme, host lists, literal addresses, read_only) and
- * credentials are not carried to another origin.
+ * whole policy (scheme, host lists, literal addresses, read_only, and the
+ * foreign servers' rules: queryclaw.servers_only, no mapping's key in the
+ * target, servers.h) and credentials are not carried to another origin.
  *
  * A host name is resolved here too (resolve.c, a thread per lookup, woken
  * into this loop), before libcurl sees the hop: every address the name has
@@ -540,6 +541,12 @@ start_hop(Slot *slot, const char *target)
 		qc_call_set_failure(call, QC_OUTCOME_ERROR, ERRCODE_INVALID_PARAMETER_VALUE,
 							call->redirects == 0 ? "invalid URL" : "redirect to an invalid URL",
 							error, NULL);
+		return false;
+	}
+	/* a redirect may carry no mapping's key, and meets servers_only */
+	if (call->redirects > 0 && !qc_server_check_hop(call, &slot->hop, &refusal))
+	{
+		qc_call_set_refusal(call, &refusal);
 		return false;
 	}
 	if (body_would_leave_origin(slot))

@@ -108,7 +108,7 @@
 #include "response.h"
 #include "retry.h"
 #include "rolesession.h"
-#include "servers.h"
+#include "serversadmit.h"
 #include "subxact.h"
 
 #define QC_WRITER_ROLE			"queryclaw_writer"
@@ -671,7 +671,7 @@ shape_call(QcAsyncFlight *f, QcCall *call)
 	}
 	/* shaping may have failed too: the error is read once it is done */
 	error = qc_call_error_text(call);
-	secrets = qc_call_secrets(call->url, call->final_url, call->headers);
+	secrets = qc_call_secret_set(call);
 	MemoryContextSwitchTo(f->cxt);
 	set_final(r, result ? QC_ASYNC_DONE : QC_ASYNC_FAILED, result, error,
 			  call->error_code, secrets);
@@ -693,13 +693,29 @@ arg_text(QcAsyncRequest *r, const char *key)
 /*
  * What an audit row of the request's attempt adds to its detail: the
  * request and the attempt, as one object, so that an attempt of the LLM
- * endpoint within it ("attempt", as in a direct call) keeps its own key.
+ * endpoint within it ("attempt", as in a direct call) keeps its own key;
+ * and for an enrichment's request (its callback is the enrichments' own),
+ * the enrichment's name.
  */
 static char *
 audit_extra(const QcAsyncRequest *r)
 {
-	return psprintf("\"request\": {\"id\": " INT64_FORMAT ", \"attempt\": %d}",
-					r->id, r->attempts);
+	char	   *extra = psprintf("\"request\": {\"id\": " INT64_FORMAT ", \"attempt\": %d}",
+								 r->id, r->attempts);
+	char	   *enrichment;
+
+	if (r->callback != NULL && r->context != NULL &&
+		strncmp(r->callback, "queryclaw.enrichment_done(", 26) == 0 &&
+		(enrichment = qc_jsonb_get_string(&r->context->root, "enrichment")) != NULL)
+	{
+		StringInfoData s;
+
+		initStringInfo(&s);
+		appendStringInfo(&s, "%s, \"enrichment\": ", extra);
+		escape_json(&s, enrichment);
+		extra = s.data;
+	}
+	return extra;
 }
 
 /* The call of a web or API request, built as its synchronous twin does. */

@@ -81,6 +81,7 @@
 #include "utils/wait_event.h"
 
 #include "asyncrun.h"
+#include "enrichfeed.h"
 #include "asyncworker.h"
 #include "audit.h"
 #include "call.h"
@@ -692,6 +693,7 @@ service(void *arg)
 	if (ready != NIL)
 		sv->done += by_roles(ready, qc_async_continue_role);
 	list_free(ready);
+	qc_enrich_feed(now, now >= worker.chores_at);
 	if (now >= worker.chores_at)
 		sv->done += chores(now);
 	if (sv->room > 0)

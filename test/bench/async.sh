@@ -34,6 +34,7 @@
 # QC_BENCH_QUICK=1 stops after 1b.
 set -uo pipefail
 . "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/benchlib.sh"
 
 MEMORY_REQUESTS=${QC_ASYNC_MEMORY_REQUESTS:-100000}
 
@@ -103,44 +104,12 @@ END \$\$;
 SQL
 }
 
-worker_pid() {
-	qc_psql -At -d postgres -c "SELECT pid FROM pg_stat_activity WHERE backend_type = 'queryclaw ${1:-async} worker' LIMIT 1"
-}
-
-# The worker's private memory (RssAnon): its RSS also counts the pages of
-# shared buffers it touched, which grow with the table, not with a leak.
-worker_rss() {
-	local pid
-	pid=$(worker_pid)
-	awk '/VmRSS|RssAnon/ {printf "%s %s kB  ", $1, $2}' "/proc/$pid/status"
-}
-
 echo "machine: $(nproc) cores; nginx $(nginx -v 2>&1 | sed 's/.*\///')"
 run_batch 1000 >/dev/null
 rss_before=$(worker_rss)
 echo "async worker memory after 1000 requests: ${rss_before}"
-# The floor: the same GETs from a plain client at the same concurrency.
-curl_floor() {
-	local list="$QC_WORK/urls.cfg" start
-	for _ in $(seq "$1"); do echo "url = \"$base/delay\""; echo 'output = "/dev/null"'; done >"$list"
-	start=$(date +%s%N)
-	curl -s --no-progress-meter --parallel --parallel-max "${2:-64}" --config "$list" 2>/dev/null
-	awk -v a="$start" -v b="$(date +%s%N)" 'BEGIN { printf "%.2f", (b - a) / 1e9 }'
-}
-ratio() {
-	awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2fx", a / b }'
-}
 outcomes() {
 	qc_psql -At -d postgres -c "SELECT 'done: ' || count(*) FILTER (WHERE state = 'done') || ', failed: ' || count(*) FILTER (WHERE state = 'failed') FROM queryclaw.requests"
-}
-# The worker's CPU time so far (user + system), in seconds; $1: callback
-# for the callback worker's.
-worker_cpu() {
-	awk '{ printf "%.2f", ($14 + $15) / 100 }' "/proc/$(worker_pid "${1:-async}")/stat"
-}
-# The CPU seconds from $1 to now, of the worker $2 names.
-cpu_since() {
-	awk -v a="$1" -v b="$(worker_cpu "${2:-async}")" 'BEGIN { printf "%.2f", b - a }'
 }
 floor=$(curl_floor 10000)
 cpu=$(worker_cpu)

@@ -6,9 +6,10 @@
 # PostgreSQL major and source, or uses the Citus the server already has;
 # builds the extension into a private copy of PostgreSQL as test/run.sh
 # does, with Citus added to it; and, in a network namespace of its own
-# that has only loopback (as root), starts the fixture server and three
-# clusters on 127.0.0.1 (a coordinator and two workers, each preloading
-# citus then queryclaw_ext), made one Citus cluster.  The checks
+# that has only loopback (as root), starts the fixture server, the
+# scripted model and four clusters on 127.0.0.1 (a coordinator and two
+# workers, each preloading citus then queryclaw_ext, made one Citus
+# cluster, and a third worker that the checks add to it midway).  The checks
 # (checks.sh) cover every pattern docs/citus.md describes, then every SQL
 # block of docs/citus.md runs as written (test/readme/run.py).  Prints
 # "ok - ..." / "not ok - ..." lines and figures, and ends with "N passed,
@@ -109,8 +110,9 @@ qc_log "$(grep -h '^default_version' "$QC_WORK/install/usr/share/postgresql/$QC_
 passed=0
 failed=0
 
-# The nodes: name, port.  The coordinator first.
-nodes=(coordinator:5432 worker1:5433 worker2:5434)
+# The nodes: name, port.  The coordinator first; the third worker is
+# added to the cluster by checks.sh midway.
+nodes=(coordinator:5432 worker1:5433 worker2:5434 worker3:5435)
 
 # Stop every node that runs, then what qc_cleanup stops.
 citus_cleanup() {
@@ -125,6 +127,8 @@ citus_cleanup() {
 trap citus_cleanup EXIT
 
 port=$(qc_start_server "$QC_ROOT/test/fixture/server.py" fixture) || exit 1
+# the scripted model, whose embeddings count tokens (max_tokens_per_day)
+llm_port=$(qc_start_server "$QC_ROOT/test/fixture/llm_server.py" llm) || exit 1
 # docs/citus.md's examples name api.example.com, as the README's do: the
 # README's site answers for it on port 80, where the DNS fixture of the
 # test network namespace sends it (elsewhere they are not run)
@@ -169,7 +173,7 @@ node_ctl() {
 		{ tail -20 "$QC_WORK/$name.log" >&2; return 1; }
 }
 
-qc_log "a Citus cluster: a coordinator and two workers"
+qc_log "a Citus cluster: a coordinator and two workers, and a third worker to add"
 for node in "${nodes[@]}"; do
 	start_node "${node%%:*}" "${node##*:}" <<CONF || { echo "not ok - node ${node%%:*} did not start"; echo "$passed passed, $((failed + 1)) failed"; exit 1; }
 queryclaw.enabled = on
@@ -177,12 +181,13 @@ queryclaw.local_allowlist = '127.0.0.1:$port$site'
 queryclaw.timeout = '5s'
 queryclaw.database = 'queryclaw_citus'
 queryclaw.async_workers = 2
-queryclaw.cluster_nodes = 3
+queryclaw.llm_url = 'http://127.0.0.1:$llm_port/v1'
+queryclaw.llm_model = 'fake-model'
 CONF
 done
 
 
-qc_run_checks bash "$QC_ROOT/test/citus/checks.sh" "$QC_WORK" "$QC_BINDIR" "$port"
+qc_run_checks bash "$QC_ROOT/test/citus/checks.sh" "$QC_WORK" "$QC_BINDIR" "$port" "$llm_port"
 
 # every SQL block of docs/citus.md, as written, in a session of its own
 # on the coordinator, after the checks (test/readme/run.py)

@@ -13,7 +13,7 @@ import subprocess
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-STEPS = ["1", "2", "3", "4", "5", "6", "6a", "6b", "7", "7a", "8", "9"]
+STEPS = ["1", "2", "3", "4", "5", "6", "6a", "6b", "6c", "7", "7a", "8", "9"]
 
 results = []
 

@@ -32,7 +32,17 @@ SET client_min_messages = warning;
 -- Remember where the audit log stands, so the summary covers only this run.
 SELECT coalesce(max(id), 0) AS audit_mark FROM queryclaw.audit_log \gset
 
-DROP TABLE IF EXISTS demo_companies, demo_leads, demo_checks;
+DROP TABLE IF EXISTS demo_companies, demo_leads, demo_checks, demo_profiles CASCADE;
+
+-- An enrichment works in the background: a step that shows its rows
+-- first waits until it has nothing stale or running.
+CREATE FUNCTION pg_temp.enrichment_settled(e text) RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+    WHILE (SELECT stale + running FROM queryclaw.enrichments WHERE name = e) > 0 LOOP
+        PERFORM pg_sleep(0.1);
+    END LOOP;
+END
+$$;
 
 -- The audit worker commits rows within milliseconds of each call: a step
 -- that shows the audit log first waits until it has written them all.
@@ -196,6 +206,29 @@ SELECT count(*) FILTER (WHERE city IS NOT NULL) AS enriched,
        count(*) FILTER (WHERE enrich_error IS NOT NULL) AS failed
   FROM demo_leads;
 SELECT slug, enrich_error FROM demo_leads WHERE enrich_error IS NOT NULL;
+
+\echo
+\echo '== 6c. The same, declared once: an enrichment keeps city and employees filled'
+\echo '-- the rows already there are asked (the backfill), then every row inserted, and'
+\echo '-- again every row whose slug changes; the same retries, limits and audit'
+CREATE TABLE demo_profiles (slug text PRIMARY KEY, city text, employees int);
+INSERT INTO demo_profiles (slug)
+    SELECT slug FROM demo_companies WHERE slug <> 'ghost-systems' ORDER BY id LIMIT 8;
+SELECT queryclaw.create_enrichment('demo_profiles', source => 'demo_profiles',
+    request => format($$queryclaw.api_call_request(%L || '/api/companies/' || slug)$$, :'base'),
+    apply   => $$city = result #>> '{body,city}', employees = (result #>> '{body,employees}')::int$$);
+\set ECHO none
+SELECT pg_temp.enrichment_settled('demo_profiles') AS settled \gset
+\set ECHO queries
+SELECT slug, city, employees FROM demo_profiles ORDER BY slug LIMIT 5;
+INSERT INTO demo_profiles (slug) VALUES ('ghost-systems'),
+    ((SELECT slug FROM demo_companies WHERE slug <> 'ghost-systems' ORDER BY id DESC LIMIT 1));
+\set ECHO none
+SELECT pg_temp.enrichment_settled('demo_profiles') AS settled \gset
+\set ECHO queries
+SELECT name, rows, done, failed, stale, calls, last_error FROM queryclaw.enrichments;
+SELECT e.key ->> 'slug' AS slug, e.state, e.error
+  FROM queryclaw.enrichment_rows e WHERE e.state <> 'done';
 
 \echo
 \echo '== 7. Retries: one API answers 503 once, another is down (queryclaw.retry_max = 2)'

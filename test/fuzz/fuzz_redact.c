@@ -14,8 +14,13 @@
  *   qc_redact_url() when planted in a URL's parameters or path), nor
  *   qc_redact_echo() when the call's URL or headers held it and the text
  *   holds it bare;
- * - redacting twice changes nothing: qc_redact_text() and qc_redact_url()
- *   are idempotent;
+ * - a value a user mapping sends, echoed in any form a server writes it
+ *   (a header's word alone or spaced, percent-encoded, a query value
+ *   decoded or encoded again, JSON-escaped, as HTML character references),
+ *   never survives qc_redact_secrets() with the mapping's secrets
+ *   (qc_mapping_secrets, redactforms.c);
+ * - redacting twice changes nothing: qc_redact_text(), qc_redact_url() and
+ *   qc_redact_secrets() are idempotent;
  * - every call on text of any length finishes (libFuzzer's -timeout);
  *   the output is at most a few times longer than the input.
  *
@@ -119,6 +124,44 @@ check_echo(const char *before, const char *secret, const char *after, int where)
 	FUZZ_CHECK(strstr(shown, SECRET) == NULL, "an echoed secret survived qc_redact_echo");
 }
 
+/*
+ * A mapping: a header whose word is SECRET, and a query value that decodes
+ * to "Qm4Nb/8Kd 2Tz=5" ("+" for the space).  The spellings of a server
+ * echoing them: the word alone and spaced, the header encoded, the query
+ * value as sent, decoded with and without "+" as a space, encoded again
+ * (lower case, a path's way), JSON-escaped, as HTML references.
+ */
+#define MAPPING_HEADER "acct " SECRET " realm"
+#define MAPPING_QUERY "v=2&k=Qm4Nb%2F8Kd+2Tz%3D5"
+static const char *const mapping_echoes[] = {
+	SECRET, "acct  " SECRET "  realm", "acct%20" SECRET "%20realm",
+	"Qm4Nb%2F8Kd+2Tz%3D5", "Qm4Nb/8Kd 2Tz=5", "Qm4Nb/8Kd+2Tz=5",
+	"Qm4Nb%2f8Kd%202Tz%3d5", "Qm4Nb/8Kd%202Tz=5", "Qm4Nb\\/8Kd 2Tz\\u003d5",
+	"Qm4Nb&#47;8Kd&#x20;2Tz&#61;5",
+	"&#81;&#x6D;&#52;&#x4E;&#98;&#x2F;&#56;&#x4B;&#100;&#x20;&#50;&#x54;&#122;&#x3D;&#53;",
+};
+
+static void
+check_mapping_echo(const char *text, const char *before, const char *after, int which)
+{
+	QcHeader	header = {"X-Acct", MAPPING_HEADER};
+	List	   *secrets = qc_mapping_secrets(list_make1(&header), MAPPING_QUERY);
+	const char *shown = qc_redact_secrets(text, secrets);
+	const char *echoed;
+
+	FUZZ_CHECK(strcmp(qc_redact_secrets(shown, secrets), shown) == 0,
+			   "clearing cleared text of a mapping's secrets changed it");
+	if (before == NULL)
+		return;
+	echoed = qc_redact_secrets(psprintf("%s%s%s", before, mapping_echoes[which], after),
+							   secrets);
+	FUZZ_CHECK(strstr(echoed, SECRET) == NULL && strstr(echoed, "Qm4Nb") == NULL &&
+			   strstr(echoed, "2Tz") == NULL,
+			   "an echoed mapping value survived qc_redact_secrets");
+	FUZZ_CHECK(strcmp(qc_redact_secrets(echoed, secrets), echoed) == 0,
+			   "clearing cleared text of a mapping's secrets changed it");
+}
+
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -176,6 +219,11 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			  strchr(before, '#') == NULL && strchr(before, 'h') == NULL);
 		check_echo(before, spelling((flags >> 4) & 1), after, t % 3);
 	}
+	/* text that holds none of the mapping's value, nor makes it from escapes */
+	check_mapping_echo(text, NULL, NULL, 0);
+	if (strchr(before, '\\') == NULL && strstr(text, "Xw3") == NULL &&
+		strstr(text, "Qm4") == NULL && strstr(text, "2Tz") == NULL)
+		check_mapping_echo(text, before, after, flags % lengthof(mapping_echoes));
 
 	qc_fuzz_reset();
 	return 0;

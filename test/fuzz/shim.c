@@ -348,7 +348,7 @@ asc_tolower(const char *buff, size_t nbytes)
 
 
 /*
- * Lists: the three functions the sources call, on PostgreSQL 15's layout (a
+ * Lists: the functions the sources call, on PostgreSQL 15's layout (a
  * header and an array of cells, read by the macros of nodes/pg_list.h).
  */
 List *
@@ -391,6 +391,36 @@ list_delete_first(List *list)
 	}
 	memmove(list->elements, list->elements + 1, --list->length * sizeof(ListCell));
 	return list;
+}
+
+/* A list's cells sorted in place by cmp, as list.c's list_sort(). */
+void
+list_sort(List *list, list_sort_comparator cmp)
+{
+	if (list != NIL && list->length > 1)
+		qsort(list->elements, list->length, sizeof(ListCell),
+			  (int (*) (const void *, const void *)) cmp);
+}
+
+/*
+ * Memory contexts: a context made for a while (redactforms.c's work) is
+ * one more pointer that palloc() tells from TopMemoryContext; its chunks
+ * are freed with the others by qc_fuzz_reset(), so deleting it does
+ * nothing.
+ */
+static char work_context;
+
+MemoryContext
+AllocSetContextCreateInternal(MemoryContext parent, const char *name,
+							  Size minContextSize, Size initBlockSize,
+							  Size maxBlockSize)
+{
+	return (MemoryContext) &work_context;
+}
+
+void
+MemoryContextDelete(MemoryContext context)
+{
 }
 
 /* A JSON string literal, as utils/adt/json.c writes it. */

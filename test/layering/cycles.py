@@ -12,7 +12,10 @@ way only, from the SQL entry points down to the transport and the helpers.
 
 A header src/x.h declares the functions of src/x.c, or of the files whose
 names start with x (one subsystem), never those of an unrelated file: a
-reader looks for a function where its header says it is.
+reader looks for a function where its header says it is.  Nor does a
+header declare a function of a folder above its own, even of its
+subsystem (policy/servers.h once declared call/serversadmit.c's): what a
+lower folder's header promises, a file of that folder may call.
 
 The files of src/ stand in folders, one per subsystem (LADDER, from the
 bottom up): a file uses only its own folder and those below it, and
@@ -96,6 +99,24 @@ def misplaced(defined):
             f = owner.get(name)
             if f is not None and not f.startswith(h[:-2]):
                 found.append((h, name, f + ".c"))
+    return found
+
+
+def declared_above(defined):
+    """(header, its folder, function, its file, that file's folder) for each
+    declaration of a function defined in a folder above the header's."""
+    owner = {sym: f for f in defined for sym in defined[f]}
+    where = sources(".c")
+    rank = {folder: i for i, folder in enumerate(LADDER)}
+    found = []
+    headers = sources(".h")
+    for stem in sorted(headers):
+        with open(os.path.join(SRC, headers[stem], stem + ".h")) as fh:
+            text = fh.read()
+        for name in re.findall(r"\bextern\b[^;(]*?\b(\w+)\s*\(", text):
+            f = owner.get(name)
+            if f is not None and rank[where[f]] > rank[headers[stem]]:
+                found.append((stem + ".h", headers[stem] or "src", name, f + ".c", where[f] or "src"))
     return found
 
 
@@ -185,11 +206,13 @@ def main():
         print("ok - no circle in src/'s file graph")
     wrong = report(misplaced(defined), "# %s declares %s, a function of %s",
                    "each header of src/ declares only its own file's functions")
+    above = report(declared_above(defined), "# %s (%s/) declares %s, a function of %s (%s/)",
+                   "no header of src/ declares a function of a folder above its own")
     up = report(upward(g), "# %s (%s/) uses %s (%s/), a folder above its own",
                 "each folder of src/ uses only its own and the folders below it")
     up_inc = report(upward_includes(), "# %s (%s/) includes %s (%s/), a folder above its own",
                     "each folder of src/ includes only its own headers and those of the folders below it")
-    return 1 if found or wrong or up or up_inc else 0
+    return 1 if found or wrong or above or up or up_inc else 0
 
 
 if __name__ == "__main__":

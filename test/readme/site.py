@@ -18,6 +18,7 @@ so the examples run as written.  It answers by Host header:
     shop.example.com /products/N    a product page
     <company>.example.com /         a company's home page, saying where it is
     bakery.example.com /            opening hours
+    mcp.example.com POST /mcp       an MCP server (test/fixture/mcp_fixture.py)
     anything else                   404
 
 Usage:
@@ -35,6 +36,7 @@ from html import escape
 sys.dont_write_bytecode = True  # keep __pycache__ out of the source tree
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixture"))
 from server import ALL_METHODS, HTML, JSON, HTTPError, QuietHandler, compile_routes, serve  # noqa: E402
+import mcp_fixture  # noqa: E402
 
 # host label, name, what it does, city, country
 COMPANIES = {
@@ -81,6 +83,8 @@ class Site(QuietHandler):
             return self.article(*ARTICLES[path[6:]])
         if label == "api":
             return self.api(path)
+        if label == "mcp" and path == "/mcp" and self.command == "POST":
+            return mcp_fixture.handle(self, "json")
         if label == "shop" and path.startswith("/products/") and path[10:] in PRODUCTS:
             name, text, price = PRODUCTS[path[10:]]
             return self.reply(200, page(name, f"<main><h1>{escape(name)}</h1><p>{escape(text)}</p>"

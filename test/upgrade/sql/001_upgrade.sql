@@ -167,12 +167,64 @@ REVOKE SELECT ON upgrade_owned FROM queryclaw_writer;
 GRANT CONNECT ON DATABASE queryclaw_upgrade_tx TO queryclaw_writer;
 SELECT upgrade_test_refusal() AS privilege_on_a_database;
 REVOKE CONNECT ON DATABASE queryclaw_upgrade_tx FROM queryclaw_writer;
+-- queryclaw_user (0.3) made before the update is refused in the same way,
+-- but for its members: GRANT queryclaw_user TO etl is what it is for, so
+-- members a superuser granted (as in a second database of the cluster) are
+-- taken, and only those.  Made by a role with CREATEROLE, which granted it:
+CREATE ROLE upgrade_eve;
+ALTER ROLE upgrade_mallory CREATEROLE;
+SET ROLE upgrade_mallory;
+CREATE ROLE queryclaw_user NOLOGIN;
+GRANT queryclaw_user TO upgrade_eve;
+RESET ROLE;
+DO $$
+DECLARE
+    detail text;
+    hint text;
+BEGIN
+    ALTER EXTENSION queryclaw_ext UPDATE;
+EXCEPTION WHEN OTHERS THEN
+    GET STACKED DIAGNOSTICS detail = PG_EXCEPTION_DETAIL, hint = PG_EXCEPTION_HINT;
+    RAISE NOTICE E'%: %\nDETAIL: %\nHINT: %', SQLSTATE, SQLERRM, detail, hint;
+END
+$$;
+SELECT upgrade_test_refusal() AS user_granted_by_another;
+-- CREATE EXTENSION refuses it too
+CREATE DATABASE queryclaw_upgrade_premade;
+\c queryclaw_upgrade_premade
+DO $$ BEGIN CREATE EXTENSION queryclaw_ext;
+EXCEPTION WHEN OTHERS THEN RAISE NOTICE '%: %', SQLSTATE, SQLERRM; END $$;
+SELECT count(*) AS installed FROM pg_extension WHERE extname = 'queryclaw_ext';
+\c queryclaw_upgrade_tx
+DROP DATABASE queryclaw_upgrade_premade;
+DROP ROLE queryclaw_user;
+ALTER ROLE upgrade_mallory NOCREATEROLE;
+-- made by a superuser, who let a member grant it on
+CREATE ROLE queryclaw_user NOLOGIN;
+GRANT queryclaw_user TO upgrade_eve WITH ADMIN OPTION;
+SELECT upgrade_test_refusal() AS user_member_with_admin_option;
+REVOKE ADMIN OPTION FOR queryclaw_user FROM upgrade_eve;
+GRANT SELECT ON upgrade_owned TO queryclaw_user;
+SELECT upgrade_test_refusal() AS user_privilege_here;
+REVOKE SELECT ON upgrade_owned FROM queryclaw_user;
+ALTER ROLE queryclaw_user LOGIN;
+SELECT upgrade_test_refusal() AS user_can_log_in;
+ALTER ROLE queryclaw_user NOLOGIN;
 DROP TABLE upgrade_owned;
 DROP FUNCTION upgrade_test_refusal();
 DROP ROLE upgrade_mallory;
 ALTER EXTENSION queryclaw_ext UPDATE;
 SELECT extversion FROM pg_extension WHERE extname = 'queryclaw_ext';
 SELECT func, outcome, count(*) FROM queryclaw.audit_log GROUP BY 1, 2 ORDER BY 1, 2;
+-- the role a superuser made, with the member a superuser granted, was
+-- taken: that member may now call what a caller needs, and not sql_query
+SET ROLE upgrade_eve;
+SELECT queryclaw.html_to_text('<p>taken</p>') AS as_a_member;
+SELECT queryclaw.check_url('http://10.0.0.1/')->>'allowed' AS allowed;
+SELECT queryclaw.sql_query('SELECT 1');
+RESET ROLE;
+REVOKE queryclaw_user FROM upgrade_eve;
+DROP ROLE upgrade_eve;
 \c queryclaw_upgrade
 DROP DATABASE queryclaw_upgrade_tx;
 
