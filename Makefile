@@ -47,7 +47,9 @@ OBJS = \
 	src/common/bucket.o \
 	src/call/hostrate.o \
 	src/workers/asyncrun.o \
+	src/workers/handoff.o \
 	src/workers/asyncworker.o \
+	src/workers/callbackworker.o \
 	src/workers/enrichfeed.o \
 	src/requests/endpoint.o \
 	src/common/schema.o \
@@ -60,6 +62,7 @@ OBJS = \
 	src/workers/rolesession.o \
 	src/common/proclookup.o \
 	src/queue/queue.o \
+	src/queue/callbackhints.o \
 	src/queue/enqueue.o \
 	src/queue/qwait.o \
 	src/queue/qretry.o \

@@ -39,6 +39,11 @@ SELECT qc_test.wait_until(format('(SELECT count(*) FROM queryclaw.requests
        AS finished;
 SELECT clock_timestamp() - :'t0' < interval '10 s' AS before_they_would_have_ended;
 SELECT state, error, result FROM queryclaw.requests WHERE id = ANY (:'ids') ORDER BY id;
+-- the transfer on the wire is cut off as the worker sees the cancel (its
+-- callback did not wait for that: a callback worker called it once the
+-- cancel committed)
+SELECT qc_test.wait_for_audit(1, format('func = ''api_call_async'' AND (detail->''request''->>''id'')::bigint = ANY (%L)',
+                                        :'ids')) AS cut_off_audited;
 SELECT qc_test.audit_flush() AS flushed;
 -- the one on the wire was cut off, audited as cancelled; the others were
 -- never sent (the fixture served no other, and they have no audit row)

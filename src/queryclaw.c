@@ -40,12 +40,14 @@
  *	bucket.c	the token bucket arithmetic (pure C)
  *	hostrate.c	queryclaw.host_rate_limit: the buckets in shared memory
  *	queue.c		the asynchronous requests' queue: shared memory, wake-up
+ *	callbackhints.c	the callbacks handed over, told the callback workers
  *	enqueue.c	web_fetch_async, api_call_async, llm_chat_tools_async
  *	qwait.c		wait() and cancel_requests() on queued requests
  *	qretry.c	retry_requests(): failed and cancelled requests queued again
  *	hostlimits.c	host_limits(): the rate and cap the queue applies to a host
  *	asyncworker.c	the async workers: claim, recovery, retention
- *	asyncrun.c	a role's requests run as that role: retries, final states, callbacks
+ *	asyncrun.c	a role's requests run as that role: retries, final states, hand-offs
+ *	callbackworker.c	the callback workers: callbacks, fairly between roles
  *	rolesession.c	a role's session in a worker: settings, identity, bounded callbacks
  *	cluster.c	on a Citus cluster: the node's group, limits' shares from its node count
  *	clustergrant.c, clusterjoin.c	GRANTs sent to the workers, and copied by a node that joins
@@ -61,6 +63,7 @@
 #include "asyncworker.h"
 #include "auditq.h"
 #include "bgsession.h"
+#include "callbackhints.h"
 #include "budget.h"
 #include "cluster.h"
 #include "compat.h"
@@ -99,6 +102,7 @@ _PG_init(void)
 	qc_budget_init();
 	qc_hostrate_init();
 	qc_queue_init();
+	qc_callback_hints_init();
 	qc_asyncworker_init();
 	qc_cluster_init();
 	qc_cluster_grant_init();

@@ -13,7 +13,10 @@
 # the unkeyed POSTs done or failed "interrupted; not sent again" (some of
 # them were held), no request lost, and every callback called once per
 # final request.  Then, with two async workers, 300 requests are each sent,
-# called back and audited once.  Prints TAP-style "ok - ..." / "not ok - ..." lines.
+# called back and audited once.  Last, 20 requests are answered while
+# their callbacks cannot run, and the server stops hard: none is sent
+# again, and each callback runs once after the restart.  Prints TAP-style
+# "ok - ..." / "not ok - ..." lines.
 #
 # Arguments: the work directory, the data directory and the bin directory
 # of the running cluster (test/lib.sh's QC_WORK, QC_PGDATA, QC_BINDIR).
@@ -176,9 +179,60 @@ sql -c "REVOKE EXECUTE ON FUNCTION queryclaw.cancel_requests(bigint[]) FROM $rol
 sql -c "ALTER SYSTEM RESET queryclaw.async_workers" -c "ALTER SYSTEM RESET queryclaw.async_concurrency" >/dev/null
 qc_pg_ctl -m fast restart || echo "not ok - the server restarted with one async worker again"
 
+# 4. Responses that came while their callbacks could not run yet (each
+# waits for an advisory lock this test holds), when the server stops hard:
+# the outcomes were recorded, so the requests are not sent again, POSTs
+# without a key included; after the restart each callback runs once, and
+# every request ends done.  (When an outcome and its callback committed
+# together, the requests were still 'running' at the crash: sent again,
+# or failed as interrupted.)
+sql >/dev/null <<SQL
+ALTER SYSTEM SET queryclaw.callback_timeout = '60s';
+SELECT pg_reload_conf();
+TRUNCATE queryclaw.requests CASCADE;
+TRUNCATE qc_restart_seen;
+SELECT qc_test.reset_requests();
+CREATE FUNCTION qc_restart_locked(id bigint, result jsonb, error text, context jsonb)
+RETURNS void LANGUAGE sql AS \$\$
+SELECT pg_advisory_xact_lock(4242);
+INSERT INTO qc_restart_seen VALUES (id, error);
+\$\$;
+GRANT EXECUTE ON FUNCTION qc_restart_locked(bigint, jsonb, text, jsonb) TO $role;
+SQL
+sql -c "SELECT pg_advisory_lock(4242)" -c "SELECT pg_sleep(120)" >/dev/null 2>&1 &
+holder=$!
+wait_for "EXISTS (SELECT FROM pg_locks WHERE locktype = 'advisory' AND objid = 4242 AND granted)" 10 ||
+	echo "not ok - the test holds the lock the callbacks wait for"
+sql >/dev/null <<SQL
+BEGIN;
+SET LOCAL ROLE $role;
+SELECT count(queryclaw.api_call_async(qc_test.url('/flaky?fail=0&run=held-get-' || i),
+                                      callback => 'qc_restart_locked(bigint,jsonb,text,jsonb)'::regprocedure))
+  FROM generate_series(1, 10) i;
+SELECT count(queryclaw.api_call_async(qc_test.url('/flaky?fail=0&run=held-post-' || i), 'POST', body => '{}',
+                                      callback => 'qc_restart_locked(bigint,jsonb,text,jsonb)'::regprocedure))
+  FROM generate_series(1, 10) i;
+COMMIT;
+SQL
+wait_for "qc_test.requests_served() >= 20" 30 || echo "not ok - the held requests were answered"
+wait_for "(SELECT count(*) FROM queryclaw.requests WHERE waiting = 'callback queued') = 20" 10
+qc_check "held callbacks: each answered request waits for its callback, saying so" \
+	"$(sql -c "SELECT count(*) FROM queryclaw.requests WHERE state = 'running' AND waiting = 'callback queued'")" 20
+qc_pg_ctl -m immediate restart || { echo "not ok - the server restarted"; exit 1; }
+kill "$holder" 2>/dev/null
+wait "$holder" 2>/dev/null
+wait_for "(SELECT count(*) FROM queryclaw.requests WHERE finished_at IS NULL) = 0" 60
+qc_check "held callbacks: every request ended done after the restart" \
+	"$(sql -c "SELECT string_agg(state || ' ' || n, ', ') FROM (SELECT state, count(*) n FROM queryclaw.requests GROUP BY 1) s")" "done 20"
+qc_check "held callbacks: no request was sent again" "$(sql -c "SELECT qc_test.requests_served()")" 20
+qc_check "held callbacks: every callback ran once" \
+	"$(sql -c "SELECT count(DISTINCT s.id) || ' ' || count(*) FROM qc_restart_seen s")" "20 20"
+sql -c "ALTER SYSTEM RESET queryclaw.callback_timeout" -c "SELECT pg_reload_conf()" >/dev/null
+
 sql >/dev/null <<SQL
 TRUNCATE queryclaw.requests CASCADE;
 DROP TABLE qc_restart_seen;
+DROP FUNCTION qc_restart_locked(bigint, jsonb, text, jsonb);
 DROP FUNCTION qc_restart_note(bigint, jsonb, text, jsonb);
 REVOKE ALL ON FUNCTION
     queryclaw.api_call_async(text, text, jsonb, text, integer, regprocedure, jsonb, text),

@@ -17,9 +17,10 @@
 # concurrent transactions), then test/queue_locks.sh (the async worker
 # against rows a user's transaction holds), then test/queue_service.sh (the
 # queue as a service: slow hosts beside fast ones, several roles), then
-# test/async_restart.sh (the async queue through a crash and a killed
-# worker), then test/enrich_service.sh (an enrichment's backfill through a
-# crash), then
+# test/queue_callbacks.sh (the callbacks' own calls, and fairness between
+# roles' callbacks), then test/async_restart.sh (the async queue through a
+# crash and a killed worker), then test/enrich_service.sh (an enrichment's
+# backfill through a crash), then
 # test/worker_database.sh (the workers before queryclaw.database exists, on
 # a cluster of their own), then pg_regress over test/nopreload/ on a cluster
 # without preload, then the upgrade from release 0.1 (test/upgrade/) and a
@@ -155,7 +156,7 @@ if [ -z "${QC_ISOLATED:-}" ] && [[ " $tests " == *" 019_dns "* ]]; then
 fi
 # the attack on the audit worker, the waits on the queue and the queue
 # through restarts are scripts, not pg_regress tests (below)
-tests=$(echo $tests | sed 's/\bworker_hijack\b//; s/\bqueue_wait\b//; s/\bqueue_admit\b//; s/\bqueue_locks\b//; s/\bqueue_service\b//; s/\basync_restart\b//; s/\benrich_service\b//; s/\bworker_database\b//; s/\bmcp_everything\b//')
+tests=$(echo $tests | sed 's/\bworker_hijack\b//; s/\bqueue_wait\b//; s/\bqueue_admit\b//; s/\bqueue_locks\b//; s/\bqueue_service\b//; s/\bqueue_callbacks\b//; s/\basync_restart\b//; s/\benrich_service\b//; s/\bworker_database\b//; s/\bmcp_everything\b//')
 qc_log "regression tests"
 qc_run_suite "$suite" queryclaw_regression $tests
 
@@ -209,6 +210,15 @@ fi
 if [ -z "${QC_TESTS:-}" ] || [[ " $QC_TESTS " == *" queue_service "* ]]; then
 	qc_log "the async queue as a service: slow hosts beside fast ones, several roles"
 	run_checks bash "$QC_ROOT/test/queue_service.sh" "$QC_WORK" "$QC_BINDIR"
+fi
+
+# Callbacks: their network calls never touch another role's transfers, and
+# one role's slow callbacks do not hold up another role's (restarts the
+# cluster; test/queue_callbacks.sh); with QC_TESTS, only when it names
+# queue_callbacks.
+if [ -z "${QC_TESTS:-}" ] || [[ " $QC_TESTS " == *" queue_callbacks "* ]]; then
+	qc_log "the async queue's callbacks: their own calls, and fairness between roles"
+	run_checks bash "$QC_ROOT/test/queue_callbacks.sh" "$QC_WORK" "$QC_PGDATA" "$QC_BINDIR"
 fi
 
 # The async queue through a hard stop of the server and a killed worker

@@ -132,12 +132,31 @@ call_abandoned(QcCall *call, void *arg)
 	return run->watch->abandoned(call, run->arg);
 }
 
+/* On in a callback worker: see qc_call_refuse_sending. */
+static bool sending_refused = false;
+
+bool
+qc_call_refuse_sending(bool on)
+{
+	bool		previous = sending_refused;
+
+	sending_refused = on;
+	return previous;
+}
+
 static void
 run_calls(QcCall **calls, int ncalls, int concurrency, CallRun *run)
 {
 	QcTransportHooks hooks = {admit_call, call_ended, call_interrupted,
 		run->watch ? watch_calls : NULL, run->watch ? call_abandoned : NULL, NULL, run};
 
+	if (sending_refused && ncalls > 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("%s cannot send a request inside a callback of an asynchronous request",
+						calls[0]->func),
+				 errdetail("A callback runs in the transaction that records its request's final state, in a worker that runs the callbacks of every role: it may read and write the database and queue requests, not wait for the network."),
+				 errhint("Queue the request from the callback instead, with api_call_async, web_fetch_async or llm_chat_tools_async and a callback of its own.")));
 	qc_http_execute_many(calls, ncalls, concurrency, &hooks);
 }
 

@@ -23,6 +23,16 @@
 #include "callrec.h"
 #include "http.h"
 
+/*
+ * While on, this backend sends no request: it runs the callbacks of
+ * asynchronous requests (a callback worker), which may queue requests but
+ * not wait for the network.  Every run of calls (qc_call_run and the
+ * others below, but the fed run) then raises 55000 before anything is
+ * admitted or sent, with a hint to queue the request instead.  Returns the
+ * setting it replaces.
+ */
+extern bool qc_call_refuse_sending(bool on);
+
 /* Called as each call of a batch ends, in completion order. */
 typedef void (*QcCallDone) (QcCall *call, void *arg);
 

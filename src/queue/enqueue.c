@@ -300,7 +300,7 @@ insert_request(FunctionCallInfo fcinfo, const char *func, RequestJson *r, int ar
 			elog(ERROR, "could not insert a request");
 	}
 	qc_queue_end_as_owner(&save);
-	qc_queue_wake_at_commit();
+	qc_queue_wake_at_commit(false);
 	return id;
 }
 

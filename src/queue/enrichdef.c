@@ -799,6 +799,6 @@ Datum
 enrichment_wake(PG_FUNCTION_ARGS)
 {
 	if (qc_queue_shared() != NULL)
-		qc_queue_wake_at_commit();
+		qc_queue_wake_at_commit(false);
 	PG_RETURN_VOID();
 }

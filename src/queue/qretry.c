@@ -87,7 +87,7 @@ requeue(const Retryable *found)
 	qc_queue_plan(&plan,
 				  "UPDATE queryclaw.requests r SET state = 'queued', attempts = 0,"
 				  " result = NULL, error = NULL, sqlstate = NULL, finished_at = NULL,"
-				  " next_attempt_at = pg_catalog.now()"
+				  " waiting = NULL, next_attempt_at = pg_catalog.now()"
 				  " WHERE r.id OPERATOR(pg_catalog.=) ANY ($1)",
 				  1, types);
 	if (SPI_execute_plan(plan, args, NULL, false, 0) != SPI_OK_UPDATE ||
@@ -124,6 +124,6 @@ retry_requests(PG_FUNCTION_ARGS)
 								"Queue them again with the functions that queued them, giving their arguments again.",
 								found.lost)));
 	if (found.n > 0)
-		qc_queue_wake_at_commit();
+		qc_queue_wake_at_commit(false);
 	PG_RETURN_INT32(found.n);
 }

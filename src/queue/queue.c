@@ -57,6 +57,7 @@
 #include "utils/syscache.h"
 #include "utils/timestamp.h"
 
+#include "callbackhints.h"
 #include "cluster.h"
 #include "compat.h"
 #include "guc.h"
@@ -66,11 +67,15 @@
 #define QC_ENQUEUE_LOCK_CLASS 0x5143
 
 static QcQueueShared *shared = NULL;
-static int	my_slot = -1;
+/* This worker's latch slot (an async or a callback worker's), or NULL. */
+static Latch **my_latch = NULL;
 
 /* This transaction enqueued or cancelled: the workers have work at commit. */
 static bool xact_wakes_workers = false;
 static bool wake_after_locks = false;
+/* ... and it cancelled requests whose callback is due: the callback workers too */
+static bool xact_wakes_callbacks = false;
+static bool wake_callbacks_after_locks = false;
 static bool xact_callback_registered = false;
 
 /*
@@ -158,18 +163,30 @@ qc_queue_require(const char *what)
 				 errhint("Connect to database \"%s\"; the synchronous functions work in any database.", qc_database)));
 }
 
-/* Set every attached worker's latch. */
+/* Set the latch of every worker attached to these (async or callback workers). */
 static void
-wake_workers(void)
+wake(Latch *const *attached)
 {
 	Latch	   *latches[QC_ASYNC_MAX_WORKERS];
 
 	SpinLockAcquire(&shared->mutex);
-	memcpy(latches, shared->worker_latch, sizeof(latches));
+	memcpy(latches, attached, sizeof(latches));
 	SpinLockRelease(&shared->mutex);
 	for (int i = 0; i < QC_ASYNC_MAX_WORKERS; i++)
 		if (latches[i] != NULL)
 			SetLatch(latches[i]);
+}
+
+static void
+wake_workers(void)
+{
+	wake(shared->worker_latch);
+}
+
+void
+qc_queue_wake_callback_workers(void)
+{
+	wake(shared->callback_latch);
 }
 
 /*
@@ -188,17 +205,28 @@ queue_release_callback(ResourceReleasePhase phase, bool isCommit, bool isTopLeve
 	wake_after_locks = false;
 	if (isCommit)
 		wake_workers();
+	if (isCommit && wake_callbacks_after_locks)
+	{
+		/* a cancel's callbacks are due: no hint names them */
+		qc_callback_hints_lose();
+		qc_queue_wake_callback_workers();
+	}
+	wake_callbacks_after_locks = false;
 }
 
 static void
 queue_xact_callback(XactEvent event, void *arg)
 {
 	if (event == XACT_EVENT_COMMIT && xact_wakes_workers)
+	{
 		wake_after_locks = true;
+		wake_callbacks_after_locks = xact_wakes_callbacks;
+	}
 	if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_ABORT ||
 		event == XACT_EVENT_PREPARE)
 	{
 		xact_wakes_workers = false;
+		xact_wakes_callbacks = false;
 		counted_role = InvalidOid;
 	}
 }
@@ -230,9 +258,11 @@ note(bool *flag)
 }
 
 void
-qc_queue_wake_at_commit(void)
+qc_queue_wake_at_commit(bool callbacks)
 {
 	note(&xact_wakes_workers);
+	if (callbacks)
+		xact_wakes_callbacks = true;
 }
 
 /* A GID as the ring of prepared transactions keeps it: never 0 (a free slot). */
@@ -299,7 +329,12 @@ queue_utility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree,
 	if (stmt != NULL && (stmt->kind == TRANS_STMT_COMMIT_PREPARED ||
 						 stmt->kind == TRANS_STMT_ROLLBACK_PREPARED) &&
 		forget_prepared(stmt->gid) && stmt->kind == TRANS_STMT_COMMIT_PREPARED)
+	{
+		/* what it did is not kept: a cancel's callback may be due too */
 		wake_workers();
+		qc_callback_hints_lose();
+		qc_queue_wake_callback_workers();
+	}
 }
 
 int64
@@ -413,21 +448,35 @@ static void
 detach_worker(int code, Datum arg)
 {
 	SpinLockAcquire(&shared->mutex);
-	shared->worker_latch[my_slot] = NULL;
+	*my_latch = NULL;
 	SpinLockRelease(&shared->mutex);
-	my_slot = -1;
+	my_latch = NULL;
 }
 
-/* A worker announces itself in its slot, so that commits wake it. */
+/* A worker announces itself in its latch slot, so that commits wake it. */
+static void
+attach(Latch **slot)
+{
+	Assert(my_latch == NULL);
+	my_latch = slot;
+	SpinLockAcquire(&shared->mutex);
+	*slot = MyLatch;
+	SpinLockRelease(&shared->mutex);
+	before_shmem_exit(detach_worker, (Datum) 0);
+}
+
 void
 qc_queue_attach_worker(int slot)
 {
-	Assert(slot >= 0 && slot < QC_ASYNC_MAX_WORKERS && my_slot < 0);
-	my_slot = slot;
-	SpinLockAcquire(&shared->mutex);
-	shared->worker_latch[slot] = MyLatch;
-	SpinLockRelease(&shared->mutex);
-	before_shmem_exit(detach_worker, (Datum) 0);
+	Assert(slot >= 0 && slot < QC_ASYNC_MAX_WORKERS);
+	attach(&shared->worker_latch[slot]);
+}
+
+void
+qc_queue_attach_callback_worker(int slot)
+{
+	Assert(slot >= 0 && slot < QC_ASYNC_MAX_WORKERS);
+	attach(&shared->callback_latch[slot]);
 }
 
 /* After a worker committed final states: wake whoever waits in wait(). */

@@ -22,16 +22,29 @@
  * - Cancelling (cancel_requests) sets state 'cancelled', error 'cancelled',
  *   sqlstate 57014, and deletes the secrets row, in the canceller's
  *   transaction.  finished_at is set at once when the row has no callback;
- *   with a callback it stays NULL: a worker must call the callback (as for
- *   any final state) and then set finished_at (index
- *   requests_cancelled_idx finds these rows).  A request a worker was
- *   running when it was cancelled is noticed by the worker's final UPDATE
- *   (... WHERE state = 'running' finds no row).
+ *   with a callback it stays NULL and waiting says QC_WAITING_CALLBACK: a
+ *   callback worker calls the callback (as for any final state) and then
+ *   sets finished_at.  A request a worker was running when it was
+ *   cancelled is noticed as the worker records its outcome (the row is no
+ *   longer 'running').
  * - Retention (qc_queue_purge) deletes only rows with finished_at set.
+ * - Callbacks run in the callback workers, not in the async workers that
+ *   send the requests.  A request whose outcome is final and that has a
+ *   callback to call is handed to them with waiting set to
+ *   QC_WAITING_CALLBACK: one answered (or failed) keeps state 'running',
+ *   its result, error and sqlstate stored; one cancelled is 'cancelled'
+ *   with finished_at NULL.  A callback worker calls the callback and, in
+ *   the same transaction, makes the request final: 'cancelled' stays so,
+ *   a request with a sqlstate becomes 'failed' (a failed outcome always
+ *   has one), any other 'done'; finished_at is set and waiting cleared.
+ *   Such a request is never sent again: the recovery at a server start
+ *   leaves it to them.  cancel_requests() no longer applies to it (its
+ *   response came), and retry_requests() of a cancelled one clears the
+ *   mark: the callback is called for the new attempt's outcome instead.
  *
  * Locking rules of QcQueueShared: the mutex protects worker_latch,
- * recovered, prepared_gid and next_prepared; finished is a condition
- * variable (no lock).  Nothing is done under the mutex but reading or
+ * recovered, prepared_gid, next_prepared and callback_latch; finished is a
+ * condition variable (no lock).  Nothing is done under the mutex but reading or
  * writing those fields.  Fields are appended at the end of the struct.
  *
  *-------------------------------------------------------------------------
@@ -77,7 +90,31 @@ typedef struct QcQueueShared
 	 */
 	uint32		prepared_gid[QC_PREPARED_KEPT];
 	int			next_prepared;
+	/* the callback workers' latches, by slot; NULL when none */
+	Latch	   *callback_latch[QC_ASYNC_MAX_WORKERS];
 } QcQueueShared;
+
+/*
+ * requests.waiting of a request whose callback is due (see above); the
+ * index requests_callback_due_idx covers these rows.
+ */
+#define QC_WAITING_CALLBACK "callback queued"
+
+/*
+ * "roles(role)": the roles of the requests OF_ROLE selects ("SELECT
+ * r.role::pg_catalog.oid FROM queryclaw.requests r WHERE ..."), read role
+ * after role through an index that leads with role (each step the next
+ * role with such a request), so that reading them costs the number of
+ * roles, not of the requests; the last row's role is NULL.
+ */
+#define QC_ROLES_OF(OF_ROLE) \
+	"WITH RECURSIVE roles(role) AS (" \
+	" (" OF_ROLE " ORDER BY r.role LIMIT 1)" \
+	" UNION ALL" \
+	" SELECT (" OF_ROLE \
+	"   AND r.role::pg_catalog.oid OPERATOR(pg_catalog.>) roles.role" \
+	"   ORDER BY r.role LIMIT 1)" \
+	" FROM roles WHERE roles.role IS NOT NULL)"
 
 /*
  * A request id is the node's Citus group id (0 on the coordinator, and
@@ -111,11 +148,11 @@ extern QcQueueShared *qc_queue_shared(void);
 extern void qc_queue_require(const char *what);
 
 /*
- * Note that this transaction enqueued or cancelled requests (a cancelled
- * one's callback is the workers' to call): at commit, the workers' latches
- * are set.
+ * Note that this transaction enqueued or cancelled requests: at commit,
+ * the async workers' latches are set; with callbacks, when it cancelled
+ * requests that have one to call, the callback workers' too.
  */
-extern void qc_queue_wake_at_commit(void);
+extern void qc_queue_wake_at_commit(bool callbacks);
 extern Oid	qc_queue_table_owner(void);
 
 /*
@@ -139,9 +176,13 @@ extern char *qc_queue_paused_reason(Oid role);
  */
 extern char *qc_queue_check_callback(Oid fn);
 
-/* The workers' side. */
+/* The workers' side: an async worker's, a callback worker's. */
 extern void qc_queue_attach_worker(int slot);
+extern void qc_queue_attach_callback_worker(int slot);
 extern void qc_queue_notify_finished(void);
+
+/* Wake the callback workers: callbacks were handed to them. */
+extern void qc_queue_wake_callback_workers(void);
 
 /*
  * Call a request's callback fn (callback: its signature, requests.callback,

@@ -189,31 +189,41 @@ cancel_of_role(Datum ids, Oid role)
 	Datum		args[2];
 	QcQueueAsOwner save;
 	bool		isnull;
+	bool		called_back;
 	int32		n;
 
 	args[0] = ids;
 	args[1] = ObjectIdGetDatum(role);
 	qc_queue_begin_as_owner(&save);
-	/* with a callback, finished_at waits for the worker to call it */
+	/*
+	 * With a callback, finished_at waits for a callback worker to call it.
+	 * A request whose response came and whose callback is due is no longer
+	 * cancelled: its outcome is recorded.
+	 */
 	qc_queue_plan(&plan,
 				  "WITH c AS (UPDATE queryclaw.requests r"
 				  " SET state = 'cancelled', error = 'cancelled', sqlstate = '57014',"
 				  " finished_at = CASE WHEN r.callback IS NULL THEN pg_catalog.now() END,"
+				  " waiting = CASE WHEN r.callback IS NOT NULL THEN '" QC_WAITING_CALLBACK "' END,"
 				  " next_attempt_at = pg_catalog.now()"
 				  " WHERE r.id OPERATOR(pg_catalog.=) ANY ($1)"
 				  " AND r.role OPERATOR(pg_catalog.=) $2"
 				  " AND r.state OPERATOR(pg_catalog.=) ANY (ARRAY['queued', 'running', 'retrying'])"
-				  " RETURNING r.id),"
+				  " AND r.waiting IS DISTINCT FROM '" QC_WAITING_CALLBACK "'"
+				  " RETURNING r.id, r.callback IS NOT NULL AS called_back),"
 				  " s AS (DELETE FROM queryclaw.request_secrets x"
 				  " WHERE x.id OPERATOR(pg_catalog.=) ANY (SELECT c.id FROM c))"
-				  " SELECT pg_catalog.count(*)::pg_catalog.int4 FROM c",
+				  " SELECT pg_catalog.count(*)::pg_catalog.int4, pg_catalog.bool_or(c.called_back)"
+				  " FROM c",
 				  2, types);
 	if (SPI_execute_plan(plan, args, NULL, false, 0) != SPI_OK_SELECT || SPI_processed != 1)
 		elog(ERROR, "could not cancel requests");
 	n = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	called_back = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2,
+											 &isnull)) && !isnull;
 	qc_queue_end_as_owner(&save);
 	if (n > 0)
-		qc_queue_wake_at_commit();
+		qc_queue_wake_at_commit(called_back);
 	return n;
 }
 

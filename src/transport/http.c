@@ -3,12 +3,15 @@
  * http.c
  *	  The libcurl transport: one request, its redirects, and its limits.
  *
- * One easy handle and one multi handle live for the whole backend, so
+ * The easy handles and the multi handle live for the whole backend, so
  * connections, the DNS cache and TLS sessions are reused across calls.
  * Each hop is driven through the multi handle by our own loop, which waits
  * in short slices (reported as an Extension wait event) and calls
  * CHECK_FOR_INTERRUPTS() between them: a query cancel or statement_timeout
- * stops a transfer at once, even during DNS resolution or connect.
+ * stops a transfer at once, even during DNS resolution or connect.  A run
+ * owns its multi handle and slots: one started from inside another (what
+ * the first reached as one of its calls ended) gets its own, and one more
+ * level is refused (take_pool).
  *
  * Redirects are followed here, not by libcurl, so that every hop passes the
  * whole policy (scheme, host lists, literal addresses, read_only, and the
@@ -69,6 +72,7 @@
 /* Most addresses of one name that are checked and handed to libcurl. */
 #define QC_MAX_ADDRESSES 32
 
+/* The multi handle of the run under way (see take_pool). */
 static CURLM *qc_multi = NULL;
 
 /* State shared with the libcurl callbacks of one hop: plain C only. */
@@ -236,18 +240,21 @@ xferinfo_cb(void *arg, curl_off_t dltotal, curl_off_t dlnow,
 	return 0;
 }
 
-/* The backend's multi handle: its connection cache outlives every call. */
-static void
-ensure_handles(void)
+/* A multi handle for the backend's runs: its connection cache outlives every call. */
+static CURLM *
+new_multi(void)
 {
-	if (qc_multi != NULL)
-		return;
-	if (curl_global_init(CURL_GLOBAL_ALL) != CURLE_OK)
+	static bool initialized = false;
+	CURLM	   *multi;
+
+	if (!initialized && curl_global_init(CURL_GLOBAL_ALL) != CURLE_OK)
 		elog(ERROR, "could not initialize libcurl");
-	qc_multi = curl_multi_init();
-	if (qc_multi == NULL)
+	initialized = true;
+	multi = curl_multi_init();
+	if (multi == NULL)
 		elog(ERROR, "could not create a libcurl multi handle");
-	curl_multi_setopt(qc_multi, CURLMOPT_MAXCONNECTS, (long) QC_MAX_CONCURRENCY_LIMIT);
+	curl_multi_setopt(multi, CURLMOPT_MAXCONNECTS, (long) QC_MAX_CONCURRENCY_LIMIT);
+	return multi;
 }
 
 /* Build the header list (malloc'd by libcurl; freed by the caller). */
@@ -1134,31 +1141,66 @@ feed_calls(Slot *slots, int nslots, Waiting *w, const QcTransportHooks *hooks)
 	return fed;
 }
 
-/* Make sure the pool has n easy handles and the multi handle exists. */
-static Slot *
-ensure_slots(int n)
-{
-	static Slot *pool = NULL;
-	static int	pool_size = 0;
+/*
+ * A run owns its multi handle and its slots from its start to its end.  A
+ * run started inside another (something the first one reached as one of
+ * its calls ended: a model's tool that calls a server itself while the
+ * async worker's run has other roles' transfers out, a trigger on the
+ * audit log without preload) gets a multi handle and slots of its own, so
+ * that it can neither reset nor free a slot in flight nor take a
+ * completion that is not its own; the outer run's transfers wait, as they
+ * are, until it ends.  A run inside that one is refused, before it touches
+ * anything.
+ */
+#define QC_TRANSPORT_DEPTH 2
 
-	ensure_handles();
-	if (n > pool_size)
+typedef struct Pool
+{
+	CURLM	   *multi;
+	Slot	   *slots;
+	int			size;
+} Pool;
+
+static Pool pools[QC_TRANSPORT_DEPTH];
+static int	runs = 0;			/* under way: pools[runs - 1] is the innermost's */
+
+/*
+ * The first n slots of the pool of a run that starts now, the others of
+ * that depth made ready; raises when runs are nested too deep.
+ */
+static Slot *
+take_pool(QcCall **calls, int ncalls, int n)
+{
+	Pool	   *pool;
+
+	if (runs == QC_TRANSPORT_DEPTH)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("%s cannot send a request from a run of requests started inside another",
+						ncalls > 0 ? calls[0]->func : "a call"),
+				 errdetail("It was reached from inside a run of requests (as one of them ended) that itself runs inside another; their transfers are left as they are."),
+				 errhint("Queue the request instead (api_call_async, web_fetch_async or llm_chat_tools_async), or make it in a statement of its own.")));
+	pool = &pools[runs];
+	if (pool->multi == NULL)
+		pool->multi = new_multi();
+	if (n > pool->size)
 	{
 		Slot	   *bigger = MemoryContextAllocZero(TopMemoryContext, n * sizeof(Slot));
 
-		if (pool != NULL)
+		/* no run of this depth is under way: none of its slots is in use */
+		if (pool->slots != NULL)
 		{
-			memcpy(bigger, pool, pool_size * sizeof(Slot));
-			pfree(pool);
+			memcpy(bigger, pool->slots, pool->size * sizeof(Slot));
+			pfree(pool->slots);
 		}
-		pool = bigger;
-		for (; pool_size < n; pool_size++)
-			if ((pool[pool_size].easy = curl_easy_init()) == NULL)
+		pool->slots = bigger;
+		for (; pool->size < n; pool->size++)
+			if ((pool->slots[pool->size].easy = curl_easy_init()) == NULL)
 				elog(ERROR, "could not create a libcurl handle");
 	}
 	for (int i = 0; i < n; i++)
-		pool[i].call = NULL;
-	return pool;
+		pool->slots[i].call = NULL;
+	return pool->slots;
 }
 
 /*
@@ -1297,13 +1339,14 @@ qc_http_execute_many(QcCall **calls, int ncalls, int concurrency,
 					 const QcTransportHooks *hooks)
 {
 	volatile int nslots = Max(1, hooks->feed ? concurrency : Min(concurrency, ncalls));
-	Slot	   *volatile slots = ensure_slots(nslots);
+	Slot	   *volatile slots = take_pool(calls, ncalls, nslots);
 	/* in memory, not in locals the error path could see stale */
 	Waiting    *w = waiting_list(calls, ncalls);
 	Ended	   *ended = palloc0(sizeof(Ended));
 	TimestampTz next_watch = 0;
 
 	ended->calls = palloc0(nslots * sizeof(QcCall *));
+	qc_multi = pools[runs++].multi;
 	PG_TRY();
 	{
 		for (;;)
@@ -1352,6 +1395,8 @@ qc_http_execute_many(QcCall **calls, int ncalls, int concurrency,
 			release_hop(&slots[s]);
 			slots[s].call = NULL;
 		}
+		runs--;
+		qc_multi = runs > 0 ? pools[runs - 1].multi : NULL;
 	}
 	PG_END_TRY();
 	pfree(ended->calls);

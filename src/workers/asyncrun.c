@@ -30,15 +30,15 @@
  * to its host, the request goes back to the queue with next_attempt_at set
  * and its attempt not counted.
  *
- * Each outcome is recorded in a subtransaction of its own, the final
- * state's update and the callback together; the worker's statements run
- * as queryclaw_writer with the pinned settings (qc_async_as_writer), the
- * callback as the role.  A callback that raises is run again on a
- * serialization failure or a deadlock, up to QC_CALLBACK_TRIES times;
- * then, or on any other error, the request is marked failed with the
- * callback's error (its result kept) and the callback is not called again.
- * A request cancelled while it ran (the update finds it no longer
- * 'running') keeps no result: its callback gets the error 'cancelled'.
+ * Each outcome is recorded as the worker (qc_async_as_writer: as
+ * queryclaw_writer with the pinned settings): a final state, or, for a
+ * request with a callback, the outcome handed to the callback workers
+ * (callbackworker.c), which call the callback and make the request final
+ * in one transaction (queue.h).  No callback runs here: the worker's run
+ * of requests goes on while they run, and none of them can reach its
+ * transfers.  A request cancelled while it ran (its row no longer
+ * 'running') keeps no result: a callback worker gives its callback the
+ * error 'cancelled'.
  *
  * What is stored is what the callback gets: one value, redacted as the
  * audit log redacts, when the outcome is set (set_final).  The URLs, the
@@ -93,6 +93,7 @@
 #include "bgsession.h"
 #include "compat.h"
 #include "guc.h"
+#include "handoff.h"
 #include "hostrate.h"
 #include "call.h"
 #include "cluster.h"
@@ -111,7 +112,6 @@
 #include "subxact.h"
 
 #define QC_WRITER_ROLE			"queryclaw_writer"
-#define QC_CALLBACK_TRIES		3
 /* how long a request waits while the role may not call */
 #define QC_PAUSE_MS				1000
 #define QC_BUDGET_WAIT_MS		60000
@@ -341,7 +341,6 @@ enum
 	STMT_FINAL,
 	STMT_RETRY,
 	STMT_WAIT,
-	STMT_CANCELLED,
 	STMT_SECRETS,
 	STMT_COUNT
 };
@@ -359,12 +358,10 @@ static const char *const statements[STMT_COUNT] = {
 	[STMT_WAIT] = "UPDATE queryclaw.requests SET state = 'queued', next_attempt_at = $2,"
 	" attempts = attempts OPERATOR(pg_catalog.-) 1, waiting = $6"
 	" WHERE id OPERATOR(pg_catalog.=) $1",
-	[STMT_CANCELLED] = "UPDATE queryclaw.requests SET finished_at = pg_catalog.now()"
-	" WHERE id OPERATOR(pg_catalog.=) $1 AND finished_at IS NULL",
 	[STMT_SECRETS] = "DELETE FROM queryclaw.request_secrets WHERE id OPERATOR(pg_catalog.=) $1",
 };
 
-static const int nargs[STMT_COUNT] = {1, 1, 5, 6, 6, 1, 1};
+static const int nargs[STMT_COUNT] = {1, 1, 5, 6, 6, 1};
 static const Oid argtypes[6] = {INT8OID, TEXTOID, JSONBOID, TEXTOID, TEXTOID, TEXTOID};
 static const Oid retry_types[6] = {INT8OID, TIMESTAMPTZOID, JSONBOID, TEXTOID, TEXTOID, TEXTOID};
 
@@ -387,10 +384,8 @@ execute(int stmt, Datum *values, const char *nulls)
 typedef struct Record
 {
 	QcAsyncRequest *r;
-	bool		cancelled;		/* out: the row was cancelled meanwhile */
 	bool		deferred;		/* out: a user's transaction holds the row */
 	bool		gone;			/* out: the row was deleted meanwhile */
-	bool		ended;			/* out: this record made the row final */
 } Record;
 
 /*
@@ -417,10 +412,10 @@ state_name(QcAsyncOutcome outcome)
 }
 
 /*
- * Record r's outcome on its row.  A row no longer 'running' was cancelled
- * meanwhile (a cancelled row is left to finish_cancelled's pass when the
- * outcome was not final): it keeps no result.  rec->ended says whether
- * this record made the row final, and so whether the callback is to run.
+ * Record r's outcome on its row, if it is still 'running': its retry or
+ * its wait, or its final state (one whose callback is due is handed over
+ * instead: handoff.c).  A row cancelled meanwhile keeps no result: its
+ * callback, if any, is the callback workers'.
  */
 static void
 record_outcome(void *arg)
@@ -430,7 +425,6 @@ record_outcome(void *arg)
 	Datum		values[6] = {Int64GetDatum(r->id)};
 	char		nulls[6] = {' ', ' ', ' ', ' ', ' ', ' '};
 	char	   *state;
-	bool		running;
 
 	values[2] = PointerGetDatum(r->result);
 	nulls[2] = r->result ? ' ' : 'n';
@@ -442,34 +436,26 @@ record_outcome(void *arg)
 	nulls[5] = r->waiting ? ' ' : 'n';
 	if ((state = lock_row(rec, values)) == NULL)
 		return;
-	running = strcmp(state, "running") == 0;
-	switch (r->outcome)
+	if (strcmp(state, "running") == 0)
 	{
-		case QC_ASYNC_RETRY:
-		case QC_ASYNC_WAIT:
-			values[1] = TimestampTzGetDatum(r->next_at);
-			if (running)
-				(void) execute(r->outcome == QC_ASYNC_RETRY ? STMT_RETRY : STMT_WAIT, values, nulls);
-			return;
-		case QC_ASYNC_CANCELLED:
-			rec->cancelled = true;
-			break;
-		default:
-			values[1] = CStringGetTextDatum(state_name(r->outcome));
-			if (running)
-				rec->ended = execute(STMT_FINAL, values, nulls) == 1;
-			rec->cancelled = strcmp(state, "cancelled") == 0;
-			break;
+		switch (r->outcome)
+		{
+			case QC_ASYNC_RETRY:
+			case QC_ASYNC_WAIT:
+				values[1] = TimestampTzGetDatum(r->next_at);
+				(void) execute(r->outcome == QC_ASYNC_RETRY ? STMT_RETRY : STMT_WAIT,
+							   values, nulls);
+				return;
+			case QC_ASYNC_CANCELLED:
+				return;			/* cancelled and put back since: not ours */
+			default:
+				values[1] = CStringGetTextDatum(state_name(r->outcome));
+				(void) execute(STMT_FINAL, values, nulls);
+				break;
+		}
 	}
-
-	/*
-	 * A cancelled row is ended once: by this record, or by another worker's
-	 * pass over the cancelled rows (finish_cancelled) that got to it first
-	 * while this worker still had the request out.  Only the one that ends
-	 * it calls the callback.
-	 */
-	if (rec->cancelled)
-		rec->ended = execute(STMT_CANCELLED, values, nulls) == 1;
+	else if (r->outcome == QC_ASYNC_RETRY || r->outcome == QC_ASYNC_WAIT)
+		return;					/* the cancel keeps its secrets' deletion */
 	if (r->has_secrets)
 		(void) execute(STMT_SECRETS, values, nulls);
 }
@@ -572,78 +558,19 @@ qc_async_take_deferred(MemoryContext parent, int *n)
 	return flights;
 }
 
-/* ---- callbacks ---- */
-
-/* A request's record, and the callback that goes with it. */
-typedef struct Finish
-{
-	Record		rec;
-	Oid			callback;
-	const QcRoleSettings *settings;
-} Finish;
-
-static void
-call_callback(void *arg)
-{
-	Finish	   *f = arg;
-	QcAsyncRequest *r = f->rec.r;
-
-	qc_queue_call_callback(f->callback, r->callback, r->id,
-						   f->rec.cancelled ? NULL : r->result,
-						   f->rec.cancelled ? "cancelled" : r->error, r->context);
-}
-
 /*
- * Record a request's outcome (as the worker, with its own settings) and,
- * when final, call its callback (as the role, in a session of its own).
+ * As the worker: record one request's outcome (one whose callback is due
+ * goes to handoff.c instead).  A request whose row a user's transaction
+ * holds is kept for a later pass (qc_async_take_deferred).
  */
 static void
-record_and_call(void *arg)
+finish(QcAsyncRequest *r)
 {
-	Finish	   *f = arg;
+	Record		rec = {.r = r};
 
-	qc_async_as_writer(record_outcome, &f->rec);
-	if (OidIsValid(f->callback) && f->rec.ended)
-		qc_role_run_callback(f->settings, call_callback, f);
-}
-
-/*
- * Record one request; a callback that keeps failing makes it failed.  A
- * request whose row a user's transaction holds is kept for a later pass
- * (qc_async_take_deferred).
- */
-static void
-finish(QcAsyncRequest *r, Oid callback, const QcRoleSettings *settings)
-{
-	for (int tries = 1;; tries++)
-	{
-		ErrorData  *edata = NULL;
-		Finish		f = {{.r = r}, callback, settings};
-		bool		retry;
-
-		edata = qc_subxact_try(record_and_call, &f);
-		if (OidIsValid(callback))
-			qc_role_forget_callback();
-		if (edata == NULL)
-		{
-			if (f.rec.deferred)
-				defer(r);
-			return;
-		}
-		retry = (edata->sqlerrcode == ERRCODE_T_R_SERIALIZATION_FAILURE ||
-				 edata->sqlerrcode == ERRCODE_T_R_DEADLOCK_DETECTED) && tries < QC_CALLBACK_TRIES;
-		if (!OidIsValid(callback))
-			ReThrowError(edata);	/* the worker's own statement failed */
-		if (!retry)
-		{
-			/* the callback failed for good: the request failed, result kept */
-			r->outcome = QC_ASYNC_FAILED;
-			r->error = psprintf("callback failed: %s", edata->message);
-			r->sqlstate = pstrdup(unpack_sql_state(edata->sqlerrcode));
-			callback = InvalidOid;
-		}
-		FreeErrorData(edata);
-	}
+	record_outcome(&rec);
+	if (rec.deferred)
+		defer(r);
 }
 
 /* ---- running the calls ---- */
@@ -1449,25 +1376,76 @@ qc_async_take_next_wake(void)
 	return at;
 }
 
-/* Record each flight whose outcome is set and that has nothing out. */
-static void
-record_settled(QcAsyncFlight **flights, int n, const QcRoleSettings *settings, int *done)
+/* A role's flights to record, and how many were. */
+typedef struct Settled
 {
-	for (int i = 0; i < n; i++)
-	{
-		QcAsyncFlight *f = flights[i];
+	QcAsyncFlight **flights;
+	int			n;
+	int		   *done;
+} Settled;
 
-		if (f->recorded || f->r->outcome == QC_ASYNC_PENDING || f->out > 0 ||
-			f->job != NULL || f->ended != NIL)
+static bool
+settled(const QcAsyncFlight *f)
+{
+	return !f->recorded && f->r->outcome != QC_ASYNC_PENDING && f->out == 0 &&
+		f->job == NULL && f->ended == NIL;
+}
+
+/*
+ * As the worker: record each flight whose outcome is set and that has
+ * nothing out; those final with a callback due are handed to the callback
+ * workers together.  A failed outcome always has a SQLSTATE: the callback
+ * workers tell it from a done one by that.
+ */
+static void
+record_all(void *arg)
+{
+	Settled    *s = arg;
+	QcAsyncRequest **handoffs = palloc(Max(s->n, 1) * sizeof(QcAsyncRequest *));
+	int			nhandoffs = 0;
+	List	   *held = NIL;
+	ListCell   *lc;
+
+	for (int i = 0; i < s->n; i++)
+	{
+		QcAsyncFlight *f = s->flights[i];
+		QcAsyncRequest *r = f->r;
+
+		if (!settled(f))
 			continue;
 		CHECK_FOR_INTERRUPTS();
-		finish(f->r, f->callback, settings);
+		if (r->outcome == QC_ASYNC_FAILED && r->sqlstate == NULL)
+			r->sqlstate = pstrdup(unpack_sql_state(ERRCODE_EXTERNAL_ROUTINE_EXCEPTION));
+		if (OidIsValid(f->callback) &&
+			(r->outcome == QC_ASYNC_DONE || r->outcome == QC_ASYNC_FAILED))
+			handoffs[nhandoffs++] = r;
+		else
+			finish(r);
 		f->recorded = true;
-		if ((f->r->outcome == QC_ASYNC_WAIT || f->r->outcome == QC_ASYNC_RETRY) &&
-			(next_wake == 0 || f->r->next_at < next_wake))
-			next_wake = f->r->next_at;
-		(*done)++;
+		if ((r->outcome == QC_ASYNC_WAIT || r->outcome == QC_ASYNC_RETRY) &&
+			(next_wake == 0 || r->next_at < next_wake))
+			next_wake = r->next_at;
+		(*s->done)++;
 	}
+	if (nhandoffs > 0)
+		qc_handoff_record(handoffs, nhandoffs, &held);
+	foreach(lc, held)
+		defer(lfirst(lc));
+	pfree(handoffs);
+}
+
+/* Record the settled flights, all in one scope of the worker's. */
+static void
+record_settled(QcAsyncFlight **flights, int n, int *done)
+{
+	Settled		s = {flights, n, done};
+
+	for (int i = 0; i < n; i++)
+		if (settled(flights[i]))
+		{
+			qc_async_as_writer(record_all, &s);
+			return;
+		}
 }
 
 void
@@ -1495,7 +1473,7 @@ qc_async_start_role(QcAsyncFlight **flights, int n, List **calls, int *done)
 			take_in(flights[i], calls);
 	}
 	qc_role_leave(&scope);
-	record_settled(flights, n, settings, done);
+	record_settled(flights, n, done);
 }
 
 void
@@ -1508,5 +1486,5 @@ qc_async_continue_role(QcAsyncFlight **flights, int n, List **calls, int *done)
 	for (int i = 0; i < n; i++)
 		take_in(flights[i], calls);
 	qc_role_leave(&scope);
-	record_settled(flights, n, settings, done);
+	record_settled(flights, n, done);
 }

@@ -3,7 +3,8 @@
  * asyncrun.h
  *	  Running asynchronous requests on behalf of the roles that queued them
  *	  (asyncrun.c): the role's identity and settings, the calls, the retry
- *	  decision, the final state and the callback.
+ *	  decision, and the final state or the hand-off to the callback
+ *	  workers.
  *
  *-------------------------------------------------------------------------
  */
@@ -24,7 +25,7 @@ typedef enum QcAsyncOutcome
 	QC_ASYNC_FAILED,			/* final: failed */
 	QC_ASYNC_RETRY,				/* retrying, at next_at */
 	QC_ASYNC_WAIT,				/* queued again at next_at, the attempt not counted */
-	QC_ASYNC_CANCELLED			/* cancelled earlier: only its callback is due */
+	QC_ASYNC_CANCELLED			/* cancelled while it ran: nothing to record */
 } QcAsyncOutcome;
 
 /* One claimed row of queryclaw.requests, and what became of it. */
@@ -84,19 +85,21 @@ extern void qc_async_flight_free(QcAsyncFlight *f);
 /*
  * In a transaction, connected to SPI, as the worker: start the n flights
  * of one role (flights[0]->r->role) that were just claimed (or, with their
- * outcome set already, only record them: recovery, cancellation): the
+ * outcome set already, only record them: recovery, held-back outcomes): the
  * role's checks, pauses and budgets, then each one's first calls, built as
  * the role, admitted and appended to *calls (each call's owner is its
  * flight).  A flight whose outcome is set meanwhile is recorded at once
- * with its callback, and *done counts it.
+ * (with a callback due, handed to the callback workers: handoff.h), and
+ * *done counts it.
  */
 extern void qc_async_start_role(QcAsyncFlight **flights, int n, List **calls, int *done);
 
 /*
  * In a transaction, as the worker: take in what ended for the n flights
  * of one role (each with no call out, and ended calls or an LLM job whose
- * wait is over): the outcome, recorded at once with its callback, or the
- * next calls, appended to *calls.  *done counts the flights recorded.
+ * wait is over): the outcome, recorded at once (with a callback, handed
+ * to the callback workers), or the next calls, appended to *calls.  *done
+ * counts the flights recorded.
  */
 extern void qc_async_continue_role(QcAsyncFlight **flights, int n, List **calls, int *done);
 

@@ -2,8 +2,8 @@
  *
  * asyncworker.c
  *	  The async workers: background workers that run the queued requests of
- *	  queryclaw.requests, retry them, record their final states and call
- *	  their callbacks (README, "Asynchronous requests").
+ *	  queryclaw.requests, retry them, and record their final states or hand
+ *	  them to the callback workers (README, "Asynchronous requests").
  *
  * queryclaw.async_workers of them are registered when the library is
  * preloaded; each connects to queryclaw.database as the audit worker does
@@ -17,40 +17,46 @@
  *   while requests are on the wire.
  * - A service step (one short transaction, at most every
  *   QC_TRANSPORT_FEED_MS while calls are out) records the outcome of each
- *   request whose response arrived since, with its callback, each in a
- *   subtransaction (asyncrun.c), moves LLM requests on to their next
+ *   request whose response arrived since (asyncrun.c; one with a callback
+ *   is handed to the callback workers, callbackworker.c, woken as the step
+ *   commits: no callback runs here), moves LLM requests on to their next
  *   round, and claims as many due requests as there are free slots:
  *   round-robin between the roles with due requests (one slot's turn
  *   each), oldest first within a role, never a paused role's.  A claimed
  *   request is 'running' and goes on the wire as the step commits.
  * - Every QC_ASYNC_CHORES_MS it also looks for requests cancelled while
- *   out (their transfers are aborted), records outcomes a user's
- *   transaction held back, and calls the callbacks of requests cancelled
- *   while queued; once a minute (or as often as the retention, when
- *   shorter) it deletes finished requests older than
+ *   out (their transfers are aborted) and records outcomes a user's
+ *   transaction held back; once a minute (or as often as the retention,
+ *   when shorter) it deletes finished requests older than
  *   queryclaw.async_retention (queue.c).
  * - With nothing out and nothing due, it sleeps on its latch, which a
  *   transaction that enqueued sets as it commits (queue.c), until the
  *   next request is due.
  *
- * Crashes: a request is 'running' only between its claim and the commit
- * of its outcome.  When the server starts (or restarts after a crash,
- * which restarts every worker), the worker of slot 0 first puts the
- * requests left 'running' back in the queue, as at-least-once delivery
- * wants, except a POST or PATCH without an idempotency key, which may have
- * been sent: it fails, "interrupted; not sent again", its callback called.
+ * Crashes: a request is 'running' on the wire between its claim and the
+ * commit of its outcome (then, with a callback, until a callback worker
+ * made it final; queue.h).  When the server starts (or restarts after a
+ * crash, which restarts every worker), the worker of slot 0 first puts the
+ * requests left 'running' on the wire back in the queue, as at-least-once
+ * delivery wants, except a POST or PATCH without an idempotency key, which
+ * may have been sent: it fails, "interrupted; not sent again", its callback
+ * called.  One whose outcome was recorded is not sent again: its callback
+ * runs after the restart.
  * The other workers claim nothing until that is done.  An error in the run
  * applies the same rule to the requests the worker had, and the worker
  * goes on a second later.
  *
  * The worker's statements run as queryclaw_writer inside a
  * security-restricted operation with the pinned settings, and name their
- * schema and operators; the requests and callbacks run as their roles.
+ * schema and operators; the requests run as their roles.
  *
  * SIGTERM: the worker claims nothing more, lets the calls on the wire end
  * (an LLM request between rounds goes back to the queue), and exits with
  * code 1, so that the postmaster starts it again (except during a
  * shutdown).
+ *
+ * Each async worker comes with a callback worker (callbackworker.c),
+ * registered here too.
  *
  *-------------------------------------------------------------------------
  */
@@ -80,6 +86,8 @@
 #include "audit.h"
 #include "call.h"
 #include "bgsession.h"
+#include "callbackworker.h"
+#include "handoff.h"
 #include "compat.h"
 #include "guc.h"
 #include "queue.h"
@@ -89,7 +97,6 @@
 #define QC_ASYNC_NAP_MS			1000	/* longest sleep while idle */
 #define QC_ASYNC_RETRY_MS		1000	/* after a failed run */
 #define QC_ASYNC_CHORES_MS		250 /* cancels, held-back outcomes */
-#define QC_ASYNC_CANCELLED_BATCH 100
 #define QC_ASYNC_PROBE			8	/* claimed beyond the calls that ended,
 									 * while hosts are at their limit */
 #define QC_BLOCKED_LOOK_MS		100 /* and how often it then looks */
@@ -110,6 +117,13 @@ static TimestampTz next_due = 0;	/* when the next queued request is due */
 	" r.callback, r.context, r.idempotency_key, r.attempts," \
 	" EXISTS (SELECT FROM queryclaw.request_secrets s WHERE s.id OPERATOR(pg_catalog.=) r.id)," \
 	" r.query"
+
+/*
+ * A request on the wire, not one whose outcome is recorded and whose
+ * callback is due (queue.h): 'running' rows have no waiting otherwise.
+ */
+#define ON_THE_WIRE \
+	"r.state OPERATOR(pg_catalog.=) 'running' AND r.waiting IS NULL"
 
 /* A POST or PATCH without an idempotency key, which must not be sent twice. */
 #define UNREPEATABLE \
@@ -146,6 +160,7 @@ qc_asyncworker_init(void)
 							  psprintf("queryclaw async worker %d", slot),
 							  "queryclaw async worker", QC_ASYNC_RESTART_S,
 							  Int32GetDatum(slot));
+	qc_callbackworker_init();
 }
 
 /* A new flight for each row a statement returned, added to the worker's. */
@@ -237,22 +252,17 @@ drop_over(void)
 	MemoryContextSwitchTo(old);
 }
 
-/* Run work in a transaction of its own, connected to SPI. */
+/*
+ * Run work in a transaction of its own, connected to SPI; the callbacks it
+ * handed over are told the callback workers once it committed.
+ */
 static void
 in_transaction(const char *activity, void (*work) (void *arg), void *arg)
 {
-	SetCurrentStatementStartTimestamp();
-	StartTransactionCommand();
-	pgstat_report_activity(STATE_RUNNING, activity);
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
-	PushActiveSnapshot(GetTransactionSnapshot());
-	work(arg);
-	PopActiveSnapshot();
-	SPI_finish();
-	CommitTransactionCommand();
-	pgstat_report_stat(false);
-	pgstat_report_activity(STATE_IDLE, NULL);
+	qc_handoff_forget();		/* those of a transaction that failed */
+	qc_bgsession_transaction(activity, work, arg);
+	if (qc_handoff_hint())
+		qc_queue_wake_callback_workers();
 }
 
 /* ---- claiming ---- */
@@ -274,20 +284,8 @@ static void next_due_time(void *arg);
 #define DUE_OF_ROLE \
 	WAITING_OF_ROLE "   AND r.next_attempt_at OPERATOR(pg_catalog.<=) pg_catalog.now()"
 
-/*
- * "roles(role)": the roles of the requests OF_ROLE selects, read role
- * after role through the index on role (each step the next role with such
- * a request), so that reading them costs the number of roles, not of the
- * requests; the last row's role is NULL.
- */
-#define ROLES_OF(OF_ROLE) \
-	"WITH RECURSIVE roles(role) AS (" \
-	" (" OF_ROLE " ORDER BY r.role LIMIT 1)" \
-	" UNION ALL" \
-	" SELECT (" OF_ROLE \
-	"   AND r.role::pg_catalog.oid OPERATOR(pg_catalog.>) roles.role" \
-	"   ORDER BY r.role LIMIT 1)" \
-	" FROM roles WHERE roles.role IS NOT NULL)"
+/* through requests_role_due_idx: see QC_ROLES_OF */
+#define ROLES_OF(OF_ROLE) QC_ROLES_OF(OF_ROLE)
 
 /*
  * Claim up to limit due requests, round-robin between the roles: each
@@ -516,9 +514,10 @@ typedef struct Requeue
 } Requeue;
 
 /*
- * Requests left 'running' (all of them, or those of ids): back in the
- * queue; the unrepeatable ones are read as flights, to be failed.  A row
- * a user's transaction holds (a cancel not yet committed) is skipped, not
+ * Requests left 'running' on the wire (all of them, or those of ids): back
+ * in the queue; the unrepeatable ones are read as flights, to be failed.
+ * Those whose outcome is recorded are the callback workers'.  A row a
+ * user's transaction holds (a cancel not yet committed) is skipped, not
  * waited for: that cancel ends it.
  */
 static void
@@ -534,7 +533,7 @@ requeue_running(void *arg)
 							   " next_attempt_at = pg_catalog.now()"
 							   " WHERE u.id OPERATOR(pg_catalog.=) ANY (ARRAY("
 							   "  SELECT r.id FROM queryclaw.requests r"
-							   "   WHERE r.state OPERATOR(pg_catalog.=) 'running' AND NOT " UNREPEATABLE
+							   "   WHERE " ON_THE_WIRE " AND NOT " UNREPEATABLE
 							   "   AND ($1 IS NULL OR r.id OPERATOR(pg_catalog.=) ANY ($1))"
 							   "   FOR UPDATE SKIP LOCKED))",
 							   1, &type, &ids, nulls, false, 0);
@@ -545,7 +544,7 @@ requeue_running(void *arg)
 				(errmsg("queryclaw async worker queued %llu interrupted request(s) again",
 						(unsigned long long) SPI_processed)));
 	rc = SPI_execute_with_args("SELECT " REQUEST_COLUMNS " FROM queryclaw.requests r"
-							   " WHERE r.state OPERATOR(pg_catalog.=) 'running' AND " UNREPEATABLE
+							   " WHERE " ON_THE_WIRE " AND " UNREPEATABLE
 							   " AND ($1 IS NULL OR r.id OPERATOR(pg_catalog.=) ANY ($1))"
 							   " FOR UPDATE SKIP LOCKED",
 							   1, &type, &ids, nulls, false, 0);
@@ -598,7 +597,7 @@ recovered(void)
 	return true;
 }
 
-/* ---- chores: outcomes held back, cancelled requests, retention ---- */
+/* ---- chores: outcomes held back, retention ---- */
 
 /* Outcomes a user's transaction held back: recorded again now. */
 static int
@@ -622,44 +621,6 @@ record_deferred(void)
 }
 
 static ArrayType *flight_ids(bool all);
-
-/*
- * Requests cancelled that no callback was called for yet, but those this
- * worker has out: their cancel is seen as they come back (cancels_since).
- */
-static void
-read_cancelled(void *arg)
-{
-	Oid			type = INT8ARRAYOID;
-	ArrayType  *out = flight_ids(true);
-	Datum		ids = out ? PointerGetDatum(out) : (Datum) 0;
-	int			rc;
-
-	rc = SPI_execute_with_args("SELECT " REQUEST_COLUMNS " FROM queryclaw.requests r"
-							   " WHERE r.state OPERATOR(pg_catalog.=) 'cancelled' AND r.finished_at IS NULL"
-							   "   AND ($1 IS NULL OR r.id OPERATOR(pg_catalog.<>) ALL ($1))"
-							   " LIMIT " CppAsString2(QC_ASYNC_CANCELLED_BATCH) " FOR UPDATE SKIP LOCKED",
-							   1, &type, &ids, out ? " " : "n", false, 0);
-	if (rc != SPI_OK_SELECT)
-		elog(ERROR, "could not read cancelled requests: %s", SPI_result_code_string(rc));
-	*(List **) arg = take_rows();
-}
-
-/* The callbacks of requests cancelled while they waited in the queue. */
-static int
-finish_cancelled(void)
-{
-	List	   *flights = NIL;
-	ListCell   *lc;
-	int			done;
-
-	qc_async_as_writer(read_cancelled, &flights);
-	foreach(lc, flights)
-		((QcAsyncFlight *) lfirst(lc))->r->outcome = QC_ASYNC_CANCELLED;
-	done = by_roles(flights, qc_async_start_role);
-	list_free(flights);
-	return done;
-}
 
 static void
 purge(void *arg)
@@ -687,7 +648,6 @@ chores(TimestampTz now)
 
 	if (qc_async_have_deferred())
 		done += record_deferred();
-	done += finish_cancelled();
 	if (now >= retention_at)
 	{
 		qc_async_as_writer(purge, NULL);
@@ -979,11 +939,7 @@ safe_pass(MemoryContext cxt)
 	}
 	PG_CATCH();
 	{
-		MemoryContextSwitchTo(cxt);
-		EmitErrorReport();
-		FlushErrorState();
-		AbortCurrentTransaction();
-		pgstat_report_activity(STATE_IDLE, NULL);
+		qc_bgsession_recover(cxt);
 		release();
 		next_due = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), QC_ASYNC_RETRY_MS);
 	}

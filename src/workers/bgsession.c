@@ -64,7 +64,9 @@
 #include "access/table.h"
 #include "access/xact.h"
 #include "catalog/pg_database.h"
+#include "executor/spi.h"
 #include "miscadmin.h"
+#include "pgstat.h"
 #include "storage/ipc.h"
 #include "storage/latch.h"
 #include "storage/lwlock.h"
@@ -77,6 +79,7 @@
 #include "utils/fmgroids.h"
 #include "utils/memutils.h"
 #include "utils/relcache.h"
+#include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
 #include "bgsession.h"
@@ -542,6 +545,33 @@ qc_bgsession_start(const char *dbname)
 	*failed = true;
 	bgsession_connect(dbname);
 	*failed = false;
+}
+
+void
+qc_bgsession_transaction(const char *activity, void (*work) (void *arg), void *arg)
+{
+	SetCurrentStatementStartTimestamp();
+	StartTransactionCommand();
+	pgstat_report_activity(STATE_RUNNING, activity);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	PushActiveSnapshot(GetTransactionSnapshot());
+	work(arg);
+	PopActiveSnapshot();
+	SPI_finish();
+	CommitTransactionCommand();
+	pgstat_report_stat(false);
+	pgstat_report_activity(STATE_IDLE, NULL);
+}
+
+void
+qc_bgsession_recover(MemoryContext cxt)
+{
+	MemoryContextSwitchTo(cxt);
+	EmitErrorReport();
+	FlushErrorState();
+	AbortCurrentTransaction();
+	pgstat_report_activity(STATE_IDLE, NULL);
 }
 
 bool

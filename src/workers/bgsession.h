@@ -45,6 +45,20 @@ extern void qc_bgsession_start(const char *dbname);
 extern bool qc_bgsession_next_pass(void);
 
 /*
+ * Run work(arg) in a transaction of its own, connected to SPI, under a
+ * snapshot, pg_stat_activity showing activity meanwhile; an error is the
+ * caller's to catch (the transaction is then to be aborted).
+ */
+extern void qc_bgsession_transaction(const char *activity, void (*work) (void *arg),
+									 void *arg);
+
+/*
+ * After an error a worker caught: log it, abort the transaction (if any)
+ * and go back to cxt, idle.
+ */
+extern void qc_bgsession_recover(MemoryContext cxt);
+
+/*
  * Inside a GUC nest level of the caller's (NewGUCNestLevel, undone by
  * AtEOXact_GUC): the pinned settings back at the server's values, for work
  * done on behalf of a role (its own settings are applied over them); or

@@ -113,8 +113,9 @@ outcomes() {
 }
 floor=$(curl_floor 10000)
 cpu=$(worker_cpu)
+cb_cpu=$(worker_cpu callback)
 s=$(run_batch 10000 | tail -1)
-echo "10000 api_call_async to a 20 ms endpoint, callbacks included, fresh queue: $s s (worker CPU $(awk -v a="$cpu" -v b="$(worker_cpu)" 'BEGIN { printf "%.2f", b - a }') s); floor (curl, 64 in flight) $floor s: $(ratio "$s" "$floor")"
+echo "10000 api_call_async to a 20 ms endpoint, callbacks included, fresh queue: $s s (CPU: async worker $(cpu_since "$cpu") s, callback worker $(cpu_since "$cb_cpu" callback) s); floor (curl, 64 in flight) $floor s: $(ratio "$s" "$floor")"
 outcomes
 s=$(run_batch 10000 drained | tail -1)
 floor=$(curl_floor 10000)

@@ -17,12 +17,18 @@ ratio() {
 }
 
 worker_pid() {
-	qc_psql -At -d postgres -c "SELECT pid FROM pg_stat_activity WHERE backend_type = 'queryclaw async worker' LIMIT 1"
+	qc_psql -At -d postgres -c "SELECT pid FROM pg_stat_activity WHERE backend_type = 'queryclaw ${1:-async} worker' LIMIT 1"
 }
 
-# The worker's CPU time so far (user + system), in seconds.
+# The worker's CPU time so far (user + system), in seconds; $1: callback
+# for the callback worker's.
 worker_cpu() {
-	awk '{ printf "%.2f", ($14 + $15) / 100 }' "/proc/$(worker_pid)/stat"
+	awk '{ printf "%.2f", ($14 + $15) / 100 }' "/proc/$(worker_pid "${1:-async}")/stat"
+}
+
+# The CPU seconds from $1 to now, of the worker $2 names (async, callback).
+cpu_since() {
+	awk -v a="$1" -v b="$(worker_cpu "${2:-async}")" 'BEGIN { printf "%.2f", b - a }'
 }
 
 # The worker's private memory (RssAnon): its RSS also counts the pages of

@@ -1,0 +1,548 @@
+/*-------------------------------------------------------------------------
+ *
+ * callbackworker.c
+ *	  The callback workers: background workers that call the callbacks of
+ *	  asynchronous requests and make the requests final, apart from the
+ *	  async workers that send them (README, "Asynchronous requests").
+ *
+ * A callback is the role's SQL, and may take up to
+ * queryclaw.callback_timeout.  Run inside an async worker's run of
+ * requests, it held up every other role's outcomes while it ran, one
+ * callback after another, and a network call it made reached the
+ * transport whose slots held the other roles' transfers.  So:
+ *
+ * - An async worker records a request's outcome at once; when there is a
+ *   callback to call, it hands the request over with the same one row
+ *   update (waiting QC_WAITING_CALLBACK, queue.h; handoff.c), tells these
+ *   workers its id in shared memory (callbackhints.c) and wakes them as
+ *   its transaction commits.  A request without a callback never comes
+ *   here, nor waits for one.
+ * - A callback worker takes the due callbacks QC_CALLBACK_BATCH at a time,
+ *   from the hints, or from the table when hints were lost (and at its
+ *   start, after an idle nap, after a failure): round-robin between roles,
+ *   the role it served least recently first, the oldest request first
+ *   within a role.  It commits as soon as the callbacks it ran took
+ *   QC_CALLBACK_SLICE_MS: another role's callback waits for at most one
+ *   slow callback of a role's, however many are due.
+ * - Each callback runs as the async workers ran it: in a subtransaction
+ *   with its request's final state, as the role, at a GUC nest level with
+ *   the role's stored settings, in a security-restricted operation, within
+ *   callback_timeout (rolesession.c); run again on a serialization failure
+ *   or a deadlock, QC_CALLBACK_TRIES times at most; whatever it left in the
+ *   session dropped after it.  A callback that fails makes the request
+ *   failed with its error, the result kept (a cancelled one stays
+ *   cancelled).  EXECUTE on it is checked again as it runs; a role dropped
+ *   since fails the request.
+ * - A callback may queue requests (api_call_async...), but sends none:
+ *   qc_call_refuse_sending is on in these workers, so none of queryclaw's
+ *   network functions waits for the network inside the transaction that
+ *   makes a request final.
+ * - The row is locked (FOR UPDATE SKIP LOCKED: two workers never take the
+ *   same) by the transaction that calls the callback and makes the request
+ *   final; a crash rolls both back, and the callback runs after the
+ *   restart.  The request is never sent again: its outcome is stored.
+ *
+ * One callback worker is registered per async worker.  Their statements
+ * run as the async workers' do (qc_async_as_writer).  SIGTERM: the worker
+ * finishes the callback under way (callback_timeout bounds it), commits,
+ * and exits with code 1, to be started again (except during a shutdown).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "catalog/pg_authid.h"
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "storage/ipc.h"
+#include "storage/latch.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/jsonb.h"
+#include "utils/memutils.h"
+#include "utils/syscache.h"
+#include "utils/timestamp.h"
+#include "utils/wait_event.h"
+
+#include "asyncrun.h"
+#include "bgsession.h"
+#include "call.h"
+#include "callbackhints.h"
+#include "callbackworker.h"
+#include "compat.h"
+#include "guc.h"
+#include "proclookup.h"
+#include "queue.h"
+#include "rolesession.h"
+#include "subxact.h"
+
+#define QC_CALLBACK_RESTART_S	5
+#define QC_CALLBACK_BATCH		64	/* callbacks looked at per transaction */
+#define QC_CALLBACK_SLICE_MS	100 /* then the transaction commits */
+#define QC_CALLBACK_TRIES		3	/* on a serialization failure, a deadlock */
+#define QC_CALLBACK_NAP_MS		1000	/* longest sleep while none is due */
+#define QC_CALLBACK_BUSY_MS		250 /* while others hold the due ones */
+#define QC_CALLBACK_RETRY_MS	1000	/* after a failed transaction */
+#define QC_SERVED_KEPT			256 /* roles remembered as served */
+
+PGDLLEXPORT void qc_callback_worker_main(Datum main_arg);
+
+/* A due callback, and its request's row as this worker took it. */
+typedef struct Due
+{
+	int64		id;
+	Oid			role;
+	bool		taken;			/* locked by this worker, still due: made final */
+	bool		cancelled;		/* it stays 'cancelled' */
+	char	   *callback;		/* its signature */
+	Oid			fn;				/* the function it names; InvalidOid: gone */
+	Jsonb	   *context;
+	Jsonb	   *result;			/* NULL for a cancelled one */
+	char	   *error;
+} Due;
+
+/* One transaction's work, and what it found. */
+typedef struct Batch
+{
+	bool		absent;			/* no queue in this database (yet) */
+	bool		read;			/* the table was read, not the hints */
+	bool		failed;			/* the transaction failed */
+	bool		cut;			/* it ended before it saw every one found */
+	bool		slow;			/* its callbacks took the whole slice */
+	int			wanted;			/* due callbacks asked for */
+	int			found;			/* due callbacks seen */
+	int			seen;			/* of which it looked at so many */
+	int			done;			/* requests made final */
+	QcCallbackHint hints[QC_CALLBACK_BATCH];	/* those taken from the hints */
+} Batch;
+
+/*
+ * Read the table rather than the hints (callbackhints.c): at the start,
+ * after hints were lost, after a nap no hint ended, and while the last
+ * read found a full batch or was cut short.
+ */
+static bool must_read = true;
+
+/*
+ * How many hints a batch takes: a batch's worth, but one at a time while
+ * callbacks take a slice each, so that those waiting are left for the
+ * other callback workers meanwhile.
+ */
+static int	hints_wanted = QC_CALLBACK_BATCH;
+
+/* The roles whose callbacks this worker ran, least recently first. */
+static List *served = NIL;
+
+void
+qc_callbackworker_init(void)
+{
+	for (int slot = 0; slot < qc_async_workers; slot++)
+		qc_bgsession_register("qc_callback_worker_main",
+							  psprintf("queryclaw callback worker %d", slot),
+							  "queryclaw callback worker", QC_CALLBACK_RESTART_S,
+							  Int32GetDatum(slot));
+}
+
+/* The role's callback ran: it goes last in the next turn. */
+static void
+note_served(Oid role)
+{
+	MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
+
+	served = list_delete_oid(served, role);
+	if (list_length(served) >= QC_SERVED_KEPT)
+		served = list_delete_first(served);
+	served = lappend_oid(served, role);
+	MemoryContextSwitchTo(old);
+}
+
+/* served as an array of *n OIDs. */
+static Oid *
+served_oids(int *n)
+{
+	Oid		   *roles = palloc(Max(list_length(served), 1) * sizeof(Oid));
+	ListCell   *lc;
+
+	*n = 0;
+	foreach(lc, served)
+		roles[(*n)++] = lfirst_oid(lc);
+	return roles;
+}
+
+/* served as an oid[] (NULL when empty). */
+static ArrayType *
+served_array(void)
+{
+	int			n;
+	Oid		   *roles = served_oids(&n);
+	Datum	   *values = palloc(Max(n, 1) * sizeof(Datum));
+
+	for (int i = 0; i < n; i++)
+		values[i] = ObjectIdGetDatum(roles[i]);
+	return n == 0 ? NULL : construct_array(values, n, OIDOID, sizeof(Oid), true, TYPALIGN_INT);
+}
+
+/* The role of a request whose callback is due (through requests_callback_due_idx). */
+#define DUE_OF_ROLE \
+	"SELECT r.role::pg_catalog.oid FROM queryclaw.requests r" \
+	" WHERE r.waiting OPERATOR(pg_catalog.=) '" QC_WAITING_CALLBACK "'"
+
+/*
+ * As the worker: up to QC_CALLBACK_BATCH due callbacks, as a List of Due,
+ * round-robin between their roles (the first of every role before the
+ * second of any), the roles this worker served least recently first.
+ * Nothing is locked yet: each is locked as its turn comes (take_final).
+ */
+static void
+claim_due(void *arg)
+{
+	static SPIPlanPtr plan = NULL;
+	Oid			types[2] = {INT4OID, OIDARRAYOID};
+	ArrayType  *order = served_array();
+	Datum		values[2] = {Int32GetDatum(QC_CALLBACK_BATCH), PointerGetDatum(order)};
+	const char	nulls[2] = {' ', order ? ' ' : 'n'};
+
+	qc_queue_plan(&plan, QC_ROLES_OF(DUE_OF_ROLE)
+				  " SELECT c.id, g.role FROM roles g,"
+				  " LATERAL (SELECT d.id, pg_catalog.row_number() OVER (ORDER BY d.id) AS place"
+				  "   FROM (SELECT q.id FROM queryclaw.requests q"
+				  "    WHERE q.role::pg_catalog.oid OPERATOR(pg_catalog.=) g.role"
+				  "      AND q.waiting OPERATOR(pg_catalog.=) '" QC_WAITING_CALLBACK "'"
+				  "    ORDER BY q.id LIMIT $1) d) c"
+				  " WHERE g.role IS NOT NULL"
+				  " ORDER BY c.place, pg_catalog.array_position($2, g.role) NULLS FIRST, g.role"
+				  " LIMIT $1", 2, types);
+	if (SPI_execute_plan(plan, values, nulls, true, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not read the callbacks due");
+	*(List **) arg = NIL;
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		Due		   *d = palloc0(sizeof(Due));
+		bool		isnull;
+
+		d->id = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1,
+											&isnull));
+		d->role = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc,
+												 2, &isnull));
+		*(List **) arg = lappend(*(List **) arg, d);
+	}
+	SPI_freetuptable(SPI_tuptable);
+}
+
+/* A jsonb column of the row returned, copied; NULL for SQL NULL. */
+static Jsonb *
+jsonb_column(int n)
+{
+	bool		isnull;
+	Datum		d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, n, &isnull);
+
+	return isnull ? NULL : DatumGetJsonbPCopy(d);
+}
+
+/* One attempt at a due callback, and what it found. */
+typedef struct Attempt
+{
+	Due		   *d;
+	const QcRoleSettings *settings; /* the role's; NULL: no callback called */
+	char	   *error;			/* the callback failed for good: why */
+	char	   *sqlstate;
+} Attempt;
+
+/*
+ * As the worker: lock d's row, never waiting, and, if its callback is
+ * still due (not taken by another worker, not retried since), make the
+ * request final (with a.error, when the callback failed for good; a
+ * cancelled one stays as it is), reading what the callback needs.  The
+ * row is named by its id alone, so that only the primary key's index
+ * fits, whatever the statistics say.
+ */
+static void
+take_final(void *arg)
+{
+	static SPIPlanPtr plan = NULL;
+	Attempt    *a = arg;
+	Due		   *d = a->d;
+	Oid			types[3] = {INT8OID, TEXTOID, TEXTOID};
+	Datum		values[3] = {Int64GetDatum(d->id)};
+	char		nulls[3] = {' ', a->error ? ' ' : 'n', a->sqlstate ? ' ' : 'n'};
+
+	values[1] = a->error ? CStringGetTextDatum(a->error) : (Datum) 0;
+	values[2] = a->sqlstate ? CStringGetTextDatum(a->sqlstate) : (Datum) 0;
+	/* a failed outcome always has a SQLSTATE (asyncrun.c) */
+	qc_queue_plan(&plan,
+				  "WITH t AS (SELECT q.id, q.state, q.waiting FROM queryclaw.requests q"
+				  "  WHERE q.id OPERATOR(pg_catalog.=) $1 FOR UPDATE SKIP LOCKED)"
+				  " UPDATE queryclaw.requests r SET"
+				  " state = CASE WHEN t.state OPERATOR(pg_catalog.=) 'cancelled' THEN 'cancelled'"
+				  "   WHEN $3 IS NOT NULL OR r.sqlstate IS NOT NULL THEN 'failed' ELSE 'done' END,"
+				  " error = CASE WHEN t.state OPERATOR(pg_catalog.=) 'cancelled' OR $3 IS NULL"
+				  "   THEN r.error ELSE $2 END,"
+				  " sqlstate = CASE WHEN t.state OPERATOR(pg_catalog.=) 'cancelled' OR $3 IS NULL"
+				  "   THEN r.sqlstate ELSE $3 END,"
+				  " finished_at = pg_catalog.clock_timestamp(), waiting = NULL"
+				  " FROM t WHERE r.id OPERATOR(pg_catalog.=) t.id"
+				  " AND t.waiting OPERATOR(pg_catalog.=) '" QC_WAITING_CALLBACK "'"
+				  " AND t.state OPERATOR(pg_catalog.=) ANY ('{running,cancelled}'::pg_catalog.text[])"
+				  " RETURNING t.state OPERATOR(pg_catalog.=) 'cancelled', r.callback, r.context,"
+				  " r.result, r.error",
+				  3, types);
+	if (SPI_execute_plan(plan, values, nulls, false, 0) != SPI_OK_UPDATE_RETURNING)
+		elog(ERROR, "could not update queryclaw.requests");
+	d->taken = SPI_processed == 1;
+	if (d->taken)
+	{
+		bool		isnull;
+
+		d->cancelled = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc,
+												  1, &isnull));
+		d->callback = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2);
+		d->context = jsonb_column(3);
+		d->result = d->cancelled ? NULL : jsonb_column(4);
+		d->error = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 5);
+	}
+	SPI_freetuptable(SPI_tuptable);
+}
+
+/* As the role, in its scope: EXECUTE checked again, then the callback. */
+static void
+call_callback(void *arg)
+{
+	Due		   *d = arg;
+
+	if (OidIsValid(d->fn) && !qc_proc_executable(d->fn, d->role))
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied for callback %s", d->callback)));
+	qc_queue_call_callback(d->fn, d->callback, d->id, d->result,
+						   d->cancelled ? "cancelled" : d->error, d->context);
+}
+
+static void
+take_and_call(void *arg)
+{
+	Attempt    *a = arg;
+
+	qc_async_as_writer(take_final, a);
+	if (!a->d->taken || a->d->callback == NULL || a->settings == NULL)
+		return;
+	/* looked up as the worker: the role's search_path plays no part */
+	a->d->fn = qc_proc_by_signature(a->d->callback);
+	qc_role_run_callback(a->settings, call_callback, a->d);
+}
+
+/*
+ * Take d and call its callback (settings: its role's; NULL when the role
+ * is gone), making the request final with it, in one subtransaction; see
+ * the file header for the retries and failures.  Whether d was taken.
+ */
+static bool
+finish_due(Due *d, const QcRoleSettings *settings)
+{
+	Attempt		a = {d, settings, NULL, NULL};
+
+	if (settings == NULL)
+	{
+		a.error = psprintf("callback failed: role with OID %u does not exist", d->role);
+		a.sqlstate = pstrdup(unpack_sql_state(ERRCODE_UNDEFINED_OBJECT));
+	}
+	for (int tries = 1;; tries++)
+	{
+		ErrorData  *edata = qc_subxact_try(take_and_call, &a);
+
+		if (a.settings != NULL)
+			qc_role_forget_callback();
+		if (edata == NULL)
+			return d->taken;
+		if (a.settings == NULL)
+			ReThrowError(edata);	/* the worker's own statement failed */
+		if (!(edata->sqlerrcode == ERRCODE_T_R_SERIALIZATION_FAILURE ||
+			  edata->sqlerrcode == ERRCODE_T_R_DEADLOCK_DETECTED) || tries >= QC_CALLBACK_TRIES)
+		{
+			/* it failed for good: the request fails, its result kept */
+			a.error = psprintf("callback failed: %s", edata->message);
+			a.sqlstate = pstrdup(unpack_sql_state(edata->sqlerrcode));
+			a.settings = NULL;
+		}
+		FreeErrorData(edata);
+	}
+}
+
+/* The stored settings of role, read once per transaction (NULL: no such role). */
+typedef struct RoleEntry
+{
+	Oid			role;
+	QcRoleSettings *settings;
+} RoleEntry;
+
+static const QcRoleSettings *
+settings_of(List **roles, Oid role, MemoryContext cxt)
+{
+	MemoryContext old;
+	RoleEntry  *e;
+	ListCell   *lc;
+
+	foreach(lc, *roles)
+		if (((RoleEntry *) lfirst(lc))->role == role)
+			return ((RoleEntry *) lfirst(lc))->settings;
+	old = MemoryContextSwitchTo(cxt);
+	e = palloc(sizeof(RoleEntry));
+	e->role = role;
+	e->settings = SearchSysCacheExists1(AUTHOID, ObjectIdGetDatum(role)) ?
+		qc_role_settings_load(role) : NULL;
+	*roles = lappend(*roles, e);
+	MemoryContextSwitchTo(old);
+	return e->settings;
+}
+
+/* The due callbacks the hints name, taken from them in their turns. */
+static List *
+hinted(Batch *b)
+{
+	int			norder;
+	Oid		   *order = served_oids(&norder);
+	int			n = qc_callback_hints_take(b->hints, b->wanted, order, norder);
+	List	   *due = NIL;
+
+	for (int i = 0; i < n; i++)
+	{
+		Due		   *d = palloc0(sizeof(Due));
+
+		d->id = b->hints[i].id;
+		d->role = b->hints[i].role;
+		due = lappend(due, d);
+	}
+	return due;
+}
+
+/*
+ * One transaction: the due callbacks taken in their turns, from the hints
+ * or from the table, until the slice is spent or the worker is to stop.
+ */
+static void
+run_batch(void *arg)
+{
+	Batch	   *b = arg;
+	MemoryContext cxt = CurrentMemoryContext;
+	MemoryContext one;
+	TimestampTz start = GetCurrentTimestamp();
+	List	   *due = NIL;
+	List	   *roles = NIL;
+	bool		sliced = false;
+	ListCell   *lc;
+
+	if (!OidIsValid(qc_async_statement_role()))
+	{
+		b->absent = true;
+		return;
+	}
+	b->read = qc_callback_hints_take_lost() || must_read;
+	b->wanted = b->read ? QC_CALLBACK_BATCH : hints_wanted;
+	if (b->read)
+		qc_async_as_writer(claim_due, &due);
+	else
+		due = hinted(b);
+	b->found = list_length(due);
+	one = AllocSetContextCreate(cxt, "queryclaw callback", ALLOCSET_DEFAULT_SIZES);
+	foreach(lc, due)
+	{
+		Due		   *d = lfirst(lc);
+
+		if (qc_bgsession_stop || sliced)
+		{
+			b->cut = true;
+			break;
+		}
+		b->seen++;
+		MemoryContextSwitchTo(one);
+		if (finish_due(d, settings_of(&roles, d->role, cxt)))
+		{
+			note_served(d->role);
+			b->done++;
+		}
+		MemoryContextSwitchTo(cxt);
+		MemoryContextReset(one);
+		sliced = TimestampDifferenceExceeds(start, GetCurrentTimestamp(), QC_CALLBACK_SLICE_MS);
+	}
+	b->slow = sliced;
+}
+
+/*
+ * A transaction of callbacks; an error is logged, and the worker goes on.
+ * The hints it took and did not use go back: all of them when it failed.
+ */
+static void
+safe_batch(Batch *b, MemoryContext cxt)
+{
+	PG_TRY();
+	{
+		qc_bgsession_transaction("running callbacks", run_batch, b);
+	}
+	PG_CATCH();
+	{
+		qc_bgsession_recover(cxt);
+		b->failed = true;
+	}
+	PG_END_TRY();
+	if (!b->read)
+		qc_callback_hints_return(b->hints + (b->failed ? 0 : b->seen),
+								 b->failed ? b->found : b->found - b->seen);
+	must_read = b->failed || (b->read && (b->cut || b->found == b->wanted));
+	hints_wanted = b->slow ? 1 : QC_CALLBACK_BATCH;
+	if (b->done > 0 && !b->failed)
+		qc_queue_notify_finished();
+	MemoryContextReset(cxt);
+}
+
+/*
+ * Sleep until the latch is set (an async worker handed callbacks over, a
+ * cancel committed: set during the batch, it ends the sleep at once), or:
+ * not at all when more may be due (the batch was cut short, or full); a
+ * moment while due ones the table showed are others' (another worker's,
+ * or a row a user holds); a second otherwise, after which the table is
+ * read.
+ */
+static void
+wait_for_callbacks(const Batch *b)
+{
+	long		ms = QC_CALLBACK_NAP_MS;
+
+	if (b->failed)
+		ms = QC_CALLBACK_RETRY_MS;
+	else if (b->cut || (b->found > 0 && b->found == b->wanted))
+		return;
+	else if (b->read && b->found > b->done)
+		ms = QC_CALLBACK_BUSY_MS;
+	if (WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, ms,
+				  qc_wait_event(QC_WAIT_CALLBACK_WORKER)) & WL_TIMEOUT)
+		must_read = true;
+}
+
+void
+qc_callback_worker_main(Datum main_arg)
+{
+	int			slot = DatumGetInt32(main_arg);
+	MemoryContext cxt;
+
+	qc_bgsession_start(qc_database);
+	qc_queue_attach_callback_worker(slot);
+	(void) qc_call_refuse_sending(true);
+	cxt = AllocSetContextCreate(TopMemoryContext, "queryclaw callbacks",
+								ALLOCSET_DEFAULT_SIZES);
+	ereport(LOG,
+			(errmsg("queryclaw callback worker %d started in database \"%s\"", slot,
+					qc_database)));
+	while (!qc_bgsession_stop)
+	{
+		Batch		b = {0};
+
+		(void) qc_bgsession_next_pass();
+		MemoryContextSwitchTo(cxt);
+		safe_batch(&b, cxt);
+		if (!qc_bgsession_stop)
+			wait_for_callbacks(&b);
+	}
+	proc_exit(1);
+}

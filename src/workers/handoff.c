@@ -1,0 +1,210 @@
+/*-------------------------------------------------------------------------
+ *
+ * handoff.c
+ *	  Requests handed from an async worker to the callback workers: their
+ *	  outcomes recorded in one statement, and the hints that tell the
+ *	  callback workers of them once that commits.
+ *
+ * An async worker calls no callback (callbackworker.c says why).  When a
+ * request's outcome is final and a callback is due, the worker stores the
+ * outcome and marks the request (queue.h): the same one row update that
+ * makes a request without a callback final, and for all the requests of
+ * a role that a service step records, one statement.  Each row is locked
+ * without waiting, as every row the worker writes: one a user's
+ * transaction holds (a cancel not yet committed) is left for a later pass,
+ * one cancelled meanwhile keeps no result (its callback is the callback
+ * workers' already), and the secrets of both are deleted.  The statement
+ * names the rows by their ids alone, so that only the primary key's index
+ * fits, whatever the statistics say.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/jsonb.h"
+#include "utils/lsyscache.h"
+
+#include "callbackhints.h"
+#include "handoff.h"
+#include "queue.h"
+
+/* The requests handed over since the worker last told the callback workers. */
+static QcCallbackHint handed_off[QC_CALLBACK_HINTS];
+static int	nhanded_off = 0;
+static bool handed_off_lost = false;	/* more than were kept */
+
+static void
+note_handed_off(const QcAsyncRequest *r)
+{
+	if (nhanded_off == QC_CALLBACK_HINTS)
+	{
+		handed_off_lost = true;
+		return;
+	}
+	handed_off[nhanded_off].id = r->id;
+	handed_off[nhanded_off].role = r->role;
+	nhanded_off++;
+}
+
+bool
+qc_handoff_hint(void)
+{
+	bool		any = nhanded_off > 0 || handed_off_lost;
+
+	qc_callback_hints_add(handed_off, nhanded_off);
+	if (handed_off_lost)
+		qc_callback_hints_lose();
+	qc_handoff_forget();
+	return any;
+}
+
+void
+qc_handoff_forget(void)
+{
+	nhanded_off = 0;
+	handed_off_lost = false;
+}
+
+/* One column of the requests as an array (NULL elements where isnull). */
+static Datum
+as_array(Datum *values, bool *isnull, int n, Oid type)
+{
+	int16		typlen;
+	bool		typbyval;
+	char		typalign;
+	int			dims[1] = {n};
+	int			lbs[1] = {1};
+
+	get_typlenbyvalalign(type, &typlen, &typbyval, &typalign);
+	return PointerGetDatum(construct_md_array(values, isnull, 1, dims, lbs, type,
+											  typlen, typbyval, typalign));
+}
+
+/* The arguments of the statement below, built from the requests. */
+static void
+handoff_args(QcAsyncRequest **rs, int n, Datum *args)
+{
+	Datum	   *ids = palloc(n * sizeof(Datum));
+	Datum	   *results = palloc(n * sizeof(Datum));
+	Datum	   *errors = palloc(n * sizeof(Datum));
+	Datum	   *sqlstates = palloc(n * sizeof(Datum));
+	Datum	   *secret_ids = palloc(n * sizeof(Datum));
+	bool	   *no_result = palloc(n * sizeof(bool));
+	bool	   *no_error = palloc(n * sizeof(bool));
+	bool	   *no_sqlstate = palloc(n * sizeof(bool));
+	int			nsecrets = 0;
+
+	for (int i = 0; i < n; i++)
+	{
+		QcAsyncRequest *r = rs[i];
+
+		ids[i] = Int64GetDatum(r->id);
+		results[i] = PointerGetDatum(r->result);
+		no_result[i] = r->result == NULL;
+		errors[i] = r->error ? CStringGetTextDatum(r->error) : (Datum) 0;
+		no_error[i] = r->error == NULL;
+		sqlstates[i] = r->sqlstate ? CStringGetTextDatum(r->sqlstate) : (Datum) 0;
+		no_sqlstate[i] = r->sqlstate == NULL;
+		if (r->has_secrets)
+			secret_ids[nsecrets++] = Int64GetDatum(r->id);
+	}
+	args[0] = as_array(ids, NULL, n, INT8OID);
+	args[1] = as_array(results, no_result, n, JSONBOID);
+	args[2] = as_array(errors, no_error, n, TEXTOID);
+	args[3] = as_array(sqlstates, no_sqlstate, n, TEXTOID);
+	args[4] = as_array(secret_ids, NULL, nsecrets, INT8OID);
+}
+
+/* The state of request id as the statement locked it, or NULL. */
+static char *
+locked_state(int64 id)
+{
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		bool		isnull;
+
+		if (DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1,
+										&isnull)) == id)
+			return SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2);
+	}
+	return NULL;
+}
+
+/* Is id among the rows of there? */
+static bool
+still_there(int64 id, SPITupleTable *there, uint64 nthere)
+{
+	for (uint64 i = 0; i < nthere; i++)
+	{
+		bool		isnull;
+
+		if (DatumGetInt64(SPI_getbinval(there->vals[i], there->tupdesc, 1, &isnull)) == id)
+			return true;
+	}
+	return false;
+}
+
+/* Those not locked: held by a user's transaction (to be deferred), or gone. */
+static void
+sort_out_missing(QcAsyncRequest **missing, int n, List **held)
+{
+	static SPIPlanPtr plan = NULL;
+	Oid			type = INT8ARRAYOID;
+	Datum	   *ids = palloc(n * sizeof(Datum));
+	Datum		arg;
+
+	for (int i = 0; i < n; i++)
+		ids[i] = Int64GetDatum(missing[i]->id);
+	arg = as_array(ids, NULL, n, INT8OID);
+	qc_queue_plan(&plan, "SELECT id FROM queryclaw.requests"
+				  " WHERE id OPERATOR(pg_catalog.=) ANY ($1)", 1, &type);
+	if (SPI_execute_plan(plan, &arg, NULL, true, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not read queryclaw.requests");
+	for (int i = 0; i < n; i++)
+		if (still_there(missing[i]->id, SPI_tuptable, SPI_processed))
+			*held = lappend(*held, missing[i]);
+}
+
+void
+qc_handoff_record(QcAsyncRequest **rs, int n, List **held)
+{
+	static SPIPlanPtr plan = NULL;
+	Oid			types[5] = {INT8ARRAYOID, JSONBARRAYOID, TEXTARRAYOID, TEXTARRAYOID,
+	INT8ARRAYOID};
+	Datum		args[5];
+	QcAsyncRequest **missing = palloc(n * sizeof(QcAsyncRequest *));
+	int			nmissing = 0;
+
+	handoff_args(rs, n, args);
+	qc_queue_plan(&plan,
+				  "WITH l AS (SELECT r.id, r.state FROM queryclaw.requests r"
+				  "  WHERE r.id OPERATOR(pg_catalog.=) ANY ($1) FOR UPDATE SKIP LOCKED),"
+				  " h AS (UPDATE queryclaw.requests r SET result = v.result, error = v.error,"
+				  "  sqlstate = v.sqlstate, waiting = '" QC_WAITING_CALLBACK "'"
+				  "  FROM l, ROWS FROM (pg_catalog.unnest($1), pg_catalog.unnest($2),"
+				  "   pg_catalog.unnest($3), pg_catalog.unnest($4)) AS v(id, result, error, sqlstate)"
+				  "  WHERE l.state OPERATOR(pg_catalog.=) 'running'"
+				  "  AND v.id OPERATOR(pg_catalog.=) l.id AND r.id OPERATOR(pg_catalog.=) l.id),"
+				  " s AS (DELETE FROM queryclaw.request_secrets x"
+				  "  WHERE x.id OPERATOR(pg_catalog.=) ANY ($5)"
+				  "  AND x.id OPERATOR(pg_catalog.=) ANY (SELECT l.id FROM l))"
+				  " SELECT l.id, l.state FROM l",
+				  5, types);
+	if (SPI_execute_plan(plan, args, NULL, false, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not update queryclaw.requests");
+	for (int i = 0; i < n; i++)
+	{
+		char	   *state = locked_state(rs[i]->id);
+
+		if (state == NULL)
+			missing[nmissing++] = rs[i];
+		else if (strcmp(state, "running") == 0)
+			note_handed_off(rs[i]);
+	}
+	if (nmissing > 0)
+		sort_out_missing(missing, nmissing, held);
+}

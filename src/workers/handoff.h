@@ -1,0 +1,33 @@
+/*-------------------------------------------------------------------------
+ *
+ * handoff.h
+ *	  Requests handed from an async worker to the callback workers
+ *	  (handoff.c): their outcomes recorded in one statement, and the hints
+ *	  that tell the callback workers of them once that commits.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef QC_HANDOFF_H
+#define QC_HANDOFF_H
+
+#include "asyncrun.h"
+
+/*
+ * As the worker, in a transaction: hand the n requests (final outcomes
+ * whose callback is due) to the callback workers, in one statement (queue.h
+ * says how).  A row a user's transaction holds is skipped, not waited for:
+ * those requests are appended to *held, to be recorded at a later pass; a
+ * row cancelled meanwhile keeps no result, a row gone nothing.
+ */
+extern void qc_handoff_record(QcAsyncRequest **requests, int n, List **held);
+
+/*
+ * After the transaction committed: tell the callback workers of the
+ * requests handed over since the last call (callbackhints.h); whether
+ * there were any, to wake them.  Forget them instead when it did not
+ * commit.
+ */
+extern bool qc_handoff_hint(void);
+extern void qc_handoff_forget(void);
+
+#endif							/* QC_HANDOFF_H */
