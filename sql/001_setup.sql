@@ -86,8 +86,20 @@ $$;
 
 -- With preload, the audit worker commits rows in its own transactions a
 -- moment after each call: wait until it has written everything queued.
-CREATE FUNCTION qc_test.audit_flush() RETURNS boolean LANGUAGE sql
-AS $$ SELECT qc_test.wait_until('(SELECT queued FROM queryclaw.audit_status()) = 0') $$;
+CREATE FUNCTION qc_test.audit_flush() RETURNS boolean LANGUAGE plpgsql
+AS $$
+BEGIN
+    -- up to a minute: a worker started with the cluster may still be
+    -- connecting on a loaded machine (its restart waits for the postmaster)
+    FOR i IN 1..3000 LOOP
+        IF (SELECT queued FROM queryclaw.audit_status()) = 0 THEN
+            RETURN true;
+        END IF;
+        PERFORM pg_sleep(0.02);
+    END LOOP;
+    RETURN false;
+END
+$$;
 
 -- Wait until the audit log holds at least n rows matching the condition
 -- (rows other sessions queue as they end, say); returns how many it holds.

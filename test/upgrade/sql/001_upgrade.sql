@@ -26,7 +26,7 @@ AS $$ SELECT replace(t, current_setting('qc_test.base'), 'BASE') $$;
 CREATE FUNCTION upgrade_test.audit() RETURNS TABLE (func text, outcome text, n bigint)
 LANGUAGE plpgsql AS $$
 BEGIN
-    FOR i IN 1..750 LOOP
+    FOR i IN 1..3000 LOOP
         EXIT WHEN (SELECT queued + in_flight FROM queryclaw.audit_status()) = 0;
         PERFORM pg_sleep(0.02);
     END LOOP;
