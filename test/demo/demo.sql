@@ -216,7 +216,9 @@ INSERT INTO demo_profiles (slug)
     SELECT slug FROM demo_companies WHERE slug <> 'ghost-systems' ORDER BY id LIMIT 8;
 SELECT queryclaw.create_enrichment('demo_profiles', source => 'demo_profiles',
     request => format($$queryclaw.api_call_request(%L || '/api/companies/' || slug)$$, :'base'),
-    apply   => $$city = result #>> '{body,city}', employees = (result #>> '{body,employees}')::int$$);
+    apply   => $$city = result #>> '{body,city}', employees = (result #>> '{body,employees}')::int$$) \gset
+-- the backfill is under way: the rows not asked yet are stale
+SELECT name, mode, rows, stale FROM queryclaw.enrichments;
 \set ECHO none
 SELECT pg_temp.enrichment_settled('demo_profiles') AS settled \gset
 \set ECHO queries
