@@ -231,7 +231,7 @@ DECLARE
 BEGIN
 	SELECT * INTO d FROM queryclaw.enrichment_definitions e
 	 WHERE e.name = enrichment_find.name
-	   AND e.owner = (SELECT r.oid FROM pg_roles r WHERE r.rolname = current_user)
+	   AND e.owner = queryclaw.enrichment_me()
 	   FOR UPDATE;
 	IF NOT FOUND THEN
 		RAISE EXCEPTION 'enrichment "%" does not exist', name
@@ -426,7 +426,7 @@ RETURNS void
 LANGUAGE plpgsql VOLATILE AS $$
 DECLARE
 	d queryclaw.enrichment_definitions;
-	me oid := (SELECT r.oid FROM pg_catalog.pg_roles r WHERE r.rolname OPERATOR(pg_catalog.=) current_user);
+	me oid := queryclaw.enrichment_me();
 BEGIN
 	IF name IS NULL OR name OPERATOR(pg_catalog.=) '' OR source IS NULL OR request IS NULL THEN
 		RAISE EXCEPTION 'name, source and request must be given'
