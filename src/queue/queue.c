@@ -556,7 +556,13 @@ qc_queue_plan(SPIPlanPtr *plan, const char *sql, int nargs, Oid *types)
 {
 	if (*plan == NULL)
 	{
-		SPIPlanPtr	made = SPI_prepare(sql, nargs, types);
+		/*
+		 * Planned once: a custom plan for each call would cost a planning
+		 * per statement (the worker runs these hundreds of times a second),
+		 * and the statements are shaped so that the plan made without the
+		 * parameters' values is the right one whatever the statistics say.
+		 */
+		SPIPlanPtr	made = SPI_prepare_cursor(sql, nargs, types, CURSOR_OPT_GENERIC_PLAN);
 
 		if (made == NULL)
 			elog(ERROR, "could not prepare a statement on queryclaw.requests: %s",

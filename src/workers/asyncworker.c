@@ -116,7 +116,8 @@ static TimestampTz next_due = 0;	/* when the next queued request is due */
 	" WHERE s.id OPERATOR(pg_catalog.=) r.id), r.request)," \
 	" r.callback, r.context, r.idempotency_key, r.attempts," \
 	" EXISTS (SELECT FROM queryclaw.request_secrets s WHERE s.id OPERATOR(pg_catalog.=) r.id)," \
-	" r.query"
+	" r.query, r.next_attempt_at"
+#define COLUMN_NEXT_ATTEMPT_AT 11
 
 /*
  * A request on the wire, not one whose outcome is recorded and whose
@@ -267,11 +268,35 @@ in_transaction(const char *activity, void (*work) (void *arg), void *arg)
 
 /* ---- claiming ---- */
 
-/* What a claim takes: up to limit due requests of these roles, in turns. */
+/*
+ * The roles a claim takes from, kept between claims: reading them costs a
+ * statement, and while the queue is busy they change only when a request
+ * is queued, comes due or ends a role's backlog.  So they are read again
+ * when the worker is nudged (a commit that queued, a request come due),
+ * after a claim that found fewer than it asked, and at every round of the
+ * chores (a pause begun).  Each role's claims resume after the last
+ * request claimed of it (in requests_role_due_idx's order), so that a
+ * claim does not walk the index entries of the requests claimed before,
+ * which stay until VACUUM or a scan sees their tuples dead to all (while
+ * a snapshot is open elsewhere, they are not): a request that came due
+ * behind that point was queued by a transaction whose commit nudged the
+ * worker, or put back by the worker itself, later than that point.
+ */
+typedef struct ClaimRole
+{
+	Oid			role;
+	TimestampTz after_at;		/* the last claimed's next_attempt_at */
+	int64		after_id;		/* and id */
+} ClaimRole;
+
+static ClaimRole *claim_roles = NULL;	/* in TopMemoryContext */
+static int	nclaim_roles = 0;
+static bool claim_roles_stale = true;
+
+/* What a claim takes: up to limit due requests of claim_roles, in turns. */
 typedef struct ClaimScope
 {
 	int			limit;
-	ArrayType  *roles;			/* oid[]: the roles found not paused, in turn order */
 	List	   *claimed;		/* out: the flights */
 } ClaimScope;
 
@@ -287,35 +312,92 @@ static void next_due_time(void *arg);
 /* through requests_role_due_idx: see QC_ROLES_OF */
 #define ROLES_OF(OF_ROLE) QC_ROLES_OF(OF_ROLE)
 
+/* One column of claim_roles, in turn order from the rotation, as an array. */
+static Datum
+claim_roles_column(int column)
+{
+	Datum	   *values = palloc(nclaim_roles * sizeof(Datum));
+
+	for (int i = 0; i < nclaim_roles; i++)
+	{
+		ClaimRole  *c = &claim_roles[(i + worker.rotation) % nclaim_roles];
+
+		values[i] = column == 0 ? ObjectIdGetDatum(c->role) :
+			column == 1 ? TimestampTzGetDatum(c->after_at) : Int64GetDatum(c->after_id);
+	}
+	if (column == 0)
+		return PointerGetDatum(construct_array(values, nclaim_roles, OIDOID, sizeof(Oid),
+											   true, TYPALIGN_INT));
+	return PointerGetDatum(construct_array(values, nclaim_roles,
+										   column == 1 ? TIMESTAMPTZOID : INT8OID,
+										   8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
+}
+
+/* Move each role's starting point past the requests just claimed. */
+static void
+advance_claim_roles(void)
+{
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		HeapTuple	tuple = SPI_tuptable->vals[i];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+		bool		isnull;
+		int64		id = DatumGetInt64(SPI_getbinval(tuple, desc, 1, &isnull));
+		Oid			role = DatumGetObjectId(SPI_getbinval(tuple, desc, 2, &isnull));
+		TimestampTz at = DatumGetTimestampTz(SPI_getbinval(tuple, desc,
+														   COLUMN_NEXT_ATTEMPT_AT, &isnull));
+
+		for (int r = 0; r < nclaim_roles; r++)
+		{
+			ClaimRole  *c = &claim_roles[r];
+
+			if (c->role == role &&
+				(at > c->after_at || (at == c->after_at && id > c->after_id)))
+			{
+				c->after_at = at;
+				c->after_id = id;
+			}
+		}
+	}
+}
+
 /*
  * Claim up to limit due requests, round-robin between the roles: each
- * role's oldest first (through requests_role_due_idx), the first of every
- * role before the second of any, the roles in the order given.
+ * role's oldest first from where its last claim ended (through
+ * requests_role_due_idx), the first of every role before the second of
+ * any, the roles in turn order.
  */
 static void
 claim_rows(void *arg)
 {
+	static SPIPlanPtr plan = NULL;
 	ClaimScope *scope = arg;
-	Oid			types[2] = {INT4OID, OIDARRAYOID};
-	Datum		values[2] = {Int32GetDatum(scope->limit), PointerGetDatum(scope->roles)};
+	Oid			types[4] = {INT4OID, OIDARRAYOID, TIMESTAMPTZARRAYOID, INT8ARRAYOID};
+	Datum		values[4] = {Int32GetDatum(scope->limit), claim_roles_column(0),
+	claim_roles_column(1), claim_roles_column(2)};
 	int			rc;
 
-	rc = SPI_execute_with_args("UPDATE queryclaw.requests r SET state = 'running',"
-							   " attempts = r.attempts OPERATOR(pg_catalog.+) 1, waiting = NULL"
-							   " WHERE r.id OPERATOR(pg_catalog.=) ANY (ARRAY("
-							   "  SELECT c.id FROM pg_catalog.unnest($2) WITH ORDINALITY AS g(role, turn),"
-							   "  LATERAL (SELECT d.id, pg_catalog.row_number() OVER"
-							   "    (ORDER BY d.next_attempt_at, d.id) AS place FROM ("
-							   "   SELECT q.id, q.next_attempt_at FROM queryclaw.requests q"
-							   "    WHERE q.role::pg_catalog.oid OPERATOR(pg_catalog.=) g.role"
-							   "      AND q.state OPERATOR(pg_catalog.=) ANY ('{queued,retrying}'::pg_catalog.text[])"
-							   "      AND q.next_attempt_at OPERATOR(pg_catalog.<=) pg_catalog.now()"
-							   "    ORDER BY q.next_attempt_at, q.id LIMIT $1 FOR UPDATE SKIP LOCKED) d) c"
-							   "  ORDER BY c.place, g.turn LIMIT $1))"
-							   " RETURNING " REQUEST_COLUMNS,
-							   2, types, values, NULL, false, 0);
+	qc_queue_plan(&plan,
+				  "UPDATE queryclaw.requests r SET state = 'running',"
+				  " attempts = r.attempts OPERATOR(pg_catalog.+) 1, waiting = NULL"
+				  " WHERE r.id OPERATOR(pg_catalog.=) ANY (ARRAY("
+				  "  SELECT c.id FROM ROWS FROM (pg_catalog.unnest($2), pg_catalog.unnest($3),"
+				  "   pg_catalog.unnest($4)) WITH ORDINALITY AS g(role, after_at, after_id, turn),"
+				  "  LATERAL (SELECT d.id, pg_catalog.row_number() OVER"
+				  "    (ORDER BY d.next_attempt_at, d.id) AS place FROM ("
+				  "   SELECT q.id, q.next_attempt_at FROM queryclaw.requests q"
+				  "    WHERE q.role::pg_catalog.oid OPERATOR(pg_catalog.=) g.role"
+				  "      AND q.state OPERATOR(pg_catalog.=) ANY ('{queued,retrying}'::pg_catalog.text[])"
+				  "      AND (q.next_attempt_at, q.id) OPERATOR(pg_catalog.>) (g.after_at, g.after_id)"
+				  "      AND q.next_attempt_at OPERATOR(pg_catalog.<=) pg_catalog.now()"
+				  "    ORDER BY q.next_attempt_at, q.id LIMIT $1 FOR UPDATE SKIP LOCKED) d) c"
+				  "  ORDER BY c.place, g.turn LIMIT $1))"
+				  " RETURNING " REQUEST_COLUMNS,
+				  4, types);
+	rc = SPI_execute_plan(plan, values, NULL, false, 0);
 	if (rc != SPI_OK_UPDATE_RETURNING)
 		elog(ERROR, "could not claim requests: %s", SPI_result_code_string(rc));
+	advance_claim_roles();
 	scope->claimed = take_rows();
 	worker.exhausted = list_length(scope->claimed) < scope->limit;
 	if (worker.exhausted)
@@ -331,19 +413,21 @@ claim_rows(void *arg)
 static void
 next_due_time(void *arg)
 {
+	static SPIPlanPtr plan = NULL;
 	bool		isnull;
 	int			rc;
 
 	/* role by role through requests_role_due_idx: the cost of the roles */
-	rc = SPI_execute(ROLES_OF(WAITING_OF_ROLE)
-					 " SELECT pg_catalog.min(n.at) FROM roles w,"
-					 " LATERAL (SELECT r.next_attempt_at AS at FROM queryclaw.requests r"
-					 "   WHERE r.role::pg_catalog.oid OPERATOR(pg_catalog.=) w.role"
-					 "     AND r.state OPERATOR(pg_catalog.=) ANY ('{queued,retrying}'::pg_catalog.text[])"
-					 "     AND r.next_attempt_at OPERATOR(pg_catalog.>) pg_catalog.now()"
-					 "   ORDER BY r.next_attempt_at LIMIT 1) n"
-					 " WHERE w.role IS NOT NULL",
-					 true, 0);
+	qc_queue_plan(&plan, ROLES_OF(WAITING_OF_ROLE)
+				  " SELECT pg_catalog.min(n.at) FROM roles w,"
+				  " LATERAL (SELECT r.next_attempt_at AS at FROM queryclaw.requests r"
+				  "   WHERE r.role::pg_catalog.oid OPERATOR(pg_catalog.=) w.role"
+				  "     AND r.state OPERATOR(pg_catalog.=) ANY ('{queued,retrying}'::pg_catalog.text[])"
+				  "     AND r.next_attempt_at OPERATOR(pg_catalog.>) pg_catalog.now()"
+				  "   ORDER BY r.next_attempt_at LIMIT 1) n"
+				  " WHERE w.role IS NOT NULL",
+				  0, NULL);
+	rc = SPI_execute_plan(plan, NULL, NULL, true, 0);
 	if (rc != SPI_OK_SELECT)
 		elog(ERROR, "could not read the queue: %s", SPI_result_code_string(rc));
 	next_due = DatumGetTimestampTz(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc,
@@ -360,9 +444,12 @@ next_due_time(void *arg)
 static void
 due_roles(void *arg)
 {
-	int			rc = SPI_execute(ROLES_OF(DUE_OF_ROLE)
-								 " SELECT role FROM roles WHERE role IS NOT NULL",
-								 true, 0);
+	static SPIPlanPtr plan = NULL;
+	int			rc;
+
+	qc_queue_plan(&plan, ROLES_OF(DUE_OF_ROLE) " SELECT role FROM roles WHERE role IS NOT NULL",
+				  0, NULL);
+	rc = SPI_execute_plan(plan, NULL, NULL, true, 0);
 
 	if (rc != SPI_OK_SELECT)
 		elog(ERROR, "could not read the queue: %s", SPI_result_code_string(rc));
@@ -426,55 +513,65 @@ note_pause(Oid role, bool paused)
 }
 
 /*
- * The roles whose due requests a claim may take, as an oid[] in turn
- * order (NULL when there are none): not those for which queryclaw.enabled
- * is off, whose requests are left as they are, queued and untouched (a
- * paused queue of any size costs no write), and looked at again at the
- * next claim.  The order turns by one role at every claim, so that with
- * fewer free slots than roles each role's turn comes.  Only the roles read
- * here are claimed from, so that a request queued since (its role perhaps
- * paused) is not seen running before a claim looks at its role.
+ * Read the roles whose due requests a claim may take into claim_roles
+ * (see there), each from its first due request: not those for which
+ * queryclaw.enabled is off, whose requests are left as they are, queued
+ * and untouched (a paused queue of any size costs no write), and looked at
+ * again at the next reading.  The turn order rotates by one role at every
+ * claim, so that with fewer free slots than roles each role's turn comes.
+ * Only the roles read here are claimed from, so that a request queued
+ * since (its role perhaps paused) is not seen running before a reading
+ * looks at its role.  The roles read, paused or not, are kept in
+ * claim_roles_seen.
  */
-static ArrayType *
-claimable_roles(List **due)
+static List *claim_roles_seen = NIL;	/* in TopMemoryContext */
+
+static void
+refresh_claim_roles(void)
 {
 	List	   *roles = NIL;
-	Datum	   *going;
-	int			ngoing = 0;
 	int			nroles;
+	MemoryContext old;
 
 	qc_async_as_writer(due_roles, &roles);
-	*due = roles;
 	nroles = list_length(roles);
-	going = palloc(Max(nroles, 1) * sizeof(Datum));
+	old = MemoryContextSwitchTo(TopMemoryContext);
+	list_free(claim_roles_seen);
+	claim_roles_seen = list_copy(roles);
+	if (claim_roles)
+		pfree(claim_roles);
+	claim_roles = palloc(Max(nroles, 1) * sizeof(ClaimRole));
+	MemoryContextSwitchTo(old);
+	nclaim_roles = 0;
 	for (int i = 0; i < nroles; i++)
 	{
-		Oid			role = list_nth_oid(roles, (i + worker.rotation) % nroles);
+		Oid			role = list_nth_oid(roles, i);
 
 		/* a dropped role's requests go, to fail for that reason */
 		bool		paused = SearchSysCacheExists1(AUTHOID, ObjectIdGetDatum(role)) &&
 			qc_role_paused(role);
 
 		note_pause(role, paused);
-		if (!paused)
-			going[ngoing++] = ObjectIdGetDatum(role);
+		if (paused)
+			continue;
+		claim_roles[nclaim_roles].role = role;
+		claim_roles[nclaim_roles].after_at = DT_NOBEGIN;
+		claim_roles[nclaim_roles].after_id = PG_INT64_MIN;
+		nclaim_roles++;
 	}
-	worker.rotation++;
-	if (ngoing == 0)
-		return NULL;
-	return construct_array(going, ngoing, OIDOID, sizeof(Oid), true, TYPALIGN_INT);
+	claim_roles_stale = false;
 }
 
-/* Has a role with due requests come since the roles in seen were read? */
+/* Has a role with due requests come since claim_roles were read? */
 static bool
-new_due_role(List *seen)
+new_due_role(void)
 {
 	List	   *roles = NIL;
 	ListCell   *lc;
 
 	qc_async_as_writer(due_roles, &roles);
 	foreach(lc, roles)
-		if (!list_member_oid(seen, lfirst_oid(lc)))
+		if (!list_member_oid(claim_roles_seen, lfirst_oid(lc)))
 			return true;
 	return false;
 }
@@ -483,21 +580,27 @@ new_due_role(List *seen)
 static int
 claim(int limit)
 {
-	List	   *seen;
-	ClaimScope	scope = {limit, claimable_roles(&seen), NIL};
+	ClaimScope	scope = {limit, NIL};
 	int			done = 0;
 
+	if (claim_roles_stale)
+		refresh_claim_roles();
 	/* with none, no index scan passes over a paused queue's requests */
-	if (scope.roles != NULL)
+	if (nclaim_roles > 0)
 		qc_async_as_writer(claim_rows, &scope);
 	else
 	{
 		worker.exhausted = true;
 		qc_async_as_writer(next_due_time, NULL);
 	}
-	/* its requests were not claimed: the next claim looks at its role now */
-	if (worker.exhausted && new_due_role(seen))
-		next_due = 0;
+	worker.rotation++;
+	if (worker.exhausted)
+	{
+		/* its requests were not claimed: the next claim looks at its role now */
+		if (new_due_role())
+			next_due = 0;
+		claim_roles_stale = true;
+	}
 	if (scope.claimed != NIL)
 		done = by_roles(scope.claimed, qc_async_start_role);
 	list_free(scope.claimed);
@@ -654,6 +757,7 @@ chores(TimestampTz now)
 		retention_at = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), retention_every_ms());
 	}
 	worker.chores_at = TimestampTzPlusMilliseconds(now, QC_ASYNC_CHORES_MS);
+	claim_roles_stale = true;	/* a pause begun, a request another worker let go */
 	return done;
 }
 
@@ -736,7 +840,10 @@ feed(QcCall **calls, int room, void *arg)
 	if (next_due <= now)
 		nudged = true;
 	if (nudged)
+	{
 		worker.exhausted = false;
+		claim_roles_stale = true;
+	}
 	if (!qc_bgsession_stop && !worker.exhausted)
 		sv.room = room - list_length(worker.unsent);
 	/*
@@ -910,6 +1017,7 @@ release(void)
 	MemoryContextReset(worker.cxt);
 	worker.flights = worker.unsent = NIL;
 	qc_async_hosts_reset();
+	claim_roles_stale = true;	/* its requests go back to the queue */
 	if (rq.ids == NULL)
 		return;
 	PG_TRY();

@@ -114,6 +114,20 @@ static const struct
 	{"session_replication_role", "origin"},
 	/* the policies of row-level security apply, never an error instead */
 	{"row_security", "on"},
+
+	/*
+	 * Plans that stay right whatever the statistics say (README, "How the
+	 * queue runs"): the worker's statements are planned once (a generic
+	 * plan), when the queue may be empty, freshly vacuumed or a million rows
+	 * long.  With these, a scan in an index's order is chosen wherever one
+	 * fits, never a scan of a role's every request and a sort because the
+	 * statistics of a drained queue promise one row; and no JIT compilation
+	 * of a statement that reads a few rows.
+	 */
+	{"enable_seqscan", "off"},
+	{"enable_bitmapscan", "off"},
+	{"enable_sort", "off"},
+	{"jit", "off"},
 };
 
 /* One setting's value before connecting. */
