@@ -44,6 +44,11 @@ VACUUM ANALYZE queryclaw.requests, queryclaw.request_secrets;
 SQL
 echo "queryclaw.requests: $(qc_psql -At -d postgres -c "SELECT count(*) FROM queryclaw.requests") rows, all final, vacuumed and analyzed"
 
+# SQL that waits until $1 callbacks have run.
+callbacks_ran() {
+	printf 'DO $$ BEGIN WHILE (SELECT count(*) FROM bench_done) < %d LOOP PERFORM pg_sleep(0.05); END LOOP; END $$;\n' "$1"
+}
+
 log_from=$(stat -c %s "$QC_WORK/postgres.log" 2>/dev/null || echo 0)
 qc_psql -q -d postgres <<'SQL'
 ALTER SYSTEM SET auto_explain.log_min_duration = 0;
@@ -60,17 +65,9 @@ SELECT count(queryclaw.api_call_async('$base/delay', callback => 'bench_note(big
 SELECT queryclaw.api_call_async('$base/delay', callback => 'bench_note(bigint,jsonb,text,jsonb)'::regprocedure)
     AS late \\gset
 SELECT queryclaw.cancel_requests(ARRAY[:late]);
-DO \$\$ BEGIN
-    WHILE (SELECT count(*) FROM bench_done) < 201 LOOP
-        PERFORM pg_sleep(0.05);
-    END LOOP;
-END \$\$;
+$(callbacks_ran 201)
 SELECT queryclaw.retry_requests(ARRAY[:late]);
-DO \$\$ BEGIN
-    WHILE (SELECT count(*) FROM bench_done) < 202 LOOP
-        PERFORM pg_sleep(0.05);
-    END LOOP;
-END \$\$;
+$(callbacks_ran 202)
 SQL
 qc_psql -q -d postgres -c "ALTER SYSTEM RESET ALL" -c "SELECT pg_reload_conf()" >/dev/null
 
