@@ -60,6 +60,15 @@ SELECT queryclaw.mcp_call('mcp_sse', 'echo', '{"message": "streamed"}')->>'text'
 RESET ROLE;
 SELECT * FROM qc_test.mcp_log();
 
+-- a request of the server that it waits on before it sends its response
+-- (a ping): answered, with ping's empty result, while the stream is open
+SELECT qc_test.mcp_server('mcp_ask', 'ask');
+SET ROLE qc_mcp;
+SELECT r->>'is_error' AS is_error, r->>'text' AS text
+  FROM queryclaw.mcp_call('mcp_ask', 'echo', '{"message": "asked"}') AS r;
+RESET ROLE;
+SELECT * FROM qc_test.mcp_log();
+
 -- a stream that ends before its response, its events numbered, resumed
 -- with a GET and its Last-Event-ID
 SELECT qc_test.mcp_server('mcp_resume', 'resume');
@@ -179,7 +188,7 @@ SELECT detail->>'server' AS server, detail->>'method' AS method, detail->>'tool'
   FROM queryclaw.audit_log WHERE func = 'mcp' GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 3, 4;
 SELECT count(*) AS rows_with_key FROM queryclaw.audit_log a WHERE a::text LIKE '%mcp-secret-0123%';
 
-DROP SERVER mcp_json, mcp_sse, mcp_resume, mcp_expire, mcp_dropped, mcp_badjson, mcp_auth, mcp_slow,
+DROP SERVER mcp_json, mcp_sse, mcp_ask, mcp_resume, mcp_expire, mcp_dropped, mcp_badjson, mcp_auth, mcp_slow,
   mcp_huge, mcp_oldrev, mcp_badsession, mcp_http, mcp_some, mcp_blocked CASCADE;
 DROP FUNCTION qc_test.mcp_server(text, text, text), qc_test.mcp_log();
 DROP OWNED BY qc_mcp, qc_mcp_none;
