@@ -84,6 +84,21 @@ SELECT queryclaw.mcp_call('mcp_resume', 'echo', '{"message": "resumed"}')->>'tex
 RESET ROLE;
 SELECT * FROM qc_test.mcp_log();
 
+-- a stream polled (2025-11-25): its connection closed after each event,
+-- with an id and a retry field; resumed as long as it goes on, five times
+SELECT qc_test.mcp_server('mcp_poll', 'poll');
+SET ROLE qc_mcp;
+SELECT queryclaw.mcp_call('mcp_poll', 'echo', '{"message": "polled"}')->>'text' AS text;
+RESET ROLE;
+SELECT * FROM qc_test.mcp_log();
+-- one that goes on without its response is resumed only within the
+-- server's timeout
+SELECT qc_test.mcp_server('mcp_pollever', 'pollever', ', timeout ''1s''');
+SET ROLE qc_mcp;
+SELECT qc_test.try($$SELECT queryclaw.mcp_call('mcp_pollever', 'echo', '{"message": "polled"}')$$);
+RESET ROLE;
+SELECT count(*) > 5 AS resumed_many FROM qc_test.mcp_log() WHERE mcp_log LIKE 'pollever GET%';
+
 -- an expired session (404) begins again once
 SELECT qc_test.mcp_server('mcp_expire', 'expire');
 SET ROLE qc_mcp;
@@ -240,16 +255,21 @@ SELECT queryclaw.mcp_call('mcp_json', 'echo', '{"message": "x", "password": "hun
 RESET ROLE;
 
 -- one audit row per JSON-RPC request: func 'mcp', the server, method and
--- tool; no key anywhere
+-- tool (mcp_pollever's resumptions: as many as its timeout let through,
+-- so counted apart); no key anywhere
 SELECT qc_test.audit_flush();
 SELECT detail->>'server' AS server, detail->>'method' AS method, detail->>'tool' AS tool,
        outcome, count(*)
-  FROM queryclaw.audit_log WHERE func = 'mcp' GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 3, 4;
+  FROM queryclaw.audit_log WHERE func = 'mcp' AND detail->>'server' <> 'mcp_pollever'
+ GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 3, 4;
+SELECT detail->>'method' AS method, outcome, count(*) > 5 AS many
+  FROM queryclaw.audit_log WHERE func = 'mcp' AND detail->>'server' = 'mcp_pollever'
+ GROUP BY 1, 2 ORDER BY 1, 2;
 SELECT count(*) AS rows_with_key FROM queryclaw.audit_log a WHERE a::text LIKE '%mcp-secret-0123%';
 SELECT count(*) AS rows_with_password FROM queryclaw.audit_log a WHERE a::text LIKE '%hunter2%';
 SELECT query FROM queryclaw.audit_log WHERE func = 'mcp' AND query LIKE '%"password"%';
 
-DROP SERVER mcp_json, mcp_sse, mcp_ask, mcp_resume, mcp_expire, mcp_dropped, mcp_badjson, mcp_auth, mcp_slow,
+DROP SERVER mcp_json, mcp_sse, mcp_ask, mcp_poll, mcp_pollever, mcp_resume, mcp_expire, mcp_dropped, mcp_badjson, mcp_auth, mcp_slow,
   mcp_huge, mcp_oldrev, mcp_badsession, mcp_http, mcp_some, mcp_blocked, mcp_hop CASCADE;
 DROP FUNCTION qc_test.mcp_server(text, text, text), qc_test.mcp_log();
 DROP OWNED BY qc_mcp, qc_mcp_none;

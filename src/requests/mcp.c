@@ -49,11 +49,14 @@
 #define MCP_LATEST "2025-11-25"
 #define MCP_OLDEST "2025-06-18"
 
-/* Most times a stream that ended before its response is resumed. */
+/*
+ * Most times in a row a stream that ended before its response is resumed
+ * to no avail (the resumed stream brought no event with an id).
+ */
 #define MCP_MAX_RESUMES 3
 
-/* The longest wait before a resumption the server may ask for. */
-#define MCP_MAX_RETRY_MS 5000
+/* The retry field read as at most this (the call's timeout decides). */
+#define MCP_MAX_RETRY_MS 3600000
 
 /* Most tools/list pages read (a server that never stops paging). */
 #define MCP_MAX_PAGES 100
@@ -85,6 +88,7 @@ typedef struct McpExchange
 	const char *extra;			/* more for the audit rows, or NULL */
 	char	   *last_event_id;	/* the stream's last event id, or NULL */
 	int			retry_ms;		/* the stream's retry field, or 0 */
+	TimestampTz began;			/* when its first POST was sent */
 	McpSession *session;		/* while the reply streams: its session, */
 	QcCall	   *call;			/* the call it comes on, */
 	size_t		seen;			/* how much of it watch_stream read, */
@@ -244,6 +248,8 @@ post(McpExchange *x, McpSession *s, const char *body)
 		/* a reply that may stream: its server's requests answered as they come */
 		static const QcCallWatch watch = {watch_stream, never_abandoned};
 
+		if (x->began == 0)
+			x->began = GetCurrentTimestamp();
 		x->session = s;
 		x->call = call;
 		x->seen = 0;
@@ -329,7 +335,7 @@ next_event(McpExchange *x, const char *body, size_t len, size_t *pos,
 			x->last_event_id = pnstrdup(line + 3 + (line[3] == ' '),
 										n - 3 - (line[3] == ' '));
 		else if (n >= 6 && strncmp(line, "retry:", 6) == 0)
-			x->retry_ms = Min(atoi(line + 6), MCP_MAX_RETRY_MS);
+			x->retry_ms = Max(0, Min(strtol(line + 6, NULL, 10), MCP_MAX_RETRY_MS));
 		else if (n >= 5 && strncmp(line, "data:", 5) == 0)
 		{
 			const char *v = line + 5 + (line[5] == ' ');
@@ -456,25 +462,44 @@ is_event_stream(const QcCall *call)
 }
 
 /*
+ * May x's stream be resumed once more, after its retry: within the call's
+ * timeout (0: none) from x's first POST?
+ */
+static bool
+time_to_resume(McpExchange *x, const QcCall *call)
+{
+	TimestampTz deadline = TimestampTzPlusMilliseconds(x->began, call->timeout_ms);
+
+	return call->timeout_ms <= 0 ||
+		TimestampDifferenceExceeds(GetCurrentTimestamp(), deadline, x->retry_ms);
+}
+
+/*
  * The response to x, as the reply's content type says.  A stream that
  * ended before it, its events numbered, is resumed as the spec says: a GET
  * with Last-Event-ID after the stream's retry, each a call of its own
- * (*callp, the one the response came on).
+ * (*callp, the one the response came on).  A server may close the
+ * connection of a stream that goes on, to be polled so (2025-11-25): a
+ * resumption that brought events is not held against MCP_MAX_RESUMES, and
+ * the call's timeout bounds them all.
  */
 static Jsonb *
 read_reply(McpExchange *x, McpSession *s, QcCall **callp)
 {
 	const char *text = reply_text(x, *callp);
 	Jsonb	   *response;
+	int			fruitless = 0;
 
 	if (x->id == 0)
 		return NULL;
 	if (!is_event_stream(*callp))
 		return take_message(x, *callp, text);
 	response = read_stream(x, *callp, text);
-	for (int resumes = 0; response == NULL && x->last_event_id != NULL &&
-		 resumes < MCP_MAX_RESUMES; resumes++)
+	while (response == NULL && x->last_event_id != NULL &&
+		   fruitless < MCP_MAX_RESUMES && time_to_resume(x, *callp))
 	{
+		const char *from = x->last_event_id;
+
 		qc_call_end(*callp);
 		if (x->retry_ms > 0)
 			qc_latch_sleep(x->retry_ms, QC_WAIT_RETRY);
@@ -483,11 +508,12 @@ read_reply(McpExchange *x, McpSession *s, QcCall **callp)
 		if (!is_event_stream(*callp))
 			break;
 		response = read_stream(x, *callp, text);
+		fruitless = strcmp(x->last_event_id, from) == 0 ? fruitless + 1 : 0;
 	}
 	if (response == NULL)
 		fail(*callp, psprintf("MCP server %s sent no response to %s", x->server, x->method),
 			 x->last_event_id ?
-			 "The stream ended before the response, and resuming it did not bring the response." :
+			 "The stream ended before the response, and resuming it did not bring the response in time." :
 			 "The stream ended before the response, and its events have no ids to resume it from.");
 	return response;
 }
