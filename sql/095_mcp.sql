@@ -174,6 +174,12 @@ SET LOCAL queryclaw.denied_hosts = '127.0.0.1';
 SET LOCAL ROLE qc_mcp;
 SELECT qc_test.try($$SELECT queryclaw.mcp_call('mcp_some', 'echo', '{"message": "denied"}')$$);
 COMMIT;
+-- the server's rate limit counts each JSON-RPC request: at 1/min, the
+-- notification after initialize would wait past the timeout (53400)
+SELECT qc_test.mcp_server('mcp_rated', 'rated', ', rate_limit ''1/min'', timeout ''1s''');
+SET ROLE qc_mcp;
+SELECT qc_test.try($$SELECT queryclaw.mcp_call('mcp_rated', 'echo', '{"message": "rated"}')$$);
+RESET ROLE;
 SELECT * FROM qc_test.mcp_log();
 -- the policy applies to the server's url: a blocked host is refused
 CREATE SERVER mcp_blocked FOREIGN DATA WRAPPER queryclaw
@@ -270,7 +276,7 @@ SELECT count(*) AS rows_with_password FROM queryclaw.audit_log a WHERE a::text L
 SELECT query FROM queryclaw.audit_log WHERE func = 'mcp' AND query LIKE '%"password"%';
 
 DROP SERVER mcp_json, mcp_sse, mcp_ask, mcp_poll, mcp_pollever, mcp_resume, mcp_expire, mcp_dropped, mcp_badjson, mcp_auth, mcp_slow,
-  mcp_huge, mcp_oldrev, mcp_badsession, mcp_http, mcp_some, mcp_blocked, mcp_hop CASCADE;
+  mcp_huge, mcp_oldrev, mcp_badsession, mcp_http, mcp_some, mcp_blocked, mcp_hop, mcp_rated CASCADE;
 DROP FUNCTION qc_test.mcp_server(text, text, text), qc_test.mcp_log();
 DROP OWNED BY qc_mcp, qc_mcp_none;
 DROP ROLE qc_mcp, qc_mcp_none;
