@@ -51,12 +51,28 @@ SELECT qc_test.try($$SELECT queryclaw.mcp_call('mcp_json', 'nosuch')$$);
 RESET ROLE;
 -- one initialize per session; the session and the revision sent back after it
 SELECT * FROM qc_test.mcp_log();
+-- the session is the role's: another role begins its own, and the first
+-- role's goes on without a new initialize
+SELECT queryclaw.mcp_call('mcp_json', 'echo', '{"message": "as the superuser"}')->>'text' AS text;
+SET ROLE qc_mcp;
+SELECT queryclaw.mcp_call('mcp_json', 'echo', '{"message": "as qc_mcp again"}')->>'text' AS text;
+RESET ROLE;
+SELECT * FROM qc_test.mcp_log();
 
 -- text/event-stream: a notification and a request of the server before the
 -- response; the request answered with method-not-found
 SELECT qc_test.mcp_server('mcp_sse', 'sse');
 SET ROLE qc_mcp;
 SELECT queryclaw.mcp_call('mcp_sse', 'echo', '{"message": "streamed"}')->>'text' AS text;
+RESET ROLE;
+SELECT * FROM qc_test.mcp_log();
+
+-- a request of the server that it waits on before it sends its response
+-- (a ping): answered, with ping's empty result, while the stream is open
+SELECT qc_test.mcp_server('mcp_ask', 'ask');
+SET ROLE qc_mcp;
+SELECT r->>'is_error' AS is_error, r->>'text' AS text
+  FROM queryclaw.mcp_call('mcp_ask', 'echo', '{"message": "asked"}') AS r;
 RESET ROLE;
 SELECT * FROM qc_test.mcp_log();
 
@@ -67,6 +83,21 @@ SET ROLE qc_mcp;
 SELECT queryclaw.mcp_call('mcp_resume', 'echo', '{"message": "resumed"}')->>'text' AS text;
 RESET ROLE;
 SELECT * FROM qc_test.mcp_log();
+
+-- a stream polled (2025-11-25): its connection closed after each event,
+-- with an id and a retry field; resumed as long as it goes on, five times
+SELECT qc_test.mcp_server('mcp_poll', 'poll');
+SET ROLE qc_mcp;
+SELECT queryclaw.mcp_call('mcp_poll', 'echo', '{"message": "polled"}')->>'text' AS text;
+RESET ROLE;
+SELECT * FROM qc_test.mcp_log();
+-- one that goes on without its response is resumed only within the
+-- server's timeout
+SELECT qc_test.mcp_server('mcp_pollever', 'pollever', ', timeout ''1s''');
+SET ROLE qc_mcp;
+SELECT qc_test.try($$SELECT queryclaw.mcp_call('mcp_pollever', 'echo', '{"message": "polled"}')$$);
+RESET ROLE;
+SELECT count(*) > 5 AS resumed_many FROM qc_test.mcp_log() WHERE mcp_log LIKE 'pollever GET%';
 
 -- an expired session (404) begins again once
 SELECT qc_test.mcp_server('mcp_expire', 'expire');
@@ -125,6 +156,31 @@ SELECT qc_test.try($$SELECT queryclaw.mcp_tools('mcp_json')$$);
 RESET ROLE;
 -- only mcp_some's tool list went out: nothing for the refusals
 SELECT * FROM qc_test.mcp_log();
+-- the policy applies to the server's url and to every hop: servers_only
+-- lets a server's url through, not a hop off it; a hop to a blocked
+-- address, and a denied host, are refused before anything is sent to them
+SELECT qc_test.mcp_server('mcp_hop', 'moved');
+BEGIN;
+SET LOCAL queryclaw.servers_only = on;
+SET LOCAL ROLE qc_mcp;
+SELECT queryclaw.mcp_call('mcp_json', 'echo', '{"message": "a server"}')->>'text' AS text;
+SELECT qc_test.try($$SELECT queryclaw.mcp_tools('mcp_hop')$$);
+COMMIT;
+SET ROLE qc_mcp;
+SELECT qc_test.try($$SELECT queryclaw.mcp_tools('mcp_hop')$$);
+RESET ROLE;
+BEGIN;
+SET LOCAL queryclaw.denied_hosts = '127.0.0.1';
+SET LOCAL ROLE qc_mcp;
+SELECT qc_test.try($$SELECT queryclaw.mcp_call('mcp_some', 'echo', '{"message": "denied"}')$$);
+COMMIT;
+-- the server's rate limit counts each JSON-RPC request: at 1/min, the
+-- notification after initialize would wait past the timeout (53400)
+SELECT qc_test.mcp_server('mcp_rated', 'rated', ', rate_limit ''1/min'', timeout ''1s''');
+SET ROLE qc_mcp;
+SELECT qc_test.try($$SELECT queryclaw.mcp_call('mcp_rated', 'echo', '{"message": "rated"}')$$);
+RESET ROLE;
+SELECT * FROM qc_test.mcp_log();
 -- the policy applies to the server's url: a blocked host is refused
 CREATE SERVER mcp_blocked FOREIGN DATA WRAPPER queryclaw
   OPTIONS (url 'http://127.0.0.2:9/mcp', protocol 'mcp');
@@ -146,14 +202,41 @@ SELECT r->>'answer' AS answer,
 -- one tool, by mcp:server/tool; the tools option applies
 SELECT r->>'answer' AS answer FROM queryclaw.llm_chat_tools('SCENARIO:mcp', '{mcp:mcp_json/add}') AS r;
 SELECT r->>'answer' AS answer FROM queryclaw.llm_chat_tools('SCENARIO:mcp', '{check_url, mcp:mcp_some}') AS r;
+-- what the model is told (the scripted model answers with it): the key of
+-- the role's mapping hidden
+SELECT r->>'answer' AS answer FROM queryclaw.llm_chat_tools('SCENARIO:mcp', '{mcp:mcp_auth/whoami}') AS r;
+-- the loop's caps: llm_max_tool_calls in one reply, llm_tool_max_chars on
+-- what goes back
+RESET ROLE;
+SET queryclaw.llm_max_tool_calls = 2;
+SET ROLE qc_mcp;
+SELECT (SELECT string_agg(format('%s ok=%s %s', c->>'name', c->>'ok', split_part(c->>'error', E'\n', 1)), E'\n')
+          FROM jsonb_array_elements(r->'tool_calls') c) AS calls
+  FROM queryclaw.llm_chat_tools('SCENARIO:mcp', '{mcp:mcp_json}') AS r;
+RESET ROLE;
+RESET queryclaw.llm_max_tool_calls;
+SET queryclaw.max_bytes = '4MB';
+SET queryclaw.llm_tool_max_chars = 100;
+SET ROLE qc_mcp;
+SELECT r->'tool_calls'->0->'chars' AS chars, r->'tool_calls'->0->'ok' AS ok,
+       length(split_part(r->>'answer', E'\n', 2)) AS answer_line
+  FROM queryclaw.llm_chat_tools('SCENARIO:mcp', '{mcp:mcp_huge/echo}') AS r;
+RESET ROLE;
+RESET queryclaw.llm_tool_max_chars;
+RESET queryclaw.max_bytes;
+SET ROLE qc_mcp;
 -- refused at the call: a tool the server lacks or does not offer, two
--- tools of one name, no USAGE
+-- tools of one name, no USAGE, a name past the providers' 64 characters
 SELECT qc_test.try($$SELECT queryclaw.llm_chat_tools('SCENARIO:mcp', '{mcp:mcp_json/nosuch}')$$);
 SELECT qc_test.try($$SELECT queryclaw.llm_chat_tools('SCENARIO:mcp', '{mcp:mcp_some/image}')$$);
 RESET ROLE;
 SELECT qc_test.mcp_server('mcp.json', 'dup');
 SELECT qc_test.try($$SELECT queryclaw.llm_chat_tools('SCENARIO:mcp', '{mcp:mcp_json, mcp:mcp.json}')$$);
 DROP SERVER "mcp.json";
+SELECT qc_test.mcp_server(repeat('m', 60), 'long');
+SELECT qc_test.try(format('SELECT queryclaw.llm_chat_tools(%L, %L)', 'SCENARIO:mcp',
+                          ARRAY['mcp:' || repeat('m', 60) || '/echo']));
+DO $$ BEGIN EXECUTE format('DROP SERVER %I', repeat('m', 60)); END $$;
 SET ROLE qc_mcp_none;
 SELECT qc_test.try($$SELECT queryclaw.llm_chat_tools('SCENARIO:mcp', '{mcp:mcp_json}')$$);
 RESET ROLE;
@@ -171,16 +254,29 @@ SELECT qc_test.wait_until($c$(SELECT count(*) FROM queryclaw.requests
 SELECT state, result->>'answer' AS answer, error FROM queryclaw.requests WHERE context->>'n' = 'mcp';
 DELETE FROM queryclaw.requests WHERE context->>'n' = 'mcp';
 
+-- arguments with a secret in them: no request body is in an audit row,
+-- and the statement's text, which is, has the secret redacted
+SET ROLE qc_mcp;
+SELECT queryclaw.mcp_call('mcp_json', 'echo', '{"message": "x", "password": "hunter2-hunter2"}')->>'text' AS text;
+RESET ROLE;
+
 -- one audit row per JSON-RPC request: func 'mcp', the server, method and
--- tool; no key anywhere
+-- tool (mcp_pollever's resumptions: as many as its timeout let through,
+-- so counted apart); no key anywhere
 SELECT qc_test.audit_flush();
 SELECT detail->>'server' AS server, detail->>'method' AS method, detail->>'tool' AS tool,
        outcome, count(*)
-  FROM queryclaw.audit_log WHERE func = 'mcp' GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 3, 4;
+  FROM queryclaw.audit_log WHERE func = 'mcp' AND detail->>'server' <> 'mcp_pollever'
+ GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 3, 4;
+SELECT detail->>'method' AS method, outcome, count(*) > 5 AS many
+  FROM queryclaw.audit_log WHERE func = 'mcp' AND detail->>'server' = 'mcp_pollever'
+ GROUP BY 1, 2 ORDER BY 1, 2;
 SELECT count(*) AS rows_with_key FROM queryclaw.audit_log a WHERE a::text LIKE '%mcp-secret-0123%';
+SELECT count(*) AS rows_with_password FROM queryclaw.audit_log a WHERE a::text LIKE '%hunter2%';
+SELECT query FROM queryclaw.audit_log WHERE func = 'mcp' AND query LIKE '%"password"%';
 
-DROP SERVER mcp_json, mcp_sse, mcp_resume, mcp_expire, mcp_dropped, mcp_badjson, mcp_auth, mcp_slow,
-  mcp_huge, mcp_oldrev, mcp_badsession, mcp_http, mcp_some, mcp_blocked CASCADE;
+DROP SERVER mcp_json, mcp_sse, mcp_ask, mcp_poll, mcp_pollever, mcp_resume, mcp_expire, mcp_dropped, mcp_badjson, mcp_auth, mcp_slow,
+  mcp_huge, mcp_oldrev, mcp_badsession, mcp_http, mcp_some, mcp_blocked, mcp_hop, mcp_rated CASCADE;
 DROP FUNCTION qc_test.mcp_server(text, text, text), qc_test.mcp_log();
 DROP OWNED BY qc_mcp, qc_mcp_none;
 DROP ROLE qc_mcp, qc_mcp_none;

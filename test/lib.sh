@@ -379,12 +379,16 @@ qc_run_suite() {
 # pg_regress over the main suite's 001_setup, then every test of directory
 # $1 (its sql/ and expected/), in database $2: a suite of its own that
 # uses the main suite's helpers (qc_test).  It runs from QC_WORK/suite-$2.
+# QC_TESTS="060_mcp" runs only the tests it names (after 001_setup).
 qc_run_suite_after_setup() {
-	local tests=$1 db=$2 suite="$QC_WORK/suite-$2"
+	local tests=$1 db=$2 suite="$QC_WORK/suite-$2" names
 	mkdir -p "$suite/sql" "$suite/expected"
 	cp "$QC_ROOT/sql/001_setup.sql" "$tests/sql/"*.sql "$suite/sql/"
 	cp "$QC_ROOT/expected/001_setup.out" "$tests/expected/"*.out "$suite/expected/"
-	qc_run_suite "$suite" "$db" $(cd "$suite/sql" && ls [0-9]*.sql | sed 's/\.sql$//')
+	names=$(cd "$suite/sql" && ls [0-9]*.sql | sed 's/\.sql$//')
+	[ -z "${QC_TESTS:-}" ] ||
+		names="001_setup $(printf '%s\n' $names | grep -Fxf <(printf '%s\n' $QC_TESTS) | grep -vx 001_setup)"
+	qc_run_suite "$suite" "$db" $names
 }
 
 # Add up the results pg_regress wrote to $1/regress.log, and show its

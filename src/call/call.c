@@ -238,7 +238,13 @@ qc_call_run_fed(int concurrency, const QcCallFeed *feed)
 bool
 qc_call_run(QcCall *call)
 {
-	CallRun		run = {NULL, NULL, false, NULL};
+	return qc_call_run_one_watched(call, NULL, NULL);
+}
+
+bool
+qc_call_run_one_watched(QcCall *call, const QcCallWatch *watch, void *arg)
+{
+	CallRun		run = {NULL, arg, false, watch};
 
 	run_calls(&call, 1, 1, &run);
 	return call->error_code == 0;

@@ -98,6 +98,10 @@ extern QcAdmission qc_call_admit_detached(QcCall *call);
  */
 extern bool qc_call_run(QcCall *call);
 
+/* qc_call_run, watched as qc_call_run_watched's calls are. */
+extern bool qc_call_run_one_watched(QcCall *call, const QcCallWatch *watch,
+									void *arg);
+
 /* qc_call_run, raising the failure. */
 extern void qc_call_execute(QcCall *call);
 

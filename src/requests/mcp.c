@@ -17,10 +17,15 @@
  *
  * The reply is application/json (the response) or text/event-stream: the
  * events before the response are read in order; notifications are
- * dropped, and each request the server makes (the client offers none of
- * the capabilities it would need) is answered with method-not-found once
- * the response has arrived.  A stream that ends without the response is
- * resumed with a GET and Last-Event-ID, when its events have ids.
+ * dropped, and each request the server makes is answered (ping with its
+ * empty result; any other with method-not-found, as the client offers none
+ * of the capabilities it would need) on a POST of its own.  It is answered
+ * while the stream is still open, as the server may wait for the answer
+ * before it sends its response: the run's watch hook reads the events
+ * that have arrived every QC_TRANSPORT_WATCH_MS.  A request the watch did
+ * not see (the stream ended first) is answered once it has ended.  A
+ * stream that ends without the response is resumed with a GET and
+ * Last-Event-ID, when its events have ids.
  *
  *-------------------------------------------------------------------------
  */
@@ -28,6 +33,7 @@
 
 #include "lib/stringinfo.h"
 #include "miscadmin.h"
+#include "nodes/value.h"
 #include "utils/builtins.h"
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
@@ -43,11 +49,14 @@
 #define MCP_LATEST "2025-11-25"
 #define MCP_OLDEST "2025-06-18"
 
-/* Most times a stream that ended before its response is resumed. */
+/*
+ * Most times in a row a stream that ended before its response is resumed
+ * to no avail (the resumed stream brought no event with an id).
+ */
 #define MCP_MAX_RESUMES 3
 
-/* The longest wait before a resumption the server may ask for. */
-#define MCP_MAX_RETRY_MS 5000
+/* The retry field read as at most this (the call's timeout decides). */
+#define MCP_MAX_RETRY_MS 3600000
 
 /* Most tools/list pages read (a server that never stops paging). */
 #define MCP_MAX_PAGES 100
@@ -79,7 +88,17 @@ typedef struct McpExchange
 	const char *extra;			/* more for the audit rows, or NULL */
 	char	   *last_event_id;	/* the stream's last event id, or NULL */
 	int			retry_ms;		/* the stream's retry field, or 0 */
+	TimestampTz began;			/* when its first POST was sent */
+	McpSession *session;		/* while the reply streams: its session, */
+	QcCall	   *call;			/* the call it comes on, */
+	size_t		seen;			/* how much of it watch_stream read, */
+	List	   *answered;		/* and the ids (JSON text) it answered */
 } McpExchange;
+
+static QcCall *post(McpExchange *x, McpSession *s, const char *body);
+static Jsonb *read_reply(McpExchange *x, McpSession *s, QcCall **callp);
+static bool watch_stream(void *arg);
+static bool never_abandoned(QcCall *call, void *arg);
 
 static MemoryContext mcp_context = NULL;
 static List *sessions = NIL;
@@ -222,29 +241,64 @@ post(McpExchange *x, McpSession *s, const char *body)
 	if (x->extra != NULL)
 		appendStringInfo(&extra, ", %s", x->extra);
 	call->audit_extra = extra.data;
-	qc_call_execute(call);
+	if (x->id == 0)
+		qc_call_execute(call);
+	else
+	{
+		/* a reply that may stream: its server's requests answered as they come */
+		static const QcCallWatch watch = {watch_stream, never_abandoned};
+
+		if (x->began == 0)
+			x->began = GetCurrentTimestamp();
+		x->session = s;
+		x->call = call;
+		x->seen = 0;
+		if (!qc_call_run_one_watched(call, &watch, x))
+			qc_call_raise(call);
+	}
 	return call;
 }
 
 /*
+ * When msg is a request of the server: the answer it gets (ping its empty
+ * result, any other method-not-found), with its id (JSON text) in *id.
+ */
+static char *
+answer_to(Jsonb *msg, char **id)
+{
+	JsonbValue *idv = qc_jsonb_get(&msg->root, "id");
+	char	   *method = qc_jsonb_get_string(&msg->root, "method");
+
+	if (idv == NULL || method == NULL)
+		return NULL;
+	*id = qc_jsonb_value_text(idv);
+	if (strcmp(method, "ping") == 0)
+		return psprintf("{\"jsonrpc\": \"2.0\", \"id\": %s, \"result\": {}}", *id);
+	return psprintf("{\"jsonrpc\": \"2.0\", \"id\": %s, \"error\": {\"code\": %d, \"message\": \"Method not found\"}}",
+					*id, JSONRPC_METHOD_NOT_FOUND);
+}
+
+/*
  * One message of the reply: the response to x (returned), a request of
- * the server (remembered, to refuse), or a notification (dropped).
+ * the server (its answer remembered, unless the watch sent it already), or
+ * a notification (dropped).
  */
 static Jsonb *
 take_message(McpExchange *x, QcCall *call, const char *text)
 {
 	Jsonb	   *msg = qc_jsonb_parse(text);
-	JsonbValue *id;
+	char	   *id;
+	char	   *answer;
 	int64		n;
 
 	if (msg == NULL || !qc_jsonb_is_object(&msg->root))
 		fail(call, psprintf("MCP server %s sent a message that is not JSON-RPC", x->server),
 			 psprintf("In reply to %s.", x->method));
-	id = qc_jsonb_get(&msg->root, "id");
 	if (qc_jsonb_get(&msg->root, "method") != NULL)
 	{
-		if (id != NULL)
-			x->server_requests = lappend(x->server_requests, qc_jsonb_value_text(id));
+		if ((answer = answer_to(msg, &id)) != NULL &&
+			!list_member(x->answered, makeString(id)))
+			x->server_requests = lappend(x->server_requests, answer);
 		return NULL;
 	}
 	if (qc_jsonb_get_int64(&msg->root, "id", &n) && n == x->id)
@@ -252,45 +306,136 @@ take_message(McpExchange *x, QcCall *call, const char *text)
 	return NULL;
 }
 
+/*
+ * The next event of the stream body[0..len) from *pos, its data lines
+ * joined in data: true when a blank line ended one, false once the lines
+ * run out (whole: the body is complete, and its end ends a line; else a
+ * line is read only once its end has arrived).  The id and retry fields
+ * are kept on x.
+ */
+static bool
+next_event(McpExchange *x, const char *body, size_t len, size_t *pos,
+		   StringInfo data, bool whole)
+{
+	while (*pos < len)
+	{
+		const char *line = body + *pos;
+		size_t		n = 0;
+
+		while (*pos + n < len && line[n] != '\r' && line[n] != '\n')
+			n++;
+		if (!whole && (*pos + n == len || (line[n] == '\r' && *pos + n + 1 == len)))
+			return false;
+		*pos += n + (*pos + n < len);
+		if (*pos < len && line[n] == '\r' && body[*pos] == '\n')
+			(*pos)++;
+		if (n == 0 && data->len > 0)
+			return true;		/* a blank line dispatches the event */
+		else if (n >= 3 && strncmp(line, "id:", 3) == 0)
+			x->last_event_id = pnstrdup(line + 3 + (line[3] == ' '),
+										n - 3 - (line[3] == ' '));
+		else if (n >= 6 && strncmp(line, "retry:", 6) == 0)
+			x->retry_ms = Max(0, Min(strtol(line + 6, NULL, 10), MCP_MAX_RETRY_MS));
+		else if (n >= 5 && strncmp(line, "data:", 5) == 0)
+		{
+			const char *v = line + 5 + (line[5] == ' ');
+
+			if (data->len > 0)
+				appendStringInfoChar(data, '\n');
+			appendBinaryStringInfo(data, v, n - (v - line));
+		}
+	}
+	return false;
+}
+
 /* The events of a text/event-stream body, until x's response. */
 static Jsonb *
 read_stream(McpExchange *x, QcCall *call, const char *body)
 {
 	StringInfoData data;
-	const char *line = body;
+	size_t		pos = 0;
+	size_t		len = strlen(body);
 	Jsonb	   *response = NULL;
 
 	initStringInfo(&data);
-	while (*line && response == NULL)
+	while (response == NULL && next_event(x, body, len, &pos, &data, true))
 	{
-		size_t		len = strcspn(line, "\r\n");
-
-		if (len == 0 && data.len > 0)
-		{
-			/* a blank line dispatches the event */
-			response = take_message(x, call, data.data);
-			resetStringInfo(&data);
-		}
-		else if (len >= 3 && strncmp(line, "id:", 3) == 0)
-			x->last_event_id = pnstrdup(line + 3 + (line[3] == ' '),
-										len - 3 - (line[3] == ' '));
-		else if (len >= 6 && strncmp(line, "retry:", 6) == 0)
-			x->retry_ms = Min(atoi(line + 6), MCP_MAX_RETRY_MS);
-		else if (len >= 5 && strncmp(line, "data:", 5) == 0)
-		{
-			const char *v = line + 5 + (line[5] == ' ');
-
-			if (data.len > 0)
-				appendStringInfoChar(&data, '\n');
-			appendBinaryStringInfo(&data, v, len - (v - line));
-		}
-		line += len;
-		if (line[0] == '\r' && line[1] == '\n')
-			line++;
-		if (*line)
-			line++;
+		response = take_message(x, call, data.data);
+		resetStringInfo(&data);
 	}
 	return response;
+}
+
+/* Send the answer to a request of the server. */
+static void
+send_answer(McpExchange *x, McpSession *s, const char *answer)
+{
+	McpExchange reply = {.server = x->server, .method = "response", .extra = x->extra};
+	QcCall	   *call = post(&reply, s, answer);
+
+	(void) read_reply(&reply, s, &call);
+	qc_call_end(call);
+}
+
+static bool
+is_ascii(const char *s)
+{
+	for (; *s; s++)
+		if (IS_HIGHBIT_SET(*s))
+			return false;
+	return true;
+}
+
+/*
+ * The transport's watch of x's call while its reply arrives: each request
+ * of the server whose event has arrived whole is answered now, from a run
+ * of its own inside this one.  Only in a session begun (the answer needs
+ * its id), where a run may nest, and for events in ASCII (the bytes are
+ * not yet in the database encoding): a request left out is answered once
+ * the stream has ended, as one that came too late for the watch is.
+ */
+static bool
+watch_stream(void *arg)
+{
+	McpExchange *x = arg;
+	const char *head;
+	size_t		len;
+	const char *body = qc_http_received(x->call, &len, &head);
+	char	   *type;
+	StringInfoData data;
+	size_t		start = x->seen;
+
+	if (body == NULL || !x->session->initialized || !qc_http_can_nest())
+		return false;
+	type = header_value(head, "content-type");
+	if (type == NULL || pg_strncasecmp(type, "text/event-stream", 17) != 0)
+		return false;
+	initStringInfo(&data);
+	while (next_event(x, body, len, &x->seen, &data, false))
+	{
+		Jsonb	   *msg = is_ascii(data.data) ? qc_jsonb_parse(data.data) : NULL;
+		char	   *answer;
+		char	   *id;
+
+		if (msg != NULL && qc_jsonb_is_object(&msg->root) &&
+			(answer = answer_to(msg, &id)) != NULL)
+		{
+			send_answer(x, x->session, answer);
+			x->answered = lappend(x->answered, makeString(id));
+		}
+		resetStringInfo(&data);
+		start = x->seen;
+	}
+	x->seen = start;			/* an event not whole yet is read again */
+	pfree(data.data);
+	pfree(type);
+	return false;
+}
+
+static bool
+never_abandoned(QcCall *call, void *arg)
+{
+	return false;
 }
 
 /* The body of a reply in the database encoding; raises unless 2xx. */
@@ -317,25 +462,44 @@ is_event_stream(const QcCall *call)
 }
 
 /*
+ * May x's stream be resumed once more, after its retry: within the call's
+ * timeout (0: none) from x's first POST?
+ */
+static bool
+time_to_resume(McpExchange *x, const QcCall *call)
+{
+	TimestampTz deadline = TimestampTzPlusMilliseconds(x->began, call->timeout_ms);
+
+	return call->timeout_ms <= 0 ||
+		TimestampDifferenceExceeds(GetCurrentTimestamp(), deadline, x->retry_ms);
+}
+
+/*
  * The response to x, as the reply's content type says.  A stream that
  * ended before it, its events numbered, is resumed as the spec says: a GET
  * with Last-Event-ID after the stream's retry, each a call of its own
- * (*callp, the one the response came on).
+ * (*callp, the one the response came on).  A server may close the
+ * connection of a stream that goes on, to be polled so (2025-11-25): a
+ * resumption that brought events is not held against MCP_MAX_RESUMES, and
+ * the call's timeout bounds them all.
  */
 static Jsonb *
 read_reply(McpExchange *x, McpSession *s, QcCall **callp)
 {
 	const char *text = reply_text(x, *callp);
 	Jsonb	   *response;
+	int			fruitless = 0;
 
 	if (x->id == 0)
 		return NULL;
 	if (!is_event_stream(*callp))
 		return take_message(x, *callp, text);
 	response = read_stream(x, *callp, text);
-	for (int resumes = 0; response == NULL && x->last_event_id != NULL &&
-		 resumes < MCP_MAX_RESUMES; resumes++)
+	while (response == NULL && x->last_event_id != NULL &&
+		   fruitless < MCP_MAX_RESUMES && time_to_resume(x, *callp))
 	{
+		const char *from = x->last_event_id;
+
 		qc_call_end(*callp);
 		if (x->retry_ms > 0)
 			qc_latch_sleep(x->retry_ms, QC_WAIT_RETRY);
@@ -344,11 +508,12 @@ read_reply(McpExchange *x, McpSession *s, QcCall **callp)
 		if (!is_event_stream(*callp))
 			break;
 		response = read_stream(x, *callp, text);
+		fruitless = strcmp(x->last_event_id, from) == 0 ? fruitless + 1 : 0;
 	}
 	if (response == NULL)
 		fail(*callp, psprintf("MCP server %s sent no response to %s", x->server, x->method),
 			 x->last_event_id ?
-			 "The stream ended before the response, and resuming it did not bring the response." :
+			 "The stream ended before the response, and resuming it did not bring the response in time." :
 			 "The stream ended before the response, and its events have no ids to resume it from.");
 	return response;
 }
@@ -378,22 +543,14 @@ result_of(McpExchange *x, QcCall *call, Jsonb *response)
 	return result;
 }
 
-/* Refuse each request the server made while answering: method-not-found. */
+/* Answer each request the server made that the watch did not answer. */
 static void
-refuse_server_requests(McpExchange *x, McpSession *s)
+answer_server_requests(McpExchange *x, McpSession *s)
 {
 	ListCell   *lc;
 
 	foreach(lc, x->server_requests)
-	{
-		McpExchange answer = {x->server, "response", NULL, 0, NIL, x->extra, NULL, 0};
-		QcCall	   *call = post(&answer, s,
-								psprintf("{\"jsonrpc\": \"2.0\", \"id\": %s, \"error\": {\"code\": %d, \"message\": \"Method not found\"}}",
-										 (char *) lfirst(lc), JSONRPC_METHOD_NOT_FOUND));
-
-		(void) read_reply(&answer, s, &call);
-		qc_call_end(call);
-	}
+		send_answer(x, s, lfirst(lc));
 }
 
 static char *
@@ -417,8 +574,8 @@ request_body(McpExchange *x, const char *params)
 static void
 initialize(const char *server, McpSession *s, const char *extra)
 {
-	McpExchange x = {server, "initialize", NULL, next_id++, NIL, extra, NULL, 0};
-	McpExchange note = {server, "notifications/initialized", NULL, 0, NIL, extra, NULL, 0};
+	McpExchange x = {.server = server, .method = "initialize", .id = next_id++, .extra = extra};
+	McpExchange note = {.server = server, .method = "notifications/initialized", .extra = extra};
 	QcCall	   *call;
 	char	   *version;
 	char	   *id;
@@ -441,7 +598,7 @@ initialize(const char *server, McpSession *s, const char *extra)
 	s->session_id = id ? MemoryContextStrdup(mcp_context, id) : NULL;
 	s->version = MemoryContextStrdup(mcp_context, version);
 	s->initialized = true;
-	refuse_server_requests(&x, s);
+	answer_server_requests(&x, s);
 	call = post(&note, s, request_body(&note, NULL));
 	(void) read_reply(&note, s, &call);
 	qc_call_end(call);
@@ -456,7 +613,7 @@ request(const char *server, const char *method, const char *tool, const char *pa
 		const char *extra)
 {
 	McpSession *s = session_for(qc_server_mcp(server));
-	McpExchange x = {server, method, tool, 0, NIL, extra, NULL, 0};
+	McpExchange x = {.server = server, .method = method, .tool = tool, .extra = extra};
 	QcCall	   *call;
 	Jsonb	   *response;
 	JsonbContainer *result;
@@ -478,7 +635,7 @@ request(const char *server, const char *method, const char *tool, const char *pa
 	response = read_reply(&x, s, &call);
 	result = result_of(&x, call, response);
 	qc_call_end(call);
-	refuse_server_requests(&x, s);
+	answer_server_requests(&x, s);
 	return result;
 }
 

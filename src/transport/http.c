@@ -1407,6 +1407,30 @@ qc_http_execute_many(QcCall **calls, int ncalls, int concurrency,
 }
 
 const char *
+qc_http_received(const QcCall *call, size_t *len, const char **head)
+{
+	Pool	   *pool = runs > 0 ? &pools[runs - 1] : NULL;
+
+	for (int s = 0; pool != NULL && s < pool->size; s++)
+	{
+		Slot	   *slot = &pool->slots[s];
+
+		if (slot->call != call || slot->t.head == NULL)
+			continue;
+		*len = slot->t.body_len;
+		*head = slot->t.head;
+		return slot->t.body;
+	}
+	return NULL;
+}
+
+bool
+qc_http_can_nest(void)
+{
+	return runs < QC_TRANSPORT_DEPTH;
+}
+
+const char *
 qc_http_validate_method(const char *method)
 {
 	static const char *const methods[] = {

@@ -73,6 +73,19 @@ typedef struct QcTransportHooks
 extern void qc_http_execute_many(QcCall **calls, int ncalls, int concurrency,
 								 const QcTransportHooks *hooks);
 
+/*
+ * What a call of the innermost run under way has received so far, for its
+ * owner's watch hook (which runs between the run's turns): the body bytes
+ * (decompressed, not NUL-terminated, *len of them) and the header block
+ * of the response, or NULL when the call is not in flight or no response
+ * has begun.  Valid until the run turns again.
+ */
+extern const char *qc_http_received(const QcCall *call, size_t *len,
+									const char **head);
+
+/* May a run start now, from inside the runs under way (one deep at most)? */
+extern bool qc_http_can_nest(void);
+
 /* Validate a method name (upper-cases it); raises 22023 when unknown. */
 extern const char *qc_http_validate_method(const char *method);
 
