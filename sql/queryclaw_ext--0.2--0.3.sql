@@ -193,6 +193,16 @@ COMMENT ON FUNCTION queryclaw.llm_embed_request(text, text) IS
 'An embedding of input (llm_embed) as an enrichment''s request, as jsonb.';
 REVOKE ALL ON FUNCTION queryclaw.llm_embed_request(text, text) FROM PUBLIC;
 
+-- Internal: queue an enrichment's embedding request as the calling role
+-- (its owner, from enrichment_enqueue).  The workers run it as a job of
+-- llm_chat_tools_async's kind: the row is that function's, and the role
+-- needs EXECUTE on it and on llm_embed_request (checked here).
+CREATE FUNCTION queryclaw.enrichment_embed_async(input text, model text, callback regprocedure,
+												 context jsonb)
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'enrichment_embed_async'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
 -- Internal: the enrichment's view and write-back function, made (again)
 -- from its definition row by the extension's owner once the calling role
 -- is found to own it; returns the input columns.  enrichment_undefine
@@ -655,8 +665,7 @@ BEGIN
 			req ->> 'system', req ->> 'model', (req ->> 'max_rounds')::integer,
 			req -> 'output_schema', cb, ctx);
 	WHEN 'llm_embed' THEN
-		RAISE EXCEPTION 'embedding requests cannot be queued yet'
-			USING ERRCODE = 'feature_not_supported';
+		RETURN queryclaw.enrichment_embed_async(req ->> 'input', req ->> 'model', cb, ctx);
 	ELSE
 		RAISE EXCEPTION 'not a request: %', left(req::text, 100)
 			USING ERRCODE = 'invalid_parameter_value';
@@ -1115,6 +1124,8 @@ COMMENT ON FUNCTION queryclaw.enrichment_define(bigint) IS
 'Internal to enrichments: check a definition''s texts and make its view and write-back function; returns its inputs.';
 COMMENT ON FUNCTION queryclaw.enrichment_done(bigint, jsonb, text, jsonb) IS
 'Internal to enrichments: the callback of every request an enrichment queues.';
+COMMENT ON FUNCTION queryclaw.enrichment_embed_async(text, text, regprocedure, jsonb) IS
+'Internal to enrichments: queue an embedding request as the enrichment''s owner.';
 COMMENT ON FUNCTION queryclaw.enrichment_enqueue(queryclaw.enrichment_definitions, jsonb, text) IS
 'Internal to enrichments: queue one request as the enrichment''s owner.';
 COMMENT ON FUNCTION queryclaw.enrichment_feed(bigint) IS
