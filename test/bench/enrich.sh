@@ -16,8 +16,9 @@
 #        requests in queryclaw.requests at any moment (target: about
 #        1,000);
 #   triggers (the enrichment paused: the trigger's cost alone; each
-#   measured REPEAT times, 3 by default, with and without back to back;
-#   the least and the median of the differences)
+#   measured REPEAT times, 3 by default, with and without back to back, by
+#   the clock and by the backend's CPU time; the least and the median of
+#   the differences)
 #     4. a live INSERT of 10,000 rows into the enriched table beside the
 #        same INSERT into the same table without an enrichment, µs a row
 #        (target: 30 over);
@@ -97,13 +98,17 @@ if part backfill; then
 fi
 
 # The trigger's cost: INSERT and UPDATE with the enrichment (paused, so the
-# worker stays out of it) and without, back to back, REPEAT times.
+# worker stays out of it) and without, back to back, REPEAT times; each
+# timed by the clock and by the backend's CPU time (user + system, from
+# /proc: what other work on a shared machine does not inflate).
+# "wall_ms cpu_ms" of statement $1, after $2 (not timed).
 ms_of() {
 	qc_psql -q -At -d postgres <<SQL | tail -1
 $2
-SELECT clock_timestamp() AS t0 \gset
+SELECT clock_timestamp() AS t0, $(qc_sql_cpu_ticks 'pg_backend_pid()') AS c0 \gset
 $1;
-SELECT round(1000 * extract(epoch FROM clock_timestamp() - :'t0')::numeric, 1);
+SELECT round(1000 * extract(epoch FROM clock_timestamp() - :'t0')::numeric, 1) || ' ' ||
+       round(($(qc_sql_cpu_ticks 'pg_backend_pid()') - :c0) * 1000.0 / $(getconf CLK_TCK), 1);
 SQL
 }
 # "$1 ms with, $2 ms without": the µs a row over, for 10,000 rows.
@@ -113,14 +118,15 @@ min_median() { sort -g | awk '{ v[NR] = $1 } END { printf "min %s, median %s", v
 # $1: what; $2, $3: the statement on the enriched table and on the plain
 # one; $4, $5: what runs before each (not timed).
 trigger_cost() {
-	local diffs="" with without
+	local walls="" cpus="" with without
 	for i in $(seq "$REPEAT"); do
 		with=$(ms_of "$2" "$4")
 		without=$(ms_of "$3" "$5")
-		echo "  $1, run $i: $with ms with the enrichment, $without ms without: $(over "$with" "$without") µs a row over"
-		diffs="$diffs $(over "$with" "$without")"
+		echo "  $1, run $i: ${with% *} ms with the enrichment, ${without% *} ms without: $(over "${with% *}" "${without% *}") µs a row over; backend CPU ${with#* } ms and ${without#* } ms: $(over "${with#* }" "${without#* }") µs a row over"
+		walls="$walls $(over "${with% *}" "${without% *}")"
+		cpus="$cpus $(over "${with#* }" "${without#* }")"
 	done
-	echo "$1: $(echo $diffs | tr ' ' '\n' | min_median) µs a row over the same without it, of $REPEAT runs"
+	echo "$1: $(echo $walls | tr ' ' '\n' | min_median) µs a row over the same without it by the clock; $(echo $cpus | tr ' ' '\n' | min_median) by the backend's CPU time; of $REPEAT runs"
 }
 if part triggers; then
 	if ! part backfill; then
