@@ -323,6 +323,14 @@ SELECT func, request - 'input' AS request, state, count(*) FROM queryclaw.reques
 SELECT qc_test.audit_flush() AS flushed;
 SELECT func, detail ->> 'enrichment' AS enrichment, detail ->> 'model' AS model, status, count(*)
   FROM queryclaw.audit_log WHERE detail ->> 'enrichment' LIKE 'passage%' GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 3, 4;
+-- A TRUNCATE fires no trigger, so the states stay: a row inserted again
+-- under such a key is asked anew all the same.
+SET ROLE qc_enr_alice;
+TRUNCATE passages;
+INSERT INTO passages (id, body) VALUES (2, 'a lazy cat'), (6, 'a new passage');
+SELECT qc_test.enriched('passage_embedding') AND qc_test.enriched('passage_embedding8') AS enriched;
+RESET ROLE;
+SELECT id, embedding = queryclaw.llm_embed(body) AS as_llm_embed FROM passages ORDER BY id;
 SET client_min_messages = warning;
 DROP TABLE passages CASCADE;
 RESET client_min_messages;

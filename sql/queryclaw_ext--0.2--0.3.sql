@@ -321,21 +321,42 @@ LANGUAGE sql IMMUTABLE SET search_path = pg_catalog, pg_temp AS $$
 	  FROM unnest(keys) k
 $$;
 
+-- A new row has no state yet (but after a TRUNCATE, which fires no
+-- trigger): the rows are inserted where they have none, a plain insert
+-- that costs less than ON CONFLICT's speculative one, and only when some
+-- had one are those made stale.  Should another transaction give one of
+-- these keys a state meanwhile (a backfill's walk, whose snapshot still
+-- saw a deleted row of that key), the statement is made again with ON
+-- CONFLICT, rather than fail the user's INSERT.
 CREATE FUNCTION queryclaw.enrichment_on_insert()
 RETURNS trigger
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
 	d queryclaw.enrichment_definitions := queryclaw.enrichment_for_trigger(TG_ARGV[0], TG_RELID);
+	k text;
+	made bigint;
 BEGIN
 	IF d.id IS NULL THEN
 		RETURN NULL;
 	END IF;
-	EXECUTE format('INSERT INTO queryclaw.enrichment_rows AS r (enrichment, owner, key, state)'
-				   ' SELECT $1, $2, %s, ''stale'' FROM qc_new'
-				   ' ON CONFLICT (enrichment, key) DO UPDATE SET state = ''stale'', request_id = NULL'
-				   ' WHERE r.state <> ''stale''',
-				   queryclaw.enrichment_key_expression(d.key_columns, 'qc_new.'))
-		USING d.id, d.owner;
+	k := queryclaw.enrichment_key_expression(d.key_columns, 'qc_new.');
+	BEGIN
+		EXECUTE format('INSERT INTO queryclaw.enrichment_rows (enrichment, owner, key, state)'
+					   ' SELECT $1, $2, n.k, ''stale'' FROM (SELECT %s AS k FROM qc_new) n'
+					   ' WHERE NOT EXISTS (SELECT 1 FROM queryclaw.enrichment_rows r'
+					   '                    WHERE r.enrichment = $1 AND r.key = n.k)', k)
+			USING d.id, d.owner;
+		GET DIAGNOSTICS made = ROW_COUNT;
+	EXCEPTION WHEN unique_violation THEN
+		made := -1;
+	END;
+	IF made < (SELECT count(*) FROM qc_new) THEN
+		EXECUTE format('INSERT INTO queryclaw.enrichment_rows AS r (enrichment, owner, key, state)'
+					   ' SELECT $1, $2, %s, ''stale'' FROM qc_new'
+					   ' ON CONFLICT (enrichment, key) DO UPDATE SET state = ''stale'', request_id = NULL'
+					   ' WHERE r.state <> ''stale''', k)
+			USING d.id, d.owner;
+	END IF;
 	PERFORM queryclaw.enrichment_wake();
 	RETURN NULL;
 END
