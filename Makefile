@@ -55,6 +55,7 @@ OBJS = \
 	src/common/schema.o \
 	src/common/sqlcheck.o \
 	src/requests/sqltool.o \
+	src/requests/embedreq.o \
 	src/functions/embed.o \
 	src/functions/llm.o \
 	src/requests/llmjob.o \

@@ -71,8 +71,11 @@ SELECT qc_test.try($$SELECT queryclaw.create_enrichment('e', 'companies',
     apply => $a$info = result WHERE false$a$)$$) AS apply_with_where;
 SELECT qc_test.try($$SELECT queryclaw.create_enrichment('e', 'companies',
     $r$queryclaw.api_call_request(qc_test.url('/echo'))$r$, target => 'info', mode => 'sometimes')$$) AS bad_mode;
+-- an embedding goes into real[] (or pgvector's vector), nothing else
 SELECT qc_test.try($$SELECT queryclaw.create_enrichment('e', 'companies',
-    $r$queryclaw.llm_embed_request(name)$r$, target => 'info')$$) AS embeddings_not_yet;
+    $r$queryclaw.llm_embed_request(name)$r$, target => 'info')$$) AS embedding_into_jsonb;
+SELECT qc_test.try($$SELECT queryclaw.create_enrichment('e', 'companies',
+    $r$queryclaw.llm_embed_request(name)$r$, target => 'staff')$$) AS embedding_into_integer;
 RESET ROLE;
 -- the owner queues the requests: without EXECUTE on api_call_async, 42501 now
 REVOKE EXECUTE ON FUNCTION queryclaw.api_call_async(text, text, jsonb, text, integer, regprocedure, jsonb, text)
@@ -274,6 +277,62 @@ RESET ROLE;
 SELECT func, count(*) FROM queryclaw.requests WHERE context ->> 'enrichment' LIKE 'firm%' GROUP BY 1 ORDER BY 1;
 SET client_min_messages = warning;
 DROP TABLE firms CASCADE;
+RESET client_min_messages;
+
+-- Embeddings: each row's text embedded by the queue into a real[] column
+-- (the scripted model's vectors have 8 dimensions, the same as llm_embed
+-- gives); a live insert too; an input the endpoint refuses fails its row.
+CREATE TABLE passages (id int PRIMARY KEY, body text, embedding real[], tags int[],
+                       embedding8 float8[]);
+INSERT INTO passages VALUES (1, 'the quick brown fox'), (2, 'a lazy dog'), (3, 'the quick brown fox');
+ALTER TABLE passages OWNER TO qc_enr_alice;
+SET ROLE qc_enr_alice;
+SELECT qc_test.try($$SELECT queryclaw.create_enrichment('e', 'passages',
+    $r$queryclaw.llm_embed_request(body)$r$, target => 'tags')$$) AS embedding_into_int_array;
+RESET ROLE;
+-- queued as a job of the model's requests: the owner needs EXECUTE on llm_chat_tools_async
+REVOKE EXECUTE ON FUNCTION queryclaw.llm_chat_tools_async(text, text[], text, text, integer, jsonb, regprocedure, jsonb)
+    FROM qc_enr_alice;
+SET ROLE qc_enr_alice;
+SELECT qc_test.try($$SELECT queryclaw.create_enrichment('e', 'passages',
+    $r$queryclaw.llm_embed_request(body)$r$, target => 'embedding')$$) AS embedding_may_not_send;
+RESET ROLE;
+GRANT EXECUTE ON FUNCTION queryclaw.llm_chat_tools_async(text, text[], text, text, integer, jsonb, regprocedure, jsonb)
+    TO qc_enr_alice;
+SET ROLE qc_enr_alice;
+SELECT queryclaw.create_enrichment('passage_embedding', 'passages',
+    request => $$queryclaw.llm_embed_request(body)$$, target => 'embedding');
+SELECT queryclaw.create_enrichment('passage_embedding8', 'passages',
+    request => $$queryclaw.llm_embed_request(body, model => 'other-model')$$, target => 'embedding8');
+SELECT qc_test.enriched('passage_embedding') AND qc_test.enriched('passage_embedding8') AS enriched;
+INSERT INTO passages (id, body) VALUES (4, 'a quick dog'), (5, 'EMBED_ERROR');
+SELECT qc_test.enriched('passage_embedding') AND qc_test.enriched('passage_embedding8') AS enriched;
+RESET ROLE;
+SELECT id, array_length(embedding, 1) AS dims,
+       CASE WHEN body <> 'EMBED_ERROR' THEN embedding = queryclaw.llm_embed(body) END AS as_llm_embed,
+       CASE WHEN body <> 'EMBED_ERROR'
+            THEN embedding8::real[] = queryclaw.llm_embed(body, 'other-model') END AS float8_too
+  FROM passages ORDER BY id;
+SET ROLE qc_enr_alice;
+SELECT name, done, failed, calls, calls_saved, tokens, last_error FROM queryclaw.enrichments
+ WHERE name LIKE 'passage%' ORDER BY name;
+SELECT key, state, sqlstate, error FROM queryclaw.enrichment_rows WHERE state = 'failed' ORDER BY error;
+RESET ROLE;
+SELECT func, request - 'input' AS request, state, count(*) FROM queryclaw.requests
+ WHERE context ->> 'enrichment' LIKE 'passage%' GROUP BY 1, 2, 3 ORDER BY 1, 2, 3;
+SELECT qc_test.audit_flush() AS flushed;
+SELECT func, detail ->> 'enrichment' AS enrichment, detail ->> 'model' AS model, status, count(*)
+  FROM queryclaw.audit_log WHERE detail ->> 'enrichment' LIKE 'passage%' GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 3, 4;
+-- A TRUNCATE fires no trigger, so the states stay: a row inserted again
+-- under such a key is asked anew all the same.
+SET ROLE qc_enr_alice;
+TRUNCATE passages;
+INSERT INTO passages (id, body) VALUES (2, 'a lazy cat'), (6, 'a new passage');
+SELECT qc_test.enriched('passage_embedding') AND qc_test.enriched('passage_embedding8') AS enriched;
+RESET ROLE;
+SELECT id, embedding = queryclaw.llm_embed(body) AS as_llm_embed FROM passages ORDER BY id;
+SET client_min_messages = warning;
+DROP TABLE passages CASCADE;
 RESET client_min_messages;
 
 -- 1,000 rows naming 10 keys make 10 calls; a row whose request raises

@@ -99,9 +99,13 @@ CREATE TABLE queryclaw.enrichment_calls (
 	PRIMARY KEY (enrichment, request_hash)
 );
 COMMENT ON TABLE queryclaw.enrichment_calls IS
-'Each distinct request an enrichment asked: running (its rows wait for it) or done (its result kept until expires_at, cache_ttl after it came, for rows that ask the same).  Each role sees its own.';
+'Each distinct request an enrichment asked: running (its rows wait for it), done (its result kept until expires_at, cache_ttl after it came, for rows that ask the same) or spent (failed, cancelled, or nothing kept); request_id until its row in queryclaw.requests is deleted.  Each role sees its own.';
 CREATE INDEX enrichment_calls_running_idx ON queryclaw.enrichment_calls (enrichment)
 	WHERE state = 'running';
+-- calls whose request is final but still in queryclaw.requests, which the
+-- feed deletes (enrichment_purge) once there are enough of them
+CREATE INDEX enrichment_calls_final_idx ON queryclaw.enrichment_calls (enrichment)
+	WHERE state <> 'running' AND request_id IS NOT NULL;
 
 -- Each role reads and writes its own rows, matched by OID; it may create
 -- an enrichment only with EXECUTE on create_enrichment, and give its rows
@@ -193,6 +197,16 @@ COMMENT ON FUNCTION queryclaw.llm_embed_request(text, text) IS
 'An embedding of input (llm_embed) as an enrichment''s request, as jsonb.';
 REVOKE ALL ON FUNCTION queryclaw.llm_embed_request(text, text) FROM PUBLIC;
 
+-- Internal: queue an enrichment's embedding request as the calling role
+-- (its owner, from enrichment_enqueue).  The workers run it as a job of
+-- llm_chat_tools_async's kind: the row is that function's, and the role
+-- needs EXECUTE on it and on llm_embed_request (checked here).
+CREATE FUNCTION queryclaw.enrichment_embed_async(input text, model text, callback regprocedure,
+												 context jsonb)
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'enrichment_embed_async'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
 -- Internal: the enrichment's view and write-back function, made (again)
 -- from its definition row by the extension's owner once the calling role
 -- is found to own it; returns the input columns.  enrichment_undefine
@@ -219,6 +233,14 @@ LANGUAGE C STRICT VOLATILE PARALLEL UNSAFE;
 CREATE FUNCTION queryclaw.enrichment_cancel(ids bigint[], owner regrole)
 RETURNS integer
 AS 'MODULE_PATHNAME', 'enrichment_cancel'
+LANGUAGE C STRICT VOLATILE PARALLEL UNSAFE;
+
+-- Internal: delete the calling role's own final requests among ids: an
+-- enrichment's, once their results were written, so that a backfill keeps
+-- about a thousand of its rows in queryclaw.requests.
+CREATE FUNCTION queryclaw.enrichment_purge(ids bigint[])
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'enrichment_purge'
 LANGUAGE C STRICT VOLATILE PARALLEL UNSAFE;
 
 -- The caller's enrichment of that name (row-level security shows only its
@@ -299,21 +321,42 @@ LANGUAGE sql IMMUTABLE SET search_path = pg_catalog, pg_temp AS $$
 	  FROM unnest(keys) k
 $$;
 
+-- A new row has no state yet (but after a TRUNCATE, which fires no
+-- trigger): the rows are inserted where they have none, a plain insert
+-- that costs less than ON CONFLICT's speculative one, and only when some
+-- had one are those made stale.  Should another transaction give one of
+-- these keys a state meanwhile (a backfill's walk, whose snapshot still
+-- saw a deleted row of that key), the statement is made again with ON
+-- CONFLICT, rather than fail the user's INSERT.
 CREATE FUNCTION queryclaw.enrichment_on_insert()
 RETURNS trigger
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
 	d queryclaw.enrichment_definitions := queryclaw.enrichment_for_trigger(TG_ARGV[0], TG_RELID);
+	k text;
+	made bigint;
 BEGIN
 	IF d.id IS NULL THEN
 		RETURN NULL;
 	END IF;
-	EXECUTE format('INSERT INTO queryclaw.enrichment_rows AS r (enrichment, owner, key, state)'
-				   ' SELECT $1, $2, %s, ''stale'' FROM qc_new'
-				   ' ON CONFLICT (enrichment, key) DO UPDATE SET state = ''stale'', request_id = NULL'
-				   ' WHERE r.state <> ''stale''',
-				   queryclaw.enrichment_key_expression(d.key_columns, 'qc_new.'))
-		USING d.id, d.owner;
+	k := queryclaw.enrichment_key_expression(d.key_columns, 'qc_new.');
+	BEGIN
+		EXECUTE format('INSERT INTO queryclaw.enrichment_rows (enrichment, owner, key, state)'
+					   ' SELECT $1, $2, n.k, ''stale'' FROM (SELECT %s AS k FROM qc_new) n'
+					   ' WHERE NOT EXISTS (SELECT 1 FROM queryclaw.enrichment_rows r'
+					   '                    WHERE r.enrichment = $1 AND r.key = n.k)', k)
+			USING d.id, d.owner;
+		GET DIAGNOSTICS made = ROW_COUNT;
+	EXCEPTION WHEN unique_violation THEN
+		made := -1;
+	END;
+	IF made < (SELECT count(*) FROM qc_new) THEN
+		EXECUTE format('INSERT INTO queryclaw.enrichment_rows AS r (enrichment, owner, key, state)'
+					   ' SELECT $1, $2, %s, ''stale'' FROM qc_new'
+					   ' ON CONFLICT (enrichment, key) DO UPDATE SET state = ''stale'', request_id = NULL'
+					   ' WHERE r.state <> ''stale''', k)
+			USING d.id, d.owner;
+	END IF;
 	PERFORM queryclaw.enrichment_wake();
 	RETURN NULL;
 END
@@ -655,8 +698,7 @@ BEGIN
 			req ->> 'system', req ->> 'model', (req ->> 'max_rounds')::integer,
 			req -> 'output_schema', cb, ctx);
 	WHEN 'llm_embed' THEN
-		RAISE EXCEPTION 'embedding requests cannot be queued yet'
-			USING ERRCODE = 'feature_not_supported';
+		RETURN queryclaw.enrichment_embed_async(req ->> 'input', req ->> 'model', cb, ctx);
 	ELSE
 		RAISE EXCEPTION 'not a request: %', left(req::text, 100)
 			USING ERRCODE = 'invalid_parameter_value';
@@ -890,6 +932,29 @@ BEGIN
 END
 $$;
 
+-- The enrichment's final requests leave queryclaw.requests once half the
+-- cap of them is there (a small enrichment's stay, for whoever looks, as
+-- any request's until async_retention), and calls that keep nothing go.
+CREATE FUNCTION queryclaw.enrichment_tidy(d queryclaw.enrichment_definitions)
+RETURNS void
+LANGUAGE plpgsql VOLATILE SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+	final bigint[] := ARRAY(SELECT c.request_id FROM queryclaw.enrichment_calls c
+							 WHERE c.enrichment = d.id AND c.state <> 'running'
+							   AND c.request_id IS NOT NULL
+							 LIMIT 4 * queryclaw.enrichment_in_flight_cap());
+BEGIN
+	IF coalesce(array_length(final, 1), 0) >= queryclaw.enrichment_in_flight_cap() / 2 THEN
+		PERFORM queryclaw.enrichment_purge(final);
+		UPDATE queryclaw.enrichment_calls c SET request_id = NULL
+		 WHERE c.enrichment = d.id AND c.request_id = ANY (final) AND c.state <> 'running';
+	END IF;
+	DELETE FROM queryclaw.enrichment_calls c
+	 WHERE c.enrichment = d.id AND c.request_id IS NULL
+	   AND (c.state = 'spent' OR (c.state = 'done' AND c.expires_at < now()));
+END
+$$;
+
 -- Run by the async workers as the enrichment's owner (a role's session,
 -- as a callback is), whenever it may have stale rows: walk the backfill
 -- on, ask what is stale, up to the cap of requests in flight.  A row
@@ -909,8 +974,7 @@ BEGIN
 	IF NOT FOUND OR d.paused THEN
 		RETURN 0;
 	END IF;
-	DELETE FROM queryclaw.enrichment_calls c
-	 WHERE c.enrichment = d.id AND c.state = 'done' AND c.expires_at < now();
+	PERFORM queryclaw.enrichment_tidy(d);
 	room := queryclaw.enrichment_in_flight_cap() -
 		(SELECT count(*) FROM queryclaw.enrichment_calls c
 		  WHERE c.enrichment = d.id AND c.state = 'running');
@@ -967,8 +1031,9 @@ BEGIN
 	END IF;
 	IF failure IS NOT NULL OR d.cache_ttl = interval '0'
 		OR enrichment_done.result ->> 'ok' = 'false' THEN
-		-- nothing to keep: a row asking the same later asks anew
-		DELETE FROM queryclaw.enrichment_calls c
+		-- nothing to keep: a row asking the same later asks anew (the
+		-- call stays, spent, until its request leaves queryclaw.requests)
+		UPDATE queryclaw.enrichment_calls c SET state = 'spent', result = NULL, expires_at = NULL
 		 WHERE c.enrichment = d.id AND c.request_hash = rhash AND c.request_id = enrichment_done.id;
 	END IF;
 	IF failure = 'cancelled' THEN
@@ -1115,6 +1180,8 @@ COMMENT ON FUNCTION queryclaw.enrichment_define(bigint) IS
 'Internal to enrichments: check a definition''s texts and make its view and write-back function; returns its inputs.';
 COMMENT ON FUNCTION queryclaw.enrichment_done(bigint, jsonb, text, jsonb) IS
 'Internal to enrichments: the callback of every request an enrichment queues.';
+COMMENT ON FUNCTION queryclaw.enrichment_embed_async(text, text, regprocedure, jsonb) IS
+'Internal to enrichments: queue an embedding request as the enrichment''s owner.';
 COMMENT ON FUNCTION queryclaw.enrichment_enqueue(queryclaw.enrichment_definitions, jsonb, text) IS
 'Internal to enrichments: queue one request as the enrichment''s owner.';
 COMMENT ON FUNCTION queryclaw.enrichment_feed(bigint) IS
@@ -1141,6 +1208,10 @@ COMMENT ON FUNCTION queryclaw.enrichment_on_sql_drop() IS
 'Internal to enrichments: drops the enrichments of a dropped table.';
 COMMENT ON FUNCTION queryclaw.enrichment_on_update() IS
 'Internal to enrichments: the trigger that makes a row stale when an input changes.';
+COMMENT ON FUNCTION queryclaw.enrichment_purge(bigint[]) IS
+'Internal to enrichments: delete the calling role''s final requests among ids, once their results were written.';
+COMMENT ON FUNCTION queryclaw.enrichment_tidy(queryclaw.enrichment_definitions) IS
+'Internal to enrichments: delete an enrichment''s final requests once half its cap of them are kept, and the calls that keep nothing.';
 COMMENT ON FUNCTION queryclaw.enrichment_triggers_drop(queryclaw.enrichment_definitions) IS
 'Internal to enrichments: drop an enrichment''s triggers.';
 COMMENT ON FUNCTION queryclaw.enrichment_triggers_make(queryclaw.enrichment_definitions) IS

@@ -10,6 +10,8 @@
 #    ends done with its own answer, and no row that was done before the
 #    crash is asked again (the fixture counts the requests of each key).
 # 2. Live inserts while the backfill runs are asked too.
+# 3. The enrichment's final requests leave queryclaw.requests as it goes:
+#    about the cap of its rows are in the table at the end, not every one.
 #
 # Arguments: the work directory, the data directory and the bin directory
 # of the running cluster (test/lib.sh's QC_WORK, QC_PGDATA, QC_BINDIR).
@@ -87,6 +89,11 @@ qc_check "every row is done with its own answer after the crash" \
 	"$((rows + 100)) of $((rows + 100))"
 qc_check "at most the cap of the enrichment's requests were unfinished at once (peak $peak)" \
 	"$([ "$peak" -le 1000 ] && [ "$peak" -gt 0 ] && echo yes)" yes
+# its final requests leave queryclaw.requests as the backfill goes (half
+# the cap of them at most are kept), not only after async_retention
+kept=$(sql -c "SELECT count(*) FROM queryclaw.requests WHERE context ->> 'enrichment' = 'big'")
+qc_check "at most about the cap of the enrichment's requests are kept in queryclaw.requests ($kept of $((rows + 100)))" \
+	"$([ "$kept" -le 1500 ] && echo yes)" yes
 sql -c "CREATE TABLE qc_enrich_counts AS
         SELECT queryclaw.api_call(qc_test.url('/flaky/counts?prefix=enr-big-')) -> 'body' AS c"
 qc_check "no row done before the crash was asked again" \

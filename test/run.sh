@@ -20,7 +20,8 @@
 # test/queue_callbacks.sh (the callbacks' own calls, and fairness between
 # roles' callbacks), then test/async_restart.sh (the async queue through a
 # crash and a killed worker), then test/enrich_service.sh (an enrichment's
-# backfill through a crash), then
+# backfill through a crash), then test/enrich_vector.sh (an enrichment into
+# a pgvector column), then
 # test/worker_database.sh (the workers before queryclaw.database exists, on
 # a cluster of their own), then pg_regress over test/nopreload/ on a cluster
 # without preload, then the upgrade from release 0.1 (test/upgrade/) and a
@@ -156,7 +157,7 @@ if [ -z "${QC_ISOLATED:-}" ] && [[ " $tests " == *" 019_dns "* ]]; then
 fi
 # the attack on the audit worker, the waits on the queue and the queue
 # through restarts are scripts, not pg_regress tests (below)
-tests=$(echo $tests | sed 's/\bworker_hijack\b//; s/\bqueue_wait\b//; s/\bqueue_admit\b//; s/\bqueue_locks\b//; s/\bqueue_service\b//; s/\bqueue_callbacks\b//; s/\basync_restart\b//; s/\benrich_service\b//; s/\bworker_database\b//; s/\bmcp_everything\b//')
+tests=$(echo $tests | sed 's/\bworker_hijack\b//; s/\bqueue_wait\b//; s/\bqueue_admit\b//; s/\bqueue_locks\b//; s/\bqueue_service\b//; s/\bqueue_callbacks\b//; s/\basync_restart\b//; s/\benrich_service\b//; s/\benrich_vector\b//; s/\bworker_database\b//; s/\bmcp_everything\b//')
 qc_log "regression tests"
 qc_run_suite "$suite" queryclaw_regression $tests
 
@@ -234,6 +235,14 @@ fi
 if [ -z "${QC_TESTS:-}" ] || [[ " $QC_TESTS " == *" enrich_service "* ]]; then
 	qc_log "an enrichment's backfill through a crash"
 	run_checks bash "$QC_ROOT/test/enrich_service.sh" "$QC_WORK" "$QC_PGDATA" "$QC_BINDIR"
+fi
+
+# An enrichment into a pgvector column: the backfill, a live insert, a
+# column of other dimensions (test/enrich_vector.sh; skipped without
+# pgvector); with QC_TESTS, only when it names enrich_vector.
+if [ -z "${QC_TESTS:-}" ] || [[ " $QC_TESTS " == *" enrich_vector "* ]]; then
+	qc_log "an enrichment into a pgvector column"
+	run_checks bash "$QC_ROOT/test/enrich_vector.sh" "$QC_WORK" "$QC_PGDATA" "$QC_BINDIR"
 fi
 qc_stop_cluster
 

@@ -4,7 +4,8 @@
  *	  SQL entry points that queue a request: web_fetch_async(),
  *	  api_call_async() and llm_chat_tools_async(); and the request
  *	  constructors of enrichments, which check the same arguments the same
- *	  way and return them as jsonb rather than queue them.
+ *	  way and return them as jsonb rather than queue them, and the queueing
+ *	  of an enrichment's embedding request (enrichment_embed_async).
  *
  * Each checks its arguments as its synchronous twin does before sending
  * (URL, method, headers, format, tools, output schema: 22023 and 42501
@@ -42,6 +43,7 @@
 #include "executor/spi.h"
 #include "fmgr.h"
 #include "miscadmin.h"
+#include "utils/acl.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/json.h"
@@ -55,6 +57,7 @@
 #include "http.h"
 #include "llmjob.h"
 #include "policy.h"
+#include "proclookup.h"
 #include "queue.h"
 #include "redact.h"
 #include "response.h"
@@ -68,6 +71,7 @@ PG_FUNCTION_INFO_V1(web_fetch_request);
 PG_FUNCTION_INFO_V1(api_call_request);
 PG_FUNCTION_INFO_V1(llm_request);
 PG_FUNCTION_INFO_V1(llm_embed_request);
+PG_FUNCTION_INFO_V1(enrichment_embed_async);
 
 /*
  * A request's arguments as two JSON objects built side by side: as given
@@ -537,6 +541,22 @@ llm_request(PG_FUNCTION_ARGS)
 	PG_RETURN_DATUM(constructed(&r, "llm_chat_tools"));
 }
 
+/* An embedding's arguments (input, model); the input must not be NULL. */
+static void
+build_embed(FunctionCallInfo fcinfo, RequestJson *r)
+{
+	char	   *input = text_to_cstring(PG_GETARG_TEXT_PP(0));
+
+	request_begin(r);
+	request_text(r, "input", input, qc_redact_text(input));
+	if (!PG_ARGISNULL(1))
+	{
+		char	   *model = text_to_cstring(PG_GETARG_TEXT_PP(1));
+
+		request_text(r, "model", model, model);
+	}
+}
+
 /*
  * llm_embed_request(input text, model text) returns jsonb: an embedding of
  * input, as llm_embed(input, model) would return it.
@@ -548,13 +568,34 @@ llm_embed_request(PG_FUNCTION_ARGS)
 
 	if (PG_ARGISNULL(0))
 		PG_RETURN_NULL();
-	request_begin(&r);
-	request_text(&r, "input", text_to_cstring(PG_GETARG_TEXT_PP(0)), NULL);
-	if (!PG_ARGISNULL(1))
-	{
-		char	   *model = text_to_cstring(PG_GETARG_TEXT_PP(1));
-
-		request_text(&r, "model", model, model);
-	}
+	build_embed(fcinfo, &r);
 	PG_RETURN_DATUM(constructed(&r, "llm_embed"));
+}
+
+/*
+ * enrichment_embed_async(input text, model text, callback regprocedure,
+ *						  context jsonb) returns bigint: an enrichment's
+ * embedding request, queued by its owner.  The workers run the model's
+ * requests as llm_chat_tools_async's, and an embedding as a job of the
+ * same kind (llmjob.h), so the row is one of that function's, its request
+ * {"input", "model"}: the owner needs EXECUTE on it, as the workers check,
+ * and on llm_embed_request, which made the request.
+ */
+Datum
+enrichment_embed_async(PG_FUNCTION_ARGS)
+{
+	RequestJson r;
+	Oid			constructor = qc_proc_by_signature("queryclaw.llm_embed_request(text,text)");
+
+	qc_queue_require("an enrichment's embedding");
+	if (!OidIsValid(constructor) ||
+		qc_proc_aclcheck(constructor, GetUserId(), ACL_EXECUTE) != ACLCHECK_OK)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied for function queryclaw.llm_embed_request"),
+				 errdetail("An enrichment's embedding is queued as its owner, who needs EXECUTE on the constructor that made it.")));
+	if (PG_ARGISNULL(0))
+		PG_RETURN_NULL();
+	build_embed(fcinfo, &r);
+	PG_RETURN_INT64(insert_request(fcinfo, QC_FUNC_LLM_CHAT_TOOLS_ASYNC, &r, 2, NULL, NULL));
 }

@@ -95,7 +95,9 @@ static const struct
 	"queryclaw.api_call_async(text,text,jsonb,text,integer,regprocedure,jsonb,text)"},
 	{"llm_request", KIND_LLM,
 	"queryclaw.llm_chat_tools_async(text,text[],text,text,integer,jsonb,regprocedure,jsonb)"},
-	{"llm_embed_request", KIND_EMBED, NULL},
+	/* an embedding runs as a job of the model's requests (llmjob.h) */
+	{"llm_embed_request", KIND_EMBED,
+	"queryclaw.llm_chat_tools_async(text,text[],text,text,integer,jsonb,regprocedure,jsonb)"},
 };
 
 /*
@@ -109,7 +111,7 @@ check_may_send(int kinds, Oid owner)
 	{
 		Oid			fn;
 
-		if (!(kinds & constructors[i].kind) || constructors[i].sends == NULL)
+		if (!(kinds & constructors[i].kind))
 			continue;
 		fn = DatumGetObjectId(DirectFunctionCall1(regprocedurein,
 												  CStringGetDatum(constructors[i].sends)));
@@ -659,12 +661,6 @@ make_objects(Definition *d)
 	drop_objects(d);
 	kinds = make_views(d, source);
 	check_may_send(kinds, d->owner);
-	if (kinds & KIND_EMBED)
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("an enrichment cannot ask for embeddings yet"),
-				 errdetail("The queue does not send embedding requests yet, so llm_embed_request has no enrichment to serve."),
-				 errhint("Fill the column with queryclaw.llm_embed() in a batch job (docs/llm.md).")));
 	if (d->target != NULL)
 	{
 		d->apply = psprintf("%s = %s", quote_identifier(d->target),

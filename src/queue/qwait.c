@@ -14,7 +14,10 @@
  * open transaction, it would see nothing change: it says so at once.
  *
  * cancel_requests() writes as the table's owner, and only the caller's own
- * rows: see queue.h for what the workers do with a cancelled row.
+ * rows: see queue.h for what the workers do with a cancelled row.  So does
+ * enrichment_purge(), which deletes an enrichment's final requests once
+ * their results were written, so that a backfill of any size keeps about
+ * a thousand of its rows in the table.
  *
  *-------------------------------------------------------------------------
  */
@@ -36,6 +39,7 @@
 PG_FUNCTION_INFO_V1(queue_wait);
 PG_FUNCTION_INFO_V1(cancel_requests);
 PG_FUNCTION_INFO_V1(enrichment_cancel);
+PG_FUNCTION_INFO_V1(enrichment_purge);
 
 /* Longest sleep between two looks at the rows. */
 #define QC_WAIT_POLL_MS 200
@@ -254,4 +258,38 @@ enrichment_cancel(PG_FUNCTION_ARGS)
 						GetUserNameFromId(owner, false))));
 	qc_queue_require("enrichment_cancel");
 	PG_RETURN_INT32(cancel_of_role(PG_GETARG_DATUM(0), owner));
+}
+
+/*
+ * enrichment_purge(ids bigint[]) returns bigint: the calling role's final
+ * enrichment requests among ids deleted (those whose callback is the
+ * enrichments' own, which wrote their results in the transaction that
+ * made them final); how many.  No other request of the role's history
+ * goes before async_retention.
+ */
+Datum
+enrichment_purge(PG_FUNCTION_ARGS)
+{
+	static SPIPlanPtr plan = NULL;
+	Oid			types[2] = {INT8ARRAYOID, REGROLEOID};
+	Datum		args[2];
+	QcQueueAsOwner save;
+	uint64		n;
+
+	qc_queue_require("enrichment_purge");
+	args[0] = PG_GETARG_DATUM(0);
+	args[1] = ObjectIdGetDatum(GetUserId());
+	qc_queue_begin_as_owner(&save);
+	qc_queue_plan(&plan,
+				  "DELETE FROM queryclaw.requests r"
+				  " WHERE r.id OPERATOR(pg_catalog.=) ANY ($1)"
+				  " AND r.role OPERATOR(pg_catalog.=) $2"
+				  " AND r.finished_at IS NOT NULL"
+				  " AND pg_catalog.starts_with(r.callback, 'queryclaw.enrichment_done(')",
+				  2, types);
+	if (SPI_execute_plan(plan, args, NULL, false, 0) != SPI_OK_DELETE)
+		elog(ERROR, "could not delete requests");
+	n = SPI_processed;
+	qc_queue_end_as_owner(&save);
+	PG_RETURN_INT64((int64) n);
 }

@@ -30,6 +30,10 @@
  * error (22P02).  A refusal is returned as such, or with an output schema
  * raised (38000).
  *
+ * A queued embedding request (an enrichment's llm_embed_request) is a job
+ * too, of one request to the embeddings endpoint (embedreq.c) sent attempt
+ * by attempt the same way: the async workers run the jobs they are given.
+ *
  * Interrupts are checked before every round; a request or a tool call in
  * progress stops on a cancel through the transport's own checks.
  *
@@ -49,6 +53,7 @@
 #include "chat.h"
 #include "compat.h"
 #include "content.h"
+#include "embedreq.h"
 #include "endpoint.h"
 #include "guc.h"
 #include "call.h"
@@ -87,6 +92,13 @@ struct QcLlmJob
 	List	   *round_records;	/* tool calls under way (QcLlmToolRecord *) */
 	List	   *spent_runs;		/* tool calls read, to free (QcToolRun *) */
 	List	   *secrets;		/* what the tool calls' requests sent */
+
+	/* a queued embedding request: one request, no loop (embed_*) */
+	bool		embed;
+	char	   *embed_input;
+	QcEmbedTarget embed_target;
+	const char *embed_extra;	/* QcLlmSpec.audit_extra, or NULL */
+	Jsonb	   *embed_result;
 };
 
 /*
@@ -477,6 +489,67 @@ tools_array(JsonbContainer *tools)
 	return construct_md_array(elems, nulls, 1, dims, lbs, TEXTOID, -1, false, TYPALIGN_INT);
 }
 
+/*
+ * The job of a queued embedding request ({"input", "model"}, which an
+ * enrichment's llm_embed_request queues): one request to the embeddings
+ * endpoint with retries, no loop; its result {embedding, model, usage}.
+ * The endpoint and model are checked now, as llm_embed() checks them.
+ */
+static QcLlmJob *
+embed_job(JsonbContainer *r, const char *audit_extra, const char *query, void *owner)
+{
+	MemoryContext cxt = AllocSetContextCreate(CurrentMemoryContext, "queryclaw embed job",
+											  ALLOCSET_DEFAULT_SIZES);
+	MemoryContext old = MemoryContextSwitchTo(cxt);
+	QcLlmJob   *job = palloc0(sizeof(QcLlmJob));
+
+	job->cxt = cxt;
+	job->embed = true;
+	job->in_background = true;
+	job->query = query ? pstrdup(query) : NULL;
+	job->owner = owner;
+	job->embed_input = qc_jsonb_get_string(r, "input");
+	job->embed_extra = audit_extra ? pstrdup(audit_extra) : NULL;
+	qc_embed_target(qc_jsonb_get_string(r, "model"), &job->embed_target);
+	MemoryContextSwitchTo(old);
+	return job;
+}
+
+/* The next attempt at the embedding request. */
+static QcCall *
+embed_next(QcLlmJob *job)
+{
+	if (!job->asking)
+	{
+		QcCall	   *request = qc_embed_request("llm_embed", &job->embed_target, job->embed_extra,
+											   &job->embed_input, 1);
+
+		qc_call_admit_tokens(request);
+		qc_endpoint_try_init(&job->attempts, request, QC_ENDPOINT_EMBED, qc_retry_max_delay);
+		job->asking = true;
+	}
+	return qc_endpoint_try_call(&job->attempts);
+}
+
+/* The embedding request's last attempt, read: the job's result. */
+static void
+embed_take(QcLlmJob *job, QcCall *call)
+{
+	ArrayType  *vector = NULL;
+	int64		tokens = qc_embed_read(call, &job->attempts.att, 1, &vector);
+	StringInfoData s;
+
+	qc_call_end(call);
+	initStringInfo(&s);
+	appendStringInfo(&s, "{\"embedding\": %s, \"model\": ",
+					 TextDatumGetCString(DirectFunctionCall1(array_to_json,
+															 PointerGetDatum(vector))));
+	escape_json(&s, job->embed_target.model);
+	appendStringInfo(&s, ", \"usage\": {\"total_tokens\": " INT64_FORMAT "}}", tokens);
+	job->embed_result = qc_jsonb_parse(s.data);
+	job->done = true;
+}
+
 QcLlmJob *
 qc_llm_job_from_request(Jsonb *request, const char *audit_extra, const char *query,
 						void *owner)
@@ -487,6 +560,8 @@ qc_llm_job_from_request(Jsonb *request, const char *audit_extra, const char *que
 	QcLlmSpec	spec = {0};
 	int64		rounds;
 
+	if (qc_jsonb_get_string(r, "prompt") == NULL && qc_jsonb_get_string(r, "input") != NULL)
+		return embed_job(r, audit_extra, query, owner);
 	spec.via = "llm_chat_tools_async";
 	spec.prompt = qc_jsonb_get_string(r, "prompt");
 	if (spec.prompt == NULL)
@@ -591,6 +666,12 @@ job_next(QcLlmJob *job)
 	MemoryContext old = MemoryContextSwitchTo(job->cxt);
 
 	Assert(!job->done && job->sent == NULL);
+	if (job->embed)
+	{
+		job->sent = embed_next(job);
+		MemoryContextSwitchTo(old);
+		return list_make1(job->sent);
+	}
 	if (job->round_records != NIL)
 	{
 		List	   *requests = tool_requests(job);
@@ -640,6 +721,11 @@ take(QcLlmJob *job)
 		call = qc_endpoint_try_last(&job->attempts, call);
 		job->asking = false;
 		job->not_before = 0;
+		if (job->embed)
+		{
+			embed_take(job, call);
+			return;
+		}
 		job->reply = qc_chat_read(&job->chat, job->out.rounds, call, &job->attempts.att);
 	}
 }
@@ -681,6 +767,8 @@ qc_llm_job_owner(const QcLlmJob *job)
 Jsonb *
 qc_llm_job_result(QcLlmJob *job)
 {
+	if (job->embed)
+		return (Jsonb *) PG_DETOAST_DATUM_COPY(PointerGetDatum(job->embed_result));
 	return result_jsonb(&job->chat, &job->out, job->with_messages);
 }
 

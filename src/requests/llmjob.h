@@ -87,7 +87,10 @@ extern void qc_llm_job_free(QcLlmJob *job);
  * every audit row of the run (the request id and attempt), query (or NULL)
  * is their statement (its enqueuing statement), owner is kept for the
  * caller.  Checked again as the SQL function checks its arguments, as the
- * current user: raises what it would raise.
+ * current user: raises what it would raise.  A request with "input" and no
+ * "prompt" is an embedding ({"input", "model"}: an enrichment's
+ * llm_embed_request): its job is one request to the embeddings endpoint,
+ * with retries, and its result {embedding, model, usage}.
  */
 extern QcLlmJob *qc_llm_job_from_request(Jsonb *request, const char *audit_extra,
 										 const char *query, void *owner);
