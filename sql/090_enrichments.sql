@@ -290,15 +290,13 @@ SET ROLE qc_enr_alice;
 SELECT qc_test.try($$SELECT queryclaw.create_enrichment('e', 'passages',
     $r$queryclaw.llm_embed_request(body)$r$, target => 'tags')$$) AS embedding_into_int_array;
 RESET ROLE;
--- queued as a job of the model's requests: the owner needs EXECUTE on llm_chat_tools_async
-REVOKE EXECUTE ON FUNCTION queryclaw.llm_chat_tools_async(text, text[], text, text, integer, jsonb, regprocedure, jsonb)
-    FROM qc_enr_alice;
+-- queued by its owner, who needs EXECUTE on llm_embed_request at creation too
+REVOKE EXECUTE ON FUNCTION queryclaw.llm_embed_request(text, text) FROM qc_enr_alice;
 SET ROLE qc_enr_alice;
 SELECT qc_test.try($$SELECT queryclaw.create_enrichment('e', 'passages',
     $r$queryclaw.llm_embed_request(body)$r$, target => 'embedding')$$) AS embedding_may_not_send;
 RESET ROLE;
-GRANT EXECUTE ON FUNCTION queryclaw.llm_chat_tools_async(text, text[], text, text, integer, jsonb, regprocedure, jsonb)
-    TO qc_enr_alice;
+GRANT EXECUTE ON FUNCTION queryclaw.llm_embed_request(text, text) TO qc_enr_alice;
 SET ROLE qc_enr_alice;
 SELECT queryclaw.create_enrichment('passage_embedding', 'passages',
     request => $$queryclaw.llm_embed_request(body)$$, target => 'embedding');

@@ -198,9 +198,9 @@ COMMENT ON FUNCTION queryclaw.llm_embed_request(text, text) IS
 REVOKE ALL ON FUNCTION queryclaw.llm_embed_request(text, text) FROM PUBLIC;
 
 -- Internal: queue an enrichment's embedding request as the calling role
--- (its owner, from enrichment_enqueue).  The workers run it as a job of
--- llm_chat_tools_async's kind: the row is that function's, and the role
--- needs EXECUTE on it and on llm_embed_request (checked here).
+-- (its owner, from enrichment_enqueue), func 'enrichment_embed_async'.  The
+-- workers run it as a job of llm_chat_tools_async's kind; the role needs
+-- EXECUTE on llm_embed_request (checked here) and on this function.
 CREATE FUNCTION queryclaw.enrichment_embed_async(input text, model text, callback regprocedure,
 												 context jsonb)
 RETURNS bigint

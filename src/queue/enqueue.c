@@ -575,11 +575,10 @@ llm_embed_request(PG_FUNCTION_ARGS)
 /*
  * enrichment_embed_async(input text, model text, callback regprocedure,
  *						  context jsonb) returns bigint: an enrichment's
- * embedding request, queued by its owner.  The workers run the model's
- * requests as llm_chat_tools_async's, and an embedding as a job of the
- * same kind (llmjob.h), so the row is one of that function's, its request
- * {"input", "model"}: the owner needs EXECUTE on it, as the workers check,
- * and on llm_embed_request, which made the request.
+ * embedding request, queued by its owner, its request {"input", "model"}.
+ * The workers run it as a job of the same kind as the model's requests
+ * (llmjob.h); the owner needs EXECUTE on llm_embed_request, which made the
+ * request, checked here, and on this function, as the workers check.
  */
 Datum
 enrichment_embed_async(PG_FUNCTION_ARGS)
@@ -597,5 +596,5 @@ enrichment_embed_async(PG_FUNCTION_ARGS)
 	if (PG_ARGISNULL(0))
 		PG_RETURN_NULL();
 	build_embed(fcinfo, &r);
-	PG_RETURN_INT64(insert_request(fcinfo, QC_FUNC_LLM_CHAT_TOOLS_ASYNC, &r, 2, NULL, NULL));
+	PG_RETURN_INT64(insert_request(fcinfo, QC_FUNC_ENRICHMENT_EMBED_ASYNC, &r, 2, NULL, NULL));
 }

@@ -95,9 +95,8 @@ static const struct
 	"queryclaw.api_call_async(text,text,jsonb,text,integer,regprocedure,jsonb,text)"},
 	{"llm_request", KIND_LLM,
 	"queryclaw.llm_chat_tools_async(text,text[],text,text,integer,jsonb,regprocedure,jsonb)"},
-	/* an embedding runs as a job of the model's requests (llmjob.h) */
-	{"llm_embed_request", KIND_EMBED,
-	"queryclaw.llm_chat_tools_async(text,text[],text,text,integer,jsonb,regprocedure,jsonb)"},
+	/* queued by enrichment_embed_async, which needs this of its caller */
+	{"llm_embed_request", KIND_EMBED, "queryclaw.llm_embed_request(text,text)"},
 };
 
 /*

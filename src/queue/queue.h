@@ -69,6 +69,8 @@
 #define QC_FUNC_WEB_FETCH_ASYNC "web_fetch_async"
 #define QC_FUNC_API_CALL_ASYNC "api_call_async"
 #define QC_FUNC_LLM_CHAT_TOOLS_ASYNC "llm_chat_tools_async"
+/* an enrichment's embedding request, a job of the model's kind (llmjob.h) */
+#define QC_FUNC_ENRICHMENT_EMBED_ASYNC "enrichment_embed_async"
 
 typedef struct QcQueueShared
 {

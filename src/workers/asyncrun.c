@@ -127,6 +127,7 @@ static const struct
 	{"web_fetch_async", "queryclaw.web_fetch_async(text,text,integer,regprocedure,jsonb)"},
 	{"api_call_async", "queryclaw.api_call_async(text,text,jsonb,text,integer,regprocedure,jsonb,text)"},
 	{"llm_chat_tools_async", "queryclaw.llm_chat_tools_async(text,text[],text,text,integer,jsonb,regprocedure,jsonb)"},
+	{"enrichment_embed_async", "queryclaw.enrichment_embed_async(text,text,regprocedure,jsonb)"},
 };
 
 /* ---- reading a claimed row ---- */
@@ -1318,7 +1319,8 @@ start_flight(QcAsyncFlight *f, List **calls)
 {
 	QcAsyncRequest *r = f->r;
 
-	if (strcmp(r->func, "llm_chat_tools_async") == 0)
+	if (strcmp(r->func, QC_FUNC_LLM_CHAT_TOOLS_ASYNC) == 0 ||
+		strcmp(r->func, QC_FUNC_ENRICHMENT_EMBED_ASYNC) == 0)
 	{
 		LlmStart	s = {r, NULL};
 		MemoryContext old = MemoryContextSwitchTo(f->cxt);
