@@ -36,8 +36,7 @@ CREATE EXTENSION IF NOT EXISTS vector;
 CREATE ROLE $owner;
 GRANT EXECUTE ON FUNCTION
     queryclaw.create_enrichment(text, regclass, text, text, name, text, boolean, interval),
-    queryclaw.llm_embed_request(text, text),
-    queryclaw.llm_chat_tools_async(text, text[], text, text, integer, jsonb, regprocedure, jsonb)
+    queryclaw.llm_embed_request(text, text)
     TO $owner;
 CREATE TABLE qc_vec_docs (id int PRIMARY KEY, body text, v vector(8), short vector(3));
 INSERT INTO qc_vec_docs (id, body) VALUES (1, 'we ship from Lyon'), (2, 'returns are free'),
