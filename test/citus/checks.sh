@@ -9,8 +9,10 @@
 # the distributed UPDATE Citus refuses and the patterns that work instead,
 # requests queued by a pushed-down SELECT with callbacks that update the
 # distributed table, ids distinct across nodes and wait, cancel_requests and
-# retry_requests on ids of another node refused, enrichments of Citus's
-# tables refused (and of the coordinator's own working), a trigger and a colocated
+# retry_requests on ids of another node refused, an enrichment of a
+# distributed table (backfill, live inserts on each worker's shard, no lost
+# update, its rows seen from the coordinator; of a reference table refused,
+# of the coordinator's own working), a trigger and a colocated
 # distributed function queueing on the shard's node, GRANT and REVOKE on
 # the coordinator reaching the workers (what took effect there, as the role
 # that ran it, on the objects it named), a two-phase commit waking the async
@@ -111,24 +113,113 @@ until_true "SELECT sum(result::int) >= 200 FROM run_command_on_workers(\$\$SELEC
 qc_check "the calls ran on the workers, whose audit holds them" \
 	"$(on_workers_sum "SELECT count(*) FROM queryclaw.audit_log WHERE func = 'api_call'") $(csql -c "SELECT count(*) FROM queryclaw.audit_log")" "200 0"
 
-# ---- an enrichment of a distributed or reference table: refused (0A000),
-# with nothing made on any node
+# ---- an enrichment of a reference table, or of a distributed table made on
+# a worker: refused (0A000), with nothing made on any node
 csql -c "CREATE TABLE country (code text PRIMARY KEY, url text, page text)" -c "SELECT create_reference_table('country')" >/dev/null ||
 	echo "not ok - the reference table country"
-said=$(csql -v VERBOSITY=verbose -c "SELECT queryclaw.create_enrichment('company_page', source => 'companies',
-	request => \$\$queryclaw.web_fetch_request(url)\$\$, target => 'homepage')" 2>&1)
-qc_check "an enrichment of a distributed table is refused (0A000)" \
-	"$(sed -n 's/^ERROR: *\([0-9A-Z]\{5\}\):.*/\1/p' <<<"$said")" 0A000
+said=$(csql -v VERBOSITY=verbose -c "SELECT queryclaw.create_enrichment('country_page', source => 'country',
+	request => \$\$queryclaw.web_fetch_request(url)\$\$, target => 'page')" 2>&1)
 qc_check "an enrichment of a reference table is refused (0A000)" \
-	"$(sqlstate 5432 "SELECT queryclaw.create_enrichment('country_page', source => 'country',
-		request => \$r\$queryclaw.web_fetch_request(url)\$r\$, target => 'page')")" 0A000
-qc_check "... on a worker too (0A000)" \
+	"$(sed -n 's/^ERROR: *\([0-9A-Z]\{5\}\):.*/\1/p' <<<"$said")" 0A000
+qc_check "an enrichment of a distributed table is refused on a worker (0A000): it is made on the coordinator" \
 	"$(sqlstate 5433 "SELECT queryclaw.create_enrichment('company_page', source => 'companies',
 		request => \$r\$queryclaw.web_fetch_request(url)\$r\$, target => 'homepage')")" 0A000
 qc_check "the refused enrichments left nothing on any node (definitions, triggers)" \
 	"$(csql -c "SELECT string_agg(result, ',') FROM run_command_on_all_nodes(\$\$SELECT (SELECT count(*) FROM queryclaw.enrichment_definitions)
 		+ (SELECT count(*) FROM pg_trigger WHERE NOT tgisinternal AND tgfoid::regproc::text LIKE '%enrich%')\$\$)")" "0,0,0"
 
+# ---- an enrichment of a distributed table: each row asked on its shard's
+# node, its state there, written back through Citus
+# The number SQL $1 prints on each worker, comma-separated.
+on_each_worker() {
+	csql -c "SELECT string_agg(result, ',' ORDER BY nodeport) FROM run_command_on_workers(\$q\$ $1 \$q\$)"
+}
+csql <<SQL >/dev/null || echo "not ok - the distributed table articles"
+CREATE TABLE articles (id bigint PRIMARY KEY, url text NOT NULL, body text);
+SELECT create_distributed_table('articles', 'id', colocate_with => 'none');
+INSERT INTO articles SELECT i, '$base/echo?article=' || i FROM generate_series(1, 60) i;
+SQL
+said=$(csql -c "SELECT queryclaw.create_enrichment('article_body', source => 'articles',
+	request => \$r\$queryclaw.web_fetch_request(url)\$r\$, target => 'body')" 2>&1)
+qc_check "an enrichment of a distributed table is made on the coordinator, with no warning" "$said" ""
+until_true "SELECT done = 60 FROM queryclaw.enrichments WHERE name = 'article_body'" 60
+qc_check "its backfill writes every row through Citus, each from its own request" \
+	"$(csql -c "SELECT count(*) FROM articles WHERE body LIKE '%\"article\": \"' || id || '\"%'")" 60
+qc_check "each worker asked for the rows of its own shards, the coordinator for none" \
+	"$(on_each_worker "SELECT count(*) FROM queryclaw.requests WHERE context->>'enrichment' = 'article_body'")|$(csql -c "SELECT count(*) FROM queryclaw.requests WHERE context->>'enrichment' = 'article_body'")" \
+	"$(on_each_worker "SELECT count(*) FROM articles WHERE get_shard_id_for_distribution_column('articles', id) IN
+		(SELECT shardid FROM pg_dist_placement WHERE groupid = (SELECT groupid FROM pg_dist_local_group))")|0"
+qc_check "... and keeps their states (enrichment_rows) beside them" \
+	"$(on_each_worker "SELECT count(*) FROM queryclaw.enrichment_rows WHERE state = 'done'")" \
+	"$(on_each_worker "SELECT count(*) FROM queryclaw.requests WHERE context->>'enrichment' = 'article_body'")"
+qc_check "queryclaw.enrichments on the coordinator shows the whole cluster's rows and calls" \
+	"$(csql -c "SELECT rows || ' ' || done || ' ' || stale || ' ' || running || ' ' || failed || ' ' || calls || ' ' || coalesce(last_error, '-')
+		FROM queryclaw.enrichments WHERE name = 'article_body'")" "60 60 0 0 0 60 -"
+
+# a live insert of a row on each worker's shard
+live=$(csql -c "SELECT string_agg(i::text, ',') FROM (SELECT min(i) AS i FROM generate_series(1001, 1100) i
+	JOIN pg_dist_placement p ON p.shardid = get_shard_id_for_distribution_column('articles', i)
+	JOIN pg_dist_node n ON n.groupid = p.groupid AND n.noderole = 'primary' GROUP BY n.nodeport ORDER BY n.nodeport) s")
+csql -c "INSERT INTO articles SELECT i, '$base/echo?article=' || i FROM unnest('{$live}'::bigint[]) i" >/dev/null ||
+	echo "not ok - the live insert into articles"
+until_true "SELECT count(*) = 2 FROM articles WHERE id IN ($live) AND body LIKE '%\"article\": \"' || id || '\"%'" 60
+qc_check "a live insert of a row on each worker's shard is asked and written there" \
+	"$(on_each_worker "SELECT count(*) FROM queryclaw.enrichment_rows WHERE (key->>'id')::bigint IN ($live) AND state = 'done'")|$(csql -c "SELECT count(*) FROM articles WHERE id IN ($live) AND body LIKE '%\"article\": \"' || id || '\"%'")" \
+	"1,1|2"
+
+# no lost update: a row whose input changes while its request is on the
+# wire ends with the last input's value (the slow answer is not written)
+csql -c "UPDATE articles SET url = '$base/slow?ms=4000&article=old' WHERE id = 7" >/dev/null
+until_true "SELECT bool_or(result = 't') FROM run_command_on_workers(\$q\$SELECT EXISTS (SELECT FROM queryclaw.requests
+	WHERE request->>'url' LIKE '%article=old' AND state = 'running')\$q\$)" 60 ||
+	echo "not ok - the slow request for article 7 went out"
+csql -c "UPDATE articles SET url = '$base/echo?article=new' WHERE id = 7" >/dev/null
+until_true "SELECT bool_or(result = 't') FROM run_command_on_workers(\$q\$SELECT EXISTS (SELECT FROM queryclaw.requests
+	WHERE request->>'url' LIKE '%article=old' AND finished_at IS NOT NULL)\$q\$)" 60
+until_true "SELECT done = rows FROM queryclaw.enrichments WHERE name = 'article_body'" 60
+qc_check "a row changed while its request is on the wire ends with the last input's value" \
+	"$(csql -c "SELECT body LIKE '%\"article\": \"new\"%' FROM articles WHERE id = 7")|$(on_workers_sum "SELECT count(*) FROM queryclaw.requests
+		WHERE request->>'url' LIKE '%article=old' AND state = 'done'")" "t|1"
+
+# pause, resume and drop on the coordinator reach the workers' copies
+csql -c "SELECT queryclaw.pause_enrichment('article_body')" >/dev/null
+qc_check "pause_enrichment on the coordinator pauses every worker's copy" \
+	"$(on_each_worker "SELECT paused FROM queryclaw.enrichment_definitions WHERE name = 'article_body'")" "t,t"
+csql -c "UPDATE articles SET url = url || '&again' WHERE id <= 4" >/dev/null
+qc_check "... a row changed meanwhile waits, stale, on its worker" \
+	"$(csql -c "SELECT stale FROM queryclaw.enrichments WHERE name = 'article_body'")" 4
+csql -c "SELECT queryclaw.resume_enrichment('article_body')" >/dev/null
+until_true "SELECT done = rows FROM queryclaw.enrichments WHERE name = 'article_body'" 60
+qc_check "resume_enrichment resumes them: the rows are asked again" \
+	"$(csql -c "SELECT count(*) FROM articles WHERE id <= 4 AND body LIKE '%again%'")" 4
+qc_check "alter_enrichment of a distributed table's enrichment is refused (0A000)" \
+	"$(sqlstate 5432 "SELECT queryclaw.alter_enrichment('article_body', request => \$r\$queryclaw.web_fetch_request(url || '&v=2')\$r\$)")" 0A000
+csql -c "SELECT queryclaw.drop_enrichment('article_body')" >/dev/null
+qc_check "drop_enrichment on the coordinator drops it on every node, its triggers on the shards too" \
+	"$(csql -c "SELECT string_agg(result, ',') FROM run_command_on_all_nodes(\$\$SELECT (SELECT count(*) FROM queryclaw.enrichment_definitions)
+		+ (SELECT count(*) FROM pg_trigger WHERE NOT tgisinternal AND tgfoid::regproc::text LIKE '%enrich%')\$\$)")" "0,0,0"
+
+# an enrichment owned by a role that is not a superuser, with the
+# privileges docs/enrichments.md names, runs on the workers as that role
+csql <<SQL >/dev/null || echo "not ok - the role editor and the table notes"
+CREATE ROLE editor LOGIN;
+GRANT queryclaw_user TO editor;
+CREATE TABLE notes (id bigint PRIMARY KEY, url text NOT NULL, body text);
+SELECT create_distributed_table('notes', 'id', colocate_with => 'articles');
+INSERT INTO notes SELECT i, '$base/echo?note=' || i FROM generate_series(1, 20) i;
+GRANT SELECT, UPDATE, TRIGGER ON notes TO editor;
+SQL
+nsql 5432 -U editor -c "SELECT queryclaw.create_enrichment('note_body', source => 'notes',
+	request => \$r\$queryclaw.web_fetch_request(url)\$r\$, target => 'body')" >/dev/null ||
+	echo "not ok - create_enrichment as editor"
+until_true "SELECT count(*) = 20 FROM notes WHERE body LIKE '%\"note\": \"' || id || '\"%'" 60
+qc_check "an enrichment owned by a role that is not a superuser is asked and written on the workers as that role" \
+	"$(on_each_worker "SELECT owner::text || ' ' || count(*) FROM queryclaw.enrichment_definitions d
+		JOIN queryclaw.requests q ON q.context->>'enrichment' = d.name AND q.role = d.owner WHERE d.name = 'note_body' GROUP BY 1")|$(csql -c "SELECT count(*) FROM notes WHERE body LIKE '%\"note\": \"' || id || '\"%'")" \
+	"$(on_each_worker "SELECT 'editor ' || count(*) FROM notes WHERE get_shard_id_for_distribution_column('notes', id) IN
+		(SELECT shardid FROM pg_dist_placement WHERE groupid = (SELECT groupid FROM pg_dist_local_group))")|20"
+qc_check "... and its owner reads the whole cluster's rows in queryclaw.enrichments on the coordinator" \
+	"$(nsql 5432 -U editor -c "SELECT name || ' ' || rows || ' ' || done FROM queryclaw.enrichments")" "note_body 20 20"
 
 # an enrichment of a table of the coordinator's own works as on one server,
 # without Citus's warnings; once that table is distributed, building the

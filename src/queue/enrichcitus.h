@@ -1,0 +1,31 @@
+/*-------------------------------------------------------------------------
+ *
+ * enrichcitus.h
+ *	  Enrichments of distributed Citus tables (enrichcitus.c): which
+ *	  tables may have one, and the write-back that Citus can route.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef QC_ENRICHCITUS_H
+#define QC_ENRICHCITUS_H
+
+#include "nodes/pg_list.h"
+
+/*
+ * Is source a distributed (hash) Citus table?  False for a table Citus
+ * does not manage; 0A000 for a reference or Citus local table.  The caller
+ * is in a transaction.
+ */
+extern bool qc_enrich_citus_distributed(Oid source);
+
+/*
+ * An enrichment of a distributed table: its write-back functions made
+ * again so that Citus routes them to the row's shard.  Called by the
+ * extension's owner once enrichdef.c has made the enrichment's objects,
+ * with the enrichment's id, its source (qualified name too), apply as a
+ * SET list, its key and input columns and its owner.
+ */
+extern void qc_enrich_citus_make(int64 id, Oid source, const char *source_name,
+								 const char *apply, List *keys, List *inputs, Oid owner);
+
+#endif							/* QC_ENRICHCITUS_H */
