@@ -215,11 +215,17 @@ nsql 5432 -U editor -c "SELECT queryclaw.create_enrichment('note_body', source =
 until_true "SELECT count(*) = 20 FROM notes WHERE body LIKE '%\"note\": \"' || id || '\"%'" 60
 qc_check "an enrichment owned by a role that is not a superuser is asked and written on the workers as that role" \
 	"$(on_each_worker "SELECT owner::text || ' ' || count(*) FROM queryclaw.enrichment_definitions d
-		JOIN queryclaw.requests q ON q.context->>'enrichment' = d.name AND q.role = d.owner WHERE d.name = 'note_body' GROUP BY 1")|$(csql -c "SELECT count(*) FROM notes WHERE body LIKE '%\"note\": \"' || id || '\"%'")" \
+		JOIN queryclaw.requests q ON q.context->>'enrichment' = d.name AND q.role = d.owner WHERE d.name = 'note_body' GROUP BY d.owner")|$(csql -c "SELECT count(*) FROM notes WHERE body LIKE '%\"note\": \"' || id || '\"%'")" \
 	"$(on_each_worker "SELECT 'editor ' || count(*) FROM notes WHERE get_shard_id_for_distribution_column('notes', id) IN
 		(SELECT shardid FROM pg_dist_placement WHERE groupid = (SELECT groupid FROM pg_dist_local_group))")|20"
 qc_check "... and its owner reads the whole cluster's rows in queryclaw.enrichments on the coordinator" \
 	"$(nsql 5432 -U editor -c "SELECT name || ' ' || rows || ' ' || done FROM queryclaw.enrichments")" "note_body 20 20"
+# (DROP TRIGGER takes the table's owner, TRIGGER is not enough: so does
+# drop_enrichment, on one server too)
+csql -c "ALTER TABLE notes OWNER TO editor" >/dev/null
+nsql 5432 -U editor -c "SELECT queryclaw.drop_enrichment('note_body')" >/dev/null
+qc_check "... who drops it on every node" \
+	"$(csql -c "SELECT string_agg(result, ',') FROM run_command_on_all_nodes(\$\$SELECT count(*) FROM queryclaw.enrichment_definitions\$\$)")" "0,0,0"
 
 # an enrichment of a table of the coordinator's own works as on one server,
 # without Citus's warnings; once that table is distributed, building the
