@@ -566,7 +566,7 @@ BEGIN
 	   SET state = 'stale', request_id = NULL, attempts = 0
 	 WHERE enrichment = d.id AND state = 'failed';
 	GET DIAGNOSTICS n = ROW_COUNT;
-	PERFORM queryclaw.enrichment_citus_tell(d, 'retry');
+	n := n + queryclaw.enrichment_citus_tell(d, 'retry');
 	PERFORM queryclaw.enrichment_wake();
 	RETURN n;
 END
@@ -1324,15 +1324,23 @@ $$;
 COMMENT ON FUNCTION queryclaw.enrichment_citus_refuse(queryclaw.enrichment_definitions, text) IS
 'Internal to enrichments: refuses what is not supported yet for an enrichment of a distributed Citus table.';
 
--- On the coordinator, tell the workers' copies of d: at commit, as the owner.
+-- On the coordinator, tell the workers' copies of d: at commit, as the
+-- owner.  Returns, for a retry, how many of the workers' rows are failed
+-- now (those it puts back), else 0.
 CREATE FUNCTION queryclaw.enrichment_citus_tell(d queryclaw.enrichment_definitions, action text)
-RETURNS void
+RETURNS bigint
 LANGUAGE plpgsql VOLATILE SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
-	IF d.citus IS NOT NULL AND queryclaw.enrichment_citus_node(d.source) = 'coordinator' THEN
-		PERFORM queryclaw.enrichment_citus_run(
-			format('PERFORM queryclaw.enrichment_citus_on_worker(%s, %L)', d.id, action), true);
+	IF d.citus IS NULL OR queryclaw.enrichment_citus_node(d.source) IS DISTINCT FROM 'coordinator' THEN
+		RETURN 0;
 	END IF;
+	PERFORM queryclaw.enrichment_citus_run(
+		format('PERFORM queryclaw.enrichment_citus_on_worker(%s, %L)', d.id, action), true);
+	IF action = 'retry' THEN
+		RETURN (SELECT coalesce(sum((n ->> 'failed')::bigint), 0)
+				  FROM queryclaw.enrichment_citus_node_counts(d) n);
+	END IF;
+	RETURN 0;
 END
 $$;
 COMMENT ON FUNCTION queryclaw.enrichment_citus_tell(queryclaw.enrichment_definitions, text) IS
@@ -1407,6 +1415,12 @@ BEGIN
 	RETURNING * INTO d;
 	IF NOT FOUND THEN
 		RETURN;					-- given before (the coordinator did not hear back)
+	END IF;
+	-- as create_enrichment checks it on the coordinator
+	IF NOT has_table_privilege(d.source, 'SELECT') OR NOT has_table_privilege(d.source, 'UPDATE') THEN
+		RAISE EXCEPTION 'permission denied for table %', d.source
+			USING ERRCODE = 'insufficient_privilege',
+				  DETAIL = 'An enrichment reads its source table and writes its results as its owner, who needs SELECT and UPDATE on it.';
 	END IF;
 	PERFORM set_config('search_path', def ->> 'search_path', true);
 	PERFORM queryclaw.enrichment_build(d);

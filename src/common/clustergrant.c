@@ -44,6 +44,11 @@
  * refused, the others possibly missing on the workers, and so are column
  * privileges on the extension's tables, which are not sent.
  *
+ * The same forwarding runs other statements of the extension's on every
+ * worker, as the current role: qc_cluster_forward_at_commit keeps one for
+ * the commit, as a GRANT's, and qc_cluster_run_on_workers runs one at once
+ * (the enrichments of distributed tables, enrichcitus.c).
+ *
  * A node added later copies the privileges from the coordinator as it
  * joins (clusterjoin.c).  So that a GRANT is not missed by both, as Citus
  * does for the DDL it sends, a statement to forward takes pg_dist_node in

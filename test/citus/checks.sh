@@ -192,6 +192,15 @@ csql -c "SELECT queryclaw.resume_enrichment('article_body')" >/dev/null
 until_true "SELECT done = rows FROM queryclaw.enrichments WHERE name = 'article_body'" 60
 qc_check "resume_enrichment resumes them: the rows are asked again" \
 	"$(csql -c "SELECT count(*) FROM articles WHERE id <= 4 AND body LIKE '%again%'")" 4
+# retry_enrichment on the coordinator asks the workers' failed rows again
+csql -c "UPDATE articles SET url = '$base/reflect/404?article=9' WHERE id = 9" >/dev/null
+until_true "SELECT failed = 1 FROM queryclaw.enrichments WHERE name = 'article_body'" 60
+qc_check "retry_enrichment on the coordinator puts the workers' failed rows back" \
+	"$(csql -c "SELECT queryclaw.retry_enrichment('article_body')")" 1
+until_true "SELECT sum(result::int) = 2 FROM run_command_on_workers(\$q\$SELECT count(*) FROM queryclaw.requests
+	WHERE request->>'url' LIKE '%reflect/404%' AND finished_at IS NOT NULL\$q\$)" 60
+qc_check "... which asks them again" \
+	"$(csql -c "SELECT failed || ' ' || (last_error LIKE '%404%') FROM queryclaw.enrichments WHERE name = 'article_body'")" "1 true"
 qc_check "alter_enrichment of a distributed table's enrichment is refused (0A000)" \
 	"$(sqlstate 5432 "SELECT queryclaw.alter_enrichment('article_body', request => \$r\$queryclaw.web_fetch_request(url || '&v=2')\$r\$)")" 0A000
 csql -c "SELECT queryclaw.drop_enrichment('article_body')" >/dev/null
