@@ -581,12 +581,17 @@ LANGUAGE plpgsql VOLATILE SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
 	d queryclaw.enrichment_definitions := queryclaw.enrichment_find(name);
 	made bigint;
+	-- a distributed table: the rows of this node's shards
+	rows_from text := coalesce(queryclaw.enrichment_citus_rows(d),
+							   format('queryclaw.%I', 'enrichment_' || d.id || '_inputs'));
 BEGIN
-	PERFORM queryclaw.enrichment_citus_refuse(d, 'refresh_enrichment');
+	IF d.citus IS NULL THEN
+		PERFORM queryclaw.enrichment_citus_refuse(d, 'refresh_enrichment');
+	END IF;
 	-- rows never seen, or whose inputs or definition changed since they
 	-- were asked, become stale; rows gone from the table are forgotten
 	EXECUTE format($q$
-		WITH v AS (SELECT %1$s AS key, v.qc_inputs_hash FROM queryclaw.%2$I v),
+		WITH v AS (SELECT %1$s AS key, v.qc_inputs_hash FROM %2$s v),
 		gone AS (
 			DELETE FROM queryclaw.enrichment_rows r
 			 WHERE r.enrichment = $1 AND NOT EXISTS (SELECT 1 FROM v WHERE v.key = r.key)),
@@ -600,10 +605,11 @@ BEGIN
 														WHERE v.key = EXCLUDED.key))
 			RETURNING 1)
 		SELECT count(*) FROM m$q$,
-		queryclaw.enrichment_key_expression(d.key_columns, 'v.'), 'enrichment_' || d.id || '_inputs')
+		queryclaw.enrichment_key_expression(d.key_columns, 'v.'), rows_from)
 		INTO made
 		USING d.id, d.owner, d.definition_hash;
 	UPDATE queryclaw.enrichment_definitions SET backfill_done = true WHERE id = d.id;
+	made := made + queryclaw.enrichment_citus_refresh(d);
 	PERFORM queryclaw.enrichment_wake();
 	RETURN made;
 END
@@ -1206,8 +1212,9 @@ COMMENT ON FUNCTION queryclaw.enrichment_walk(queryclaw.enrichment_definitions, 
 -- enrichment_rows, filled by the shards' triggers.  Its async workers ask
 -- for them and write the results back through Citus (enrichcitus.c makes
 -- the write-back Citus routes to the row's shard).  pause, resume, retry
--- and drop on the coordinator reach the workers' copies at commit;
--- queryclaw.enrichments on the coordinator adds up every node's rows.
+-- and drop on the coordinator reach the workers' copies at commit, refresh
+-- at once; queryclaw.enrichments on the coordinator adds up every node's
+-- rows.  alter_enrichment is refused (0A000) for now.
 --
 -- citus: NULL for an enrichment of any other table; for a distributed
 -- table's, whether the workers have it ({"shared": false} with the
@@ -1345,6 +1352,36 @@ END
 $$;
 COMMENT ON FUNCTION queryclaw.enrichment_citus_tell(queryclaw.enrichment_definitions, text) IS
 'Internal to enrichments: pause, resume, retry or drop the workers'' copies of an enrichment when the transaction commits.';
+
+-- On the coordinator, refresh_enrichment of d on every worker, now, as the
+-- caller (each worker's refresh commits on its own: it only makes rows
+-- stale); how many rows they made stale.  Nothing before the workers have
+-- d: their backfill walks every row then.
+CREATE FUNCTION queryclaw.enrichment_citus_refresh(d queryclaw.enrichment_definitions)
+RETURNS bigint
+LANGUAGE plpgsql VOLATILE SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+	made bigint;
+	failure text;
+BEGIN
+	IF (d.citus ->> 'shared')::boolean IS DISTINCT FROM true
+		OR queryclaw.enrichment_citus_node(d.source) IS DISTINCT FROM 'coordinator' THEN
+		RETURN 0;
+	END IF;
+	SELECT sum(w.result::bigint) FILTER (WHERE w.success),
+		   min(w.nodename || ':' || w.nodeport || ': ' || w.result) FILTER (WHERE NOT w.success)
+	  INTO made, failure
+	  FROM run_command_on_workers(format('SELECT queryclaw.refresh_enrichment(%L)', d.name)) w;
+	IF failure IS NOT NULL THEN
+		RAISE EXCEPTION 'could not refresh enrichment "%" on worker %', d.name, failure
+			USING ERRCODE = 'connection_failure',
+				  HINT = 'The workers that answered have made their rows stale; call it again.';
+	END IF;
+	RETURN coalesce(made, 0);
+END
+$$;
+COMMENT ON FUNCTION queryclaw.enrichment_citus_refresh(queryclaw.enrichment_definitions) IS
+'Internal to enrichments: refresh_enrichment of an enrichment of a distributed Citus table on every worker.';
 
 -- On a worker: the caller's copy of enrichment id paused, resumed, retried
 -- or dropped (nothing if it has none yet: it gets it as it is then).

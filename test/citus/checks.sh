@@ -208,6 +208,20 @@ qc_check "drop_enrichment on the coordinator drops it on every node, its trigger
 	"$(csql -c "SELECT string_agg(result, ',') FROM run_command_on_all_nodes(\$\$SELECT (SELECT count(*) FROM queryclaw.enrichment_definitions)
 		+ (SELECT count(*) FROM pg_trigger WHERE NOT tgisinternal AND tgfoid::regproc::text LIKE '%enrich%')\$\$)")" "0,0,0"
 
+# manual mode: refresh_enrichment on the coordinator asks the rows whose
+# inputs changed on every worker
+csql -c "SELECT queryclaw.create_enrichment('article_manual', source => 'articles', mode => 'manual',
+	request => \$r\$queryclaw.api_call_request(url)\$r\$, apply => \$a\$body = result->>'body'\$a\$)" >/dev/null ||
+	echo "not ok - the manual enrichment article_manual"
+until_true "SELECT done + failed = rows FROM queryclaw.enrichments WHERE name = 'article_manual'" 60
+csql -c "UPDATE articles SET url = url || '&refreshed' WHERE id IN ($live)" >/dev/null
+qc_check "a manual enrichment of a distributed table: refresh_enrichment on the coordinator makes the changed rows of every worker stale" \
+	"$(csql -c "SELECT queryclaw.refresh_enrichment('article_manual')")" 2
+until_true "SELECT count(*) = 2 FROM articles WHERE body LIKE '%refreshed%'" 60
+qc_check "... and they are asked again, their results written" \
+	"$(csql -c "SELECT count(*) FROM articles WHERE id IN ($live) AND body LIKE '%\"refreshed\"%'")" 2
+csql -c "SELECT queryclaw.drop_enrichment('article_manual')" >/dev/null
+
 # an enrichment owned by a role that is not a superuser, with the
 # privileges docs/enrichments.md names, runs on the workers as that role
 csql <<SQL >/dev/null || echo "not ok - the role editor and the table notes"
