@@ -519,6 +519,7 @@ BEGIN
 		 WHERE r.enrichment OPERATOR(pg_catalog.=) d.id AND r.state OPERATOR(pg_catalog.<>) 'stale';
 	END IF;
 	PERFORM queryclaw.enrichment_build(d);
+	PERFORM queryclaw.enrichment_citus_altered(d, reenrich);
 	PERFORM queryclaw.enrichment_wake();
 END
 $$;
@@ -1213,8 +1214,8 @@ COMMENT ON FUNCTION queryclaw.enrichment_walk(queryclaw.enrichment_definitions, 
 -- for them and write the results back through Citus (enrichcitus.c makes
 -- the write-back Citus routes to the row's shard).  pause, resume, retry
 -- and drop on the coordinator reach the workers' copies at commit, refresh
--- at once; queryclaw.enrichments on the coordinator adds up every node's
--- rows.  alter_enrichment is refused (0A000) for now.
+-- at once, alter once it has committed (as the creation); queryclaw.
+-- enrichments on the coordinator adds up every node's rows.
 --
 -- citus: NULL for an enrichment of any other table; for a distributed
 -- table's, whether the workers have it ({"shared": false} with the
@@ -1315,21 +1316,48 @@ $$;
 COMMENT ON FUNCTION queryclaw.enrichment_citus_new(regclass) IS
 'Internal to enrichments: how a new enrichment of a distributed Citus table starts (on the coordinator only).';
 
--- What is not done for a distributed table's enrichment yet: refused.
+-- What cannot be done here for d: refused.  An enrichment made before its
+-- table was distributed is not on the workers (drop it and create it
+-- again); one of a distributed table is changed on the coordinator, which
+-- changes the workers' copies.
 CREATE FUNCTION queryclaw.enrichment_citus_refuse(d queryclaw.enrichment_definitions, what text)
 RETURNS void
 LANGUAGE plpgsql STABLE SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+	node text := queryclaw.enrichment_citus_node(d.source);
 BEGIN
-	IF d.citus IS NOT NULL OR queryclaw.enrichment_citus_node(d.source) IS NOT NULL THEN
-		RAISE EXCEPTION '% of an enrichment of a distributed table is not supported yet', what
+	IF d.citus IS NULL AND node IS NOT NULL THEN
+		RAISE EXCEPTION '% of an enrichment made before its table was distributed is not supported', what
 			USING ERRCODE = 'feature_not_supported',
-				  DETAIL = format('Table %s is distributed by Citus.', d.source),
+				  DETAIL = format('Table %s was distributed by Citus after the enrichment was made: its rows are on the workers, which do not have it.', d.source),
 				  HINT = 'Drop the enrichment and create it again (its rows are asked again).';
+	ELSIF node = 'worker' THEN
+		RAISE EXCEPTION '% of an enrichment of a distributed table is done on the coordinator', what
+			USING ERRCODE = 'feature_not_supported',
+				  DETAIL = format('Table %s is distributed by Citus; this node is a worker.', d.source),
+				  HINT = 'Call it on the coordinator: it changes every worker''s copy.';
 	END IF;
 END
 $$;
 COMMENT ON FUNCTION queryclaw.enrichment_citus_refuse(queryclaw.enrichment_definitions, text) IS
-'Internal to enrichments: refuses what is not supported yet for an enrichment of a distributed Citus table.';
+'Internal to enrichments: refuses what cannot be done on this node for an enrichment of a distributed Citus table.';
+
+-- On the coordinator, once alter_enrichment has changed d: the workers are
+-- given its new definition once this commits, as at its creation.
+CREATE FUNCTION queryclaw.enrichment_citus_altered(d queryclaw.enrichment_definitions, reenrich boolean)
+RETURNS void
+LANGUAGE plpgsql VOLATILE AS $$
+BEGIN
+	IF d.citus IS NOT NULL THEN
+		UPDATE queryclaw.enrichment_definitions e
+		   SET citus = pg_catalog.jsonb_build_object('shared', false, 'reenrich', reenrich,
+													 'search_path', pg_catalog.current_setting('search_path'))
+		 WHERE e.id OPERATOR(pg_catalog.=) d.id;
+	END IF;
+END
+$$;
+COMMENT ON FUNCTION queryclaw.enrichment_citus_altered(queryclaw.enrichment_definitions, boolean) IS
+'Internal to enrichments: give the Citus workers an enrichment''s new definition once alter_enrichment commits.';
 
 -- On the coordinator, tell the workers' copies of d: at commit, as the
 -- owner.  Returns, for a retry, how many of the workers' rows are failed
@@ -1425,7 +1453,7 @@ BEGIN
 						   'request', d.request, 'apply', d.apply, 'target', d.target,
 						   'mode', d.mode, 'cache_ttl', d.cache_ttl, 'paused', d.paused,
 						   'definition_hash', d.definition_hash, 'backfill_done', d.backfill_done,
-						   'search_path', d.citus ->> 'search_path')), false);
+						   'search_path', d.citus ->> 'search_path', 'reenrich', d.citus -> 'reenrich')), false);
 	UPDATE queryclaw.enrichment_definitions e SET citus = '{"shared": true}' WHERE e.id = d.id;
 END
 $$;
@@ -1440,6 +1468,24 @@ LANGUAGE plpgsql VOLATILE SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
 	d queryclaw.enrichment_definitions;
 BEGIN
+	IF (def ->> 'reenrich') IS NOT NULL THEN
+		-- altered on the coordinator: the copy changed as alter_enrichment changes it
+		UPDATE queryclaw.enrichment_definitions e
+		   SET request = def ->> 'request', apply = def ->> 'apply', target = def ->> 'target',
+			   definition_hash = def ->> 'definition_hash'
+		 WHERE e.id = (def ->> 'id')::bigint AND e.owner = queryclaw.enrichment_me()
+		RETURNING * INTO d;
+		IF FOUND THEN
+			IF (def ->> 'reenrich')::boolean THEN
+				UPDATE queryclaw.enrichment_rows r SET state = 'stale', request_id = NULL
+				 WHERE r.enrichment = d.id AND r.state <> 'stale';
+			END IF;
+			PERFORM set_config('search_path', def ->> 'search_path', true);
+			PERFORM queryclaw.enrichment_build(d);
+			PERFORM queryclaw.enrichment_wake();
+			RETURN;
+		END IF;
+	END IF;
 	INSERT INTO queryclaw.enrichment_definitions
 		(id, name, owner, source, request, apply, target, mode, cache_ttl, paused, definition_hash,
 		 key_columns, backfill_done, citus)

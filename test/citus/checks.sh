@@ -201,8 +201,16 @@ until_true "SELECT sum(result::int) = 2 FROM run_command_on_workers(\$q\$SELECT 
 	WHERE request->>'url' LIKE '%reflect/404%' AND finished_at IS NOT NULL\$q\$)" 60
 qc_check "... which asks them again" \
 	"$(csql -c "SELECT failed || ' ' || (last_error LIKE '%404%') FROM queryclaw.enrichments WHERE name = 'article_body'")" "1 true"
-qc_check "alter_enrichment of a distributed table's enrichment is refused (0A000)" \
-	"$(sqlstate 5432 "SELECT queryclaw.alter_enrichment('article_body', request => \$r\$queryclaw.web_fetch_request(url || '&v=2')\$r\$)")" 0A000
+# alter_enrichment on the coordinator: every worker's copy changes, and its
+# rows are asked again under the new definition
+qc_check "alter_enrichment of a distributed table's enrichment on a worker is refused (0A000): it is done on the coordinator" \
+	"$(sqlstate 5433 "SELECT queryclaw.alter_enrichment('article_body', request => \$r\$queryclaw.web_fetch_request(url || '&v=2')\$r\$)")" 0A000
+csql -c "SELECT queryclaw.alter_enrichment('article_body', request => \$r\$queryclaw.web_fetch_request(url || '&v=2')\$r\$)" >/dev/null ||
+	echo "not ok - alter_enrichment of article_body on the coordinator"
+until_true "SELECT count(*) FILTER (WHERE body LIKE '%\"v\": \"2\"%') = count(*) - 1 FROM articles" 60
+qc_check "alter_enrichment on the coordinator changes every worker's copy: each row is asked again under the new request" \
+	"$(on_each_worker "SELECT request FROM queryclaw.enrichment_definitions WHERE name = 'article_body'")|$(csql -c "SELECT count(*) FILTER (WHERE body LIKE '%\"v\": \"2\"%') || ' of ' || count(*) FROM articles")" \
+	"queryclaw.web_fetch_request(url || '&v=2'),queryclaw.web_fetch_request(url || '&v=2')|$(csql -c "SELECT count(*) - 1 FROM articles") of $(csql -c "SELECT count(*) FROM articles")"
 csql -c "SELECT queryclaw.drop_enrichment('article_body')" >/dev/null
 qc_check "drop_enrichment on the coordinator drops it on every node, its triggers on the shards too" \
 	"$(csql -c "SELECT string_agg(result, ',') FROM run_command_on_all_nodes(\$\$SELECT (SELECT count(*) FROM queryclaw.enrichment_definitions)
