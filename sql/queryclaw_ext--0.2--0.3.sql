@@ -1215,7 +1215,10 @@ COMMENT ON FUNCTION queryclaw.enrichment_walk(queryclaw.enrichment_definitions, 
 -- the write-back Citus routes to the row's shard).  pause, resume, retry
 -- and drop on the coordinator reach the workers' copies at commit, refresh
 -- at once, alter once it has committed (as the creation); queryclaw.
--- enrichments on the coordinator adds up every node's rows.
+-- enrichments on the coordinator adds up every node's rows.  A reference
+-- or Citus local table's enrichment runs on the coordinator alone, from its
+-- copy of the rows (the same walk of this node's shards, the same
+-- write-back through Citus).
 --
 -- citus: NULL for an enrichment of any other table; for a distributed
 -- table's, whether the workers have it ({"shared": false} with the
@@ -1241,29 +1244,26 @@ LANGUAGE C STRICT VOLATILE PARALLEL UNSAFE;
 COMMENT ON FUNCTION queryclaw.enrichment_citus_run(text, boolean) IS
 'Internal to enrichments: run a statement on every Citus worker as the calling role, now or when the transaction commits.';
 
--- The table a trigger fires for: a shard's distributed table (named
--- <table>_<shard id> by Citus), else relid itself.
+-- The table a trigger fires for: a shard's table (named <table>_<shard
+-- id> by Citus), else relid itself.  The shard's name is read from its
+-- regclass, not pg_class, where Citus hides shards from a user's session.
 CREATE FUNCTION queryclaw.enrichment_citus_table(relid oid)
 RETURNS oid
 LANGUAGE plpgsql STABLE SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
-	shard bigint;
-	nsp name;
-	rel name;
+	name text;
 	logical oid;
 BEGIN
 	IF to_regclass('pg_catalog.pg_dist_shard') IS NULL THEN
 		RETURN relid;			-- no Citus: what a trigger costs stays as it was
 	END IF;
-	SELECT substring(c.relname FROM '_(\d{1,18})$')::bigint, n.nspname, c.relname
-	  INTO shard, nsp, rel
-	  FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = relid;
-	IF shard IS NULL THEN
+	name := relid::regclass::text;		-- qualified, with only pg_catalog on the path
+	IF name !~ '_\d{1,18}"?$' THEN
 		RETURN relid;
 	END IF;
 	EXECUTE 'SELECT s.logicalrelid FROM pg_catalog.pg_dist_shard s
 			  WHERE s.shardid = $1 AND pg_catalog.shard_name(s.logicalrelid, s.shardid, false) = $2'
-		INTO logical USING shard, format('%I.%I', nsp, rel);
+		INTO logical USING substring(name FROM '_(\d{1,18})"?$')::bigint, name;
 	RETURN coalesce(logical, relid);
 END
 $$;
@@ -1272,49 +1272,65 @@ COMMENT ON FUNCTION queryclaw.enrichment_citus_table(oid) IS
 
 -- Whether this node makes and drops d's triggers: a worker does not for a
 -- distributed table (Citus copies the coordinator's onto the shards, and
--- refuses them on a worker); the coordinator lets Citus make them (a
--- trigger on a distributed table needs citus.enable_unsafe_triggers).
+-- refuses them on a worker); the coordinator lets Citus make them on a
+-- Citus table (a trigger on a distributed or reference table needs
+-- citus.enable_unsafe_triggers).
 CREATE FUNCTION queryclaw.enrichment_citus_triggers(d queryclaw.enrichment_definitions)
 RETURNS boolean
 LANGUAGE plpgsql VOLATILE SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
-	CASE queryclaw.enrichment_citus_node(d.source)
-	WHEN 'worker' THEN
+	IF queryclaw.enrichment_citus_node(d.source) = 'worker' THEN
 		RETURN false;
-	WHEN 'coordinator' THEN
+	ELSIF d.citus IS NOT NULL OR queryclaw.enrichment_citus_node(d.source) = 'coordinator' THEN
 		PERFORM set_config('citus.enable_unsafe_triggers', 'on', true);
-	ELSE
-		NULL;
-	END CASE;
+	END IF;
 	RETURN true;
 END
 $$;
 COMMENT ON FUNCTION queryclaw.enrichment_citus_triggers(queryclaw.enrichment_definitions) IS
 'Internal to enrichments: whether this node makes an enrichment''s triggers (not a Citus worker, for a distributed table).';
 
--- The citus column of a new enrichment of source: NULL unless source is
--- distributed; made on the coordinator alone.
+-- The citus column of a new enrichment of source: NULL unless Citus
+-- manages source; made on the coordinator alone.  A reference or Citus
+-- local table is enriched there from its own copy, which it needs.
 CREATE FUNCTION queryclaw.enrichment_citus_new(source regclass)
 RETURNS jsonb
 LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+	node text := queryclaw.enrichment_citus_node(source);
+	managed boolean := false;
+	here boolean;
 BEGIN
-	CASE queryclaw.enrichment_citus_node(source)
-	WHEN 'worker' THEN
-		RAISE EXCEPTION 'an enrichment of a distributed table is made on the coordinator'
+	IF node IS NULL AND pg_catalog.to_regclass('pg_catalog.pg_dist_partition') IS NOT NULL THEN
+		EXECUTE 'SELECT EXISTS (SELECT FROM pg_catalog.pg_dist_partition p WHERE p.logicalrelid OPERATOR(pg_catalog.=) $1),
+						pg_catalog.citus_is_coordinator()'
+			INTO managed, here USING source;
+		node := CASE WHEN NOT managed THEN NULL WHEN here THEN 'coordinator' ELSE 'worker' END;
+	END IF;
+	IF node = 'worker' THEN
+		RAISE EXCEPTION 'an enrichment of a Citus table is made on the coordinator'
 			USING ERRCODE = 'feature_not_supported',
-				  DETAIL = pg_catalog.format('Table %s is distributed by Citus; this node is a worker.', source),
-				  HINT = 'Call create_enrichment on the coordinator: it gives the enrichment to every worker.';
-	WHEN 'coordinator' THEN
-		-- the workers resolve the request's names as the creator's session did
-		RETURN pg_catalog.jsonb_build_object('shared', false,
-											 'search_path', pg_catalog.current_setting('search_path'));
-	ELSE
+				  DETAIL = pg_catalog.format('Table %s is managed by Citus; this node is a worker.', source),
+				  HINT = 'Call create_enrichment on the coordinator.';
+	ELSIF node IS NULL THEN
 		RETURN NULL;
-	END CASE;
+	ELSIF managed THEN
+		-- its rows are asked and written on the coordinator, from its copy
+		IF pg_catalog.cardinality(queryclaw.enrichment_citus_shards(source)) = 0 THEN
+			RAISE EXCEPTION 'the coordinator has no copy of table %', source
+				USING ERRCODE = 'feature_not_supported',
+					  DETAIL = 'An enrichment of a reference table is run on the coordinator, from the coordinator''s copy of its rows.',
+					  HINT = 'Register the coordinator in Citus''s metadata (citus_set_coordinator_host): Citus then gives it a copy of every reference table.';
+		END IF;
+		RETURN '{"shared": true}';
+	END IF;
+	-- the workers resolve the request's names as the creator's session did
+	RETURN pg_catalog.jsonb_build_object('shared', false,
+										 'search_path', pg_catalog.current_setting('search_path'));
 END
 $$;
 COMMENT ON FUNCTION queryclaw.enrichment_citus_new(regclass) IS
-'Internal to enrichments: how a new enrichment of a distributed Citus table starts (on the coordinator only).';
+'Internal to enrichments: how a new enrichment of a Citus table starts (on the coordinator only).';
 
 -- What cannot be done here for d: refused.  An enrichment made before its
 -- table was distributed is not on the workers (drop it and create it
@@ -1348,7 +1364,7 @@ CREATE FUNCTION queryclaw.enrichment_citus_altered(d queryclaw.enrichment_defini
 RETURNS void
 LANGUAGE plpgsql VOLATILE AS $$
 BEGIN
-	IF d.citus IS NOT NULL THEN
+	IF queryclaw.enrichment_citus_node(d.source) OPERATOR(pg_catalog.=) 'coordinator' AND d.citus IS NOT NULL THEN
 		UPDATE queryclaw.enrichment_definitions e
 		   SET citus = pg_catalog.jsonb_build_object('shared', false, 'reenrich', reenrich,
 													 'search_path', pg_catalog.current_setting('search_path'))
@@ -1513,9 +1529,26 @@ $$;
 COMMENT ON FUNCTION queryclaw.enrichment_citus_accept(jsonb) IS
 'Internal to enrichments: on a Citus worker, make its copy of an enrichment made on the coordinator.';
 
+-- This node's shards (placements) of a Citus table, qualified.
+CREATE FUNCTION queryclaw.enrichment_citus_shards(source regclass)
+RETURNS text[]
+LANGUAGE plpgsql STABLE SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+	shards text[];
+BEGIN
+	EXECUTE 'SELECT array_agg(pg_catalog.shard_name(s.logicalrelid, s.shardid, false) ORDER BY s.shardid)
+			   FROM pg_catalog.pg_dist_shard s JOIN pg_catalog.pg_dist_placement p ON p.shardid = s.shardid
+			  WHERE s.logicalrelid = $1 AND p.groupid = (SELECT l.groupid FROM pg_catalog.pg_dist_local_group l)'
+		INTO shards USING source;
+	RETURN coalesce(shards, '{}');
+END
+$$;
+COMMENT ON FUNCTION queryclaw.enrichment_citus_shards(regclass) IS
+'Internal to enrichments: this node''s shards of a Citus table.';
+
 -- What the backfill walks on this node for d: the rows of its shards
 -- (their key and inputs' hash, as enrichment_<id>_inputs has them), read
--- from the shards themselves; NULL unless d's table is distributed.
+-- from the shards themselves; NULL unless Citus manages d's table.
 CREATE FUNCTION queryclaw.enrichment_citus_rows(d queryclaw.enrichment_definitions)
 RETURNS text
 LANGUAGE plpgsql STABLE SET search_path = pg_catalog, pg_temp AS $$
@@ -1528,11 +1561,8 @@ BEGIN
 	IF d.citus IS NULL THEN
 		RETURN NULL;
 	END IF;
-	EXECUTE 'SELECT array_agg(pg_catalog.shard_name(s.logicalrelid, s.shardid, false) ORDER BY s.shardid)
-			   FROM pg_catalog.pg_dist_shard s JOIN pg_catalog.pg_dist_placement p ON p.shardid = s.shardid
-			  WHERE s.logicalrelid = $1 AND p.groupid = (SELECT l.groupid FROM pg_catalog.pg_dist_local_group l)'
-		INTO shards USING d.source;
-	IF shards IS NULL THEN
+	shards := queryclaw.enrichment_citus_shards(d.source);
+	IF cardinality(shards) = 0 THEN
 		-- no shard here: nothing to walk
 		RETURN format('(SELECT %s, NULL::pg_catalog.text AS qc_inputs_hash WHERE false)',
 					  (SELECT string_agg(format('(NULL::%s).%I', d.source, k), ', ') FROM unnest(d.key_columns) k));
@@ -1571,14 +1601,18 @@ BEGIN
 			   FROM pg_catalog.pg_dist_partition p
 			   JOIN pg_catalog.pg_attribute a ON a.attrelid = p.logicalrelid
 				AND a.attname = pg_catalog.column_to_column_name(p.logicalrelid, p.partkey)
-			  WHERE p.logicalrelid = $1'
+			  WHERE p.logicalrelid = $1 AND p.partkey IS NOT NULL'
 		INTO dist, dist_type USING d.source;
 	EXECUTE format('SELECT array_agg(%1$s), array_agg(v.qc_inputs_hash), array_agg(v.qc_request)
 					  FROM queryclaw.%2$I v
-					 WHERE v.%3$I = ANY (%4$L::%5$s[]) AND %1$s = ANY (%6$L::jsonb[])',
+					 WHERE %3$s %1$s = ANY (%4$L::jsonb[])',
 				   queryclaw.enrichment_key_expression(d.key_columns, 'v.'),
-				   'enrichment_' || d.id || '_request', dist,
-				   ARRAY(SELECT DISTINCT k ->> dist FROM unnest(keys) k), dist_type, keys)
+				   'enrichment_' || d.id || '_request',
+				   -- (a reference or Citus local table has no distribution column)
+				   CASE WHEN dist IS NOT NULL
+						THEN format('v.%I = ANY (%L::%s[]) AND', dist,
+									ARRAY(SELECT DISTINCT k ->> dist FROM unnest(keys) k), dist_type) END,
+				   keys)
 		INTO got_keys, got_hashes, got_requests;
 	SELECT array_agg(k.key ORDER BY k.ord), array_agg(g.h ORDER BY k.ord),
 		   array_agg(g.req ORDER BY k.ord), array_agg(md5(g.req::text) ORDER BY k.ord)

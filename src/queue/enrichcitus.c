@@ -1,9 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * enrichcitus.c
- *	  Enrichments of distributed Citus tables: which Citus tables may have
- *	  one, the write-back Citus can route to a row's shard, and the calls
- *	  that give the workers an enrichment made on the coordinator.
+ *	  Enrichments of Citus tables: the write-back Citus can route to a
+ *	  row's shard, and the calls that give the workers an enrichment made
+ *	  on the coordinator.
  *
  * An enrichment of a distributed table lives on every node, with the same
  * id: the coordinator's definition is the one its owner manages; each
@@ -29,8 +29,9 @@
  * row stale again.  enrichment_<id>_apply_request writes the rows of a
  * request one by one through it.
  *
- * A refusal names what is not supported: a reference or Citus local table
- * (its rows are copied to several nodes, or kept on one).
+ * A reference or Citus local table is enriched on the coordinator alone,
+ * from its own copy of the rows (its placement), written back through
+ * Citus the same way.
  *
  *-------------------------------------------------------------------------
  */
@@ -57,18 +58,9 @@ PG_FUNCTION_INFO_V1(enrichment_citus_run);
 	"Every node must have the extension at the same version and the enrichment's owner with the same privileges; the transaction is rolled back."
 
 bool
-qc_enrich_citus_distributed(Oid source)
+qc_enrich_citus_managed(Oid source)
 {
-	char		method = qc_cluster_table_method(source);
-
-	if (method != 0 && method != 'h')
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("an enrichment of a reference table or a Citus local table is not supported"),
-				 errdetail("Table \"%s\" is a Citus table whose rows are not spread by a distribution column: a reference table's are copied to every node, a Citus local table's kept on the coordinator.",
-						   get_rel_name(source)),
-				 errhint("Enrich a distributed table (create_distributed_table), or a table of the coordinator's own; for this one, queue the requests with a callback, as docs/citus.md shows.")));
-	return method == 'h';
+	return qc_cluster_table_method(source) != 0;
 }
 
 static void

@@ -1,8 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * enrichcitus.h
- *	  Enrichments of distributed Citus tables (enrichcitus.c): which
- *	  tables may have one, and the write-back that Citus can route.
+ *	  Enrichments of Citus tables (enrichcitus.c): the write-back that
+ *	  Citus can route.
  *
  *-------------------------------------------------------------------------
  */
@@ -12,11 +12,10 @@
 #include "nodes/pg_list.h"
 
 /*
- * Is source a distributed (hash) Citus table?  False for a table Citus
- * does not manage; 0A000 for a reference or Citus local table.  The caller
- * is in a transaction.
+ * Is source a table Citus manages (distributed, reference or Citus local)?
+ * The caller is in a transaction.
  */
-extern bool qc_enrich_citus_distributed(Oid source);
+extern bool qc_enrich_citus_managed(Oid source);
 
 /*
  * An enrichment of a distributed table: its write-back functions made

@@ -675,7 +675,7 @@ make_objects(Definition *d)
 	}
 	check_writes(d);
 	make_apply(d, source);
-	if (qc_enrich_citus_distributed(d->source))
+	if (qc_enrich_citus_managed(d->source))
 		qc_enrich_citus_make(d->id, d->source, source, d->apply, d->keys, d->inputs, d->owner);
 }
 
@@ -735,7 +735,6 @@ enrichment_define(PG_FUNCTION_ARGS)
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	d = read_definition(PG_GETARG_INT64(0), cxt);
-	(void) qc_enrich_citus_distributed(d->source);	/* refuses other Citus tables */
 	check_request_text(d->request);
 	if (d->apply != NULL)
 		d->writes = check_apply_text(d->apply);

@@ -11,8 +11,9 @@
 # distributed table, ids distinct across nodes and wait, cancel_requests and
 # retry_requests on ids of another node refused, an enrichment of a
 # distributed table (backfill, live inserts on each worker's shard, no lost
-# update, its rows seen from the coordinator; of a reference table refused,
-# of the coordinator's own working), a trigger and a colocated
+# update, its rows seen from the coordinator, alter, pause, resume, retry,
+# refresh and drop reaching every node; of a reference table and a Citus
+# local table on the coordinator, of the coordinator's own table), a trigger and a colocated
 # distributed function queueing on the shard's node, GRANT and REVOKE on
 # the coordinator reaching the workers (what took effect there, as the role
 # that ran it, on the objects it named), a two-phase commit waking the async
@@ -113,20 +114,40 @@ until_true "SELECT sum(result::int) >= 200 FROM run_command_on_workers(\$\$SELEC
 qc_check "the calls ran on the workers, whose audit holds them" \
 	"$(on_workers_sum "SELECT count(*) FROM queryclaw.audit_log WHERE func = 'api_call'") $(csql -c "SELECT count(*) FROM queryclaw.audit_log")" "200 0"
 
-# ---- an enrichment of a reference table, or of a distributed table made on
-# a worker: refused (0A000), with nothing made on any node
-csql -c "CREATE TABLE country (code text PRIMARY KEY, url text, page text)" -c "SELECT create_reference_table('country')" >/dev/null ||
+# ---- an enrichment of a Citus table made on a worker: refused (0A000), with
+# nothing made on any node
+csql -c "CREATE TABLE country (code text PRIMARY KEY, url text, page text)" -c "SELECT create_reference_table('country')" \
+	-c "INSERT INTO country SELECT 'c' || i, '$base/echo?country=' || i FROM generate_series(1, 5) i" >/dev/null ||
 	echo "not ok - the reference table country"
-said=$(csql -v VERBOSITY=verbose -c "SELECT queryclaw.create_enrichment('country_page', source => 'country',
-	request => \$\$queryclaw.web_fetch_request(url)\$\$, target => 'page')" 2>&1)
-qc_check "an enrichment of a reference table is refused (0A000)" \
-	"$(sed -n 's/^ERROR: *\([0-9A-Z]\{5\}\):.*/\1/p' <<<"$said")" 0A000
 qc_check "an enrichment of a distributed table is refused on a worker (0A000): it is made on the coordinator" \
 	"$(sqlstate 5433 "SELECT queryclaw.create_enrichment('company_page', source => 'companies',
 		request => \$r\$queryclaw.web_fetch_request(url)\$r\$, target => 'homepage')")" 0A000
+qc_check "... and of a reference table too (0A000)" \
+	"$(sqlstate 5433 "SELECT queryclaw.create_enrichment('country_page', source => 'country',
+		request => \$r\$queryclaw.web_fetch_request(url)\$r\$, target => 'page')")" 0A000
 qc_check "the refused enrichments left nothing on any node (definitions, triggers)" \
 	"$(csql -c "SELECT string_agg(result, ',') FROM run_command_on_all_nodes(\$\$SELECT (SELECT count(*) FROM queryclaw.enrichment_definitions)
 		+ (SELECT count(*) FROM pg_trigger WHERE NOT tgisinternal AND tgfoid::regproc::text LIKE '%enrich%')\$\$)")" "0,0,0"
+
+# ---- an enrichment of a reference table (or a Citus local table): run on
+# the coordinator, from its copy of the rows, written to every copy through
+# Citus
+said=$(csql -c "SELECT queryclaw.create_enrichment('country_page', source => 'country',
+	request => \$r\$queryclaw.web_fetch_request(url)\$r\$, target => 'page')" 2>&1)
+csql -c "INSERT INTO country VALUES ('c6', '$base/echo?country=6')" >/dev/null
+until_true "SELECT done = 6 FROM queryclaw.enrichments WHERE name = 'country_page'" 60
+qc_check "an enrichment of a reference table: its backfill and a live insert, asked once each on the coordinator, written to every copy" \
+	"$said|$(csql -c "SELECT string_agg(result, ',' ORDER BY nodeid) FROM run_command_on_all_nodes(\$\$SELECT count(*) FROM queryclaw.requests WHERE context->>'enrichment' = 'country_page'\$\$)")|$(csql -c "SELECT string_agg(result, ',' ORDER BY nodeid) FROM run_command_on_all_nodes(\$\$SELECT count(*) FROM country WHERE page LIKE '%\"country\": \"' || substr(code, 2) || '\"%'\$\$)")" \
+	"|6,0,0|6,6,6"
+csql -c "SELECT queryclaw.drop_enrichment('country_page')" >/dev/null
+csql -c "CREATE TABLE memos (id bigint PRIMARY KEY, url text, page text)" -c "SELECT citus_add_local_table_to_metadata('memos')" \
+	-c "INSERT INTO memos SELECT i, '$base/echo?memo=' || i FROM generate_series(1, 3) i" \
+	-c "SELECT queryclaw.create_enrichment('memo_page', source => 'memos', request => \$r\$queryclaw.web_fetch_request(url)\$r\$, target => 'page')" >/dev/null ||
+	echo "not ok - the Citus local table memos and its enrichment"
+until_true "SELECT done = 3 FROM queryclaw.enrichments WHERE name = 'memo_page'" 60
+qc_check "an enrichment of a Citus local table runs on the coordinator" \
+	"$(csql -c "SELECT count(*) FROM memos WHERE page LIKE '%\"memo\": \"' || id || '\"%'")" 3
+csql -c "SELECT queryclaw.drop_enrichment('memo_page')" >/dev/null
 
 # ---- an enrichment of a distributed table: each row asked on its shard's
 # node, its state there, written back through Citus
