@@ -68,6 +68,7 @@ OBJS = \
 	src/queue/qwait.o \
 	src/queue/qretry.o \
 	src/queue/enrichdef.o \
+	src/queue/enrichcitus.o \
 	src/queue/hostlimits.o \
 	src/common/cluster.o \
 	src/common/clustergrant.o \

@@ -275,6 +275,9 @@ DECLARE
 	watched name[] := ARRAY(SELECT DISTINCT c FROM unnest(d.input_columns || d.key_columns) c);
 	changed text;
 BEGIN
+	IF NOT queryclaw.enrichment_citus_triggers(d) THEN
+		RETURN;
+	END IF;
 	EXECUTE format('CREATE TRIGGER %I AFTER INSERT ON %s REFERENCING NEW TABLE AS qc_new'
 				   ' FOR EACH STATEMENT EXECUTE FUNCTION queryclaw.enrichment_on_insert(%L)',
 				   'queryclaw_enrichment_' || d.id || '_insert', d.source, d.id);
@@ -297,6 +300,9 @@ LANGUAGE plpgsql VOLATILE SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
 	t text;
 BEGIN
+	IF NOT queryclaw.enrichment_citus_triggers(d) THEN
+		RETURN;
+	END IF;
 	FOR t IN SELECT tgname FROM pg_trigger
 			  WHERE tgrelid = d.source AND tgname LIKE 'queryclaw\_enrichment\_' || d.id || '\_%' LOOP
 		EXECUTE format('DROP TRIGGER %I ON %s', t, d.source);
@@ -332,7 +338,7 @@ CREATE FUNCTION queryclaw.enrichment_on_insert()
 RETURNS trigger
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
-	d queryclaw.enrichment_definitions := queryclaw.enrichment_for_trigger(TG_ARGV[0], TG_RELID);
+	d queryclaw.enrichment_definitions := queryclaw.enrichment_for_trigger(TG_ARGV[0], queryclaw.enrichment_citus_table(TG_RELID));
 	k text;
 	made bigint;
 BEGIN
@@ -366,7 +372,7 @@ CREATE FUNCTION queryclaw.enrichment_on_update()
 RETURNS trigger
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
-	d queryclaw.enrichment_definitions := queryclaw.enrichment_for_trigger(TG_ARGV[0], TG_RELID);
+	d queryclaw.enrichment_definitions := queryclaw.enrichment_for_trigger(TG_ARGV[0], queryclaw.enrichment_citus_table(TG_RELID));
 	old_key jsonb;
 	new_key jsonb;
 BEGIN
@@ -391,7 +397,7 @@ CREATE FUNCTION queryclaw.enrichment_on_delete()
 RETURNS trigger
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
-	d queryclaw.enrichment_definitions := queryclaw.enrichment_for_trigger(TG_ARGV[0], TG_RELID);
+	d queryclaw.enrichment_definitions := queryclaw.enrichment_for_trigger(TG_ARGV[0], queryclaw.enrichment_citus_table(TG_RELID));
 	keys jsonb[];
 BEGIN
 	IF d.id IS NULL THEN
@@ -470,6 +476,7 @@ LANGUAGE plpgsql VOLATILE AS $$
 DECLARE
 	d queryclaw.enrichment_definitions;
 	me oid := queryclaw.enrichment_me();
+	citus jsonb;
 BEGIN
 	IF name IS NULL OR name OPERATOR(pg_catalog.=) '' OR source IS NULL OR request IS NULL THEN
 		RAISE EXCEPTION 'name, source and request must be given'
@@ -503,15 +510,17 @@ BEGIN
 				  DETAIL = 'A live enrichment keeps its rows'' states by triggers on the table, which need TRIGGER on it.',
 				  HINT = 'Use mode => ''manual'' and refresh_enrichment(), or ask for TRIGGER.';
 	END IF;
+	citus := queryclaw.enrichment_citus_new(source);
 	IF EXISTS (SELECT 1 FROM queryclaw.enrichment_definitions e
 				WHERE e.owner OPERATOR(pg_catalog.=) me AND e.name OPERATOR(pg_catalog.=) create_enrichment.name) THEN
 		RAISE EXCEPTION 'enrichment "%" already exists', name USING ERRCODE = 'duplicate_object';
 	END IF;
 	INSERT INTO queryclaw.enrichment_definitions
 		(name, owner, source, request, apply, target, mode, cache_ttl, definition_hash, key_columns,
-		 backfill_done)
+		 backfill_done, citus)
 	VALUES (name, me, source, request, apply, target, mode, cache_ttl,
-			pg_catalog.md5(pg_catalog.concat_ws(E'\x1f', request, apply, target)), '{}', NOT backfill)
+			pg_catalog.md5(pg_catalog.concat_ws(E'\x1f', request, apply, target)), '{}', NOT backfill,
+			citus)
 	RETURNING * INTO d;
 	PERFORM queryclaw.enrichment_build(d);
 	PERFORM queryclaw.enrichment_wake();
@@ -529,6 +538,7 @@ LANGUAGE plpgsql VOLATILE AS $$
 DECLARE
 	d queryclaw.enrichment_definitions := queryclaw.enrichment_find(name);
 BEGIN
+	PERFORM queryclaw.enrichment_citus_refuse(d, 'alter_enrichment');
 	IF apply IS NOT NULL AND target IS NOT NULL THEN
 		RAISE EXCEPTION 'exactly one of apply and target must be given'
 			USING ERRCODE = 'invalid_parameter_value';
@@ -552,6 +562,7 @@ BEGIN
 		 WHERE r.enrichment OPERATOR(pg_catalog.=) d.id AND r.state OPERATOR(pg_catalog.<>) 'stale';
 	END IF;
 	PERFORM queryclaw.enrichment_build(d);
+	PERFORM queryclaw.enrichment_citus_altered(d, reenrich);
 	PERFORM queryclaw.enrichment_wake();
 END
 $$;
@@ -566,6 +577,7 @@ DECLARE
 	d queryclaw.enrichment_definitions := queryclaw.enrichment_find(name);
 BEGIN
 	UPDATE queryclaw.enrichment_definitions SET paused = true WHERE id = d.id;
+	PERFORM queryclaw.enrichment_citus_tell(d, 'pause');
 END
 $$;
 COMMENT ON FUNCTION queryclaw.pause_enrichment(text) IS
@@ -579,6 +591,7 @@ DECLARE
 	d queryclaw.enrichment_definitions := queryclaw.enrichment_find(name);
 BEGIN
 	UPDATE queryclaw.enrichment_definitions SET paused = false WHERE id = d.id;
+	PERFORM queryclaw.enrichment_citus_tell(d, 'resume');
 	PERFORM queryclaw.enrichment_wake();
 END
 $$;
@@ -597,6 +610,7 @@ BEGIN
 	   SET state = 'stale', request_id = NULL, attempts = 0
 	 WHERE enrichment = d.id AND state = 'failed';
 	GET DIAGNOSTICS n = ROW_COUNT;
+	n := n + queryclaw.enrichment_citus_tell(d, 'retry');
 	PERFORM queryclaw.enrichment_wake();
 	RETURN n;
 END
@@ -611,11 +625,17 @@ LANGUAGE plpgsql VOLATILE SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
 	d queryclaw.enrichment_definitions := queryclaw.enrichment_find(name);
 	made bigint;
+	-- a distributed table: the rows of this node's shards
+	rows_from text := coalesce(queryclaw.enrichment_citus_rows(d),
+							   format('queryclaw.%I', 'enrichment_' || d.id || '_inputs'));
 BEGIN
+	IF d.citus IS NULL THEN
+		PERFORM queryclaw.enrichment_citus_refuse(d, 'refresh_enrichment');
+	END IF;
 	-- rows never seen, or whose inputs or definition changed since they
 	-- were asked, become stale; rows gone from the table are forgotten
 	EXECUTE format($q$
-		WITH v AS (SELECT %1$s AS key, v.qc_inputs_hash FROM queryclaw.%2$I v),
+		WITH v AS (SELECT %1$s AS key, v.qc_inputs_hash FROM %2$s v),
 		gone AS (
 			DELETE FROM queryclaw.enrichment_rows r
 			 WHERE r.enrichment = $1 AND NOT EXISTS (SELECT 1 FROM v WHERE v.key = r.key)),
@@ -629,10 +649,11 @@ BEGIN
 														WHERE v.key = EXCLUDED.key))
 			RETURNING 1)
 		SELECT count(*) FROM m$q$,
-		queryclaw.enrichment_key_expression(d.key_columns, 'v.'), 'enrichment_' || d.id || '_inputs')
+		queryclaw.enrichment_key_expression(d.key_columns, 'v.'), rows_from)
 		INTO made
 		USING d.id, d.owner, d.definition_hash;
 	UPDATE queryclaw.enrichment_definitions SET backfill_done = true WHERE id = d.id;
+	made := made + queryclaw.enrichment_citus_refresh(d);
 	PERFORM queryclaw.enrichment_wake();
 	RETURN made;
 END
@@ -657,6 +678,7 @@ BEGIN
 	END IF;
 	PERFORM queryclaw.enrichment_undefine(d.id);
 	DELETE FROM queryclaw.enrichment_definitions WHERE id = d.id;
+	PERFORM queryclaw.enrichment_citus_tell(d, 'drop');
 END
 $$;
 COMMENT ON FUNCTION queryclaw.drop_enrichment(text) IS
@@ -717,11 +739,14 @@ DECLARE
 	keys text := (SELECT string_agg(quote_ident(k), ', ') FROM unnest(d.key_columns) k);
 	walked bigint;
 	last jsonb;
+	-- a distributed table: the rows of this node's shards
+	rows_from text := coalesce(queryclaw.enrichment_citus_rows(d),
+							   format('queryclaw.%I', 'enrichment_' || d.id || '_inputs'));
 BEGIN
 	EXECUTE format($q$
 		WITH w AS (
 			SELECT %1$s, %2$s AS qc_row_key, v.qc_inputs_hash
-			  FROM queryclaw.%3$I v
+			  FROM %3$s v
 			 WHERE $3::jsonb IS NULL
 				OR (%1$s) > (SELECT %4$s FROM jsonb_populate_record(NULL::%5$s, $3) qc_key)
 			 ORDER BY %1$s LIMIT $4),
@@ -730,8 +755,7 @@ BEGIN
 			SELECT $1, $2, w.qc_row_key, 'stale', w.qc_inputs_hash FROM w
 			ON CONFLICT (enrichment, key) DO NOTHING)
 		SELECT count(*), (array_agg(w.qc_row_key ORDER BY %6$s))[1] FROM w$q$,
-		keys, queryclaw.enrichment_key_expression(d.key_columns, 'v.'),
-		'enrichment_' || d.id || '_inputs',
+		keys, queryclaw.enrichment_key_expression(d.key_columns, 'v.'), rows_from,
 		(SELECT string_agg('qc_key.' || quote_ident(k), ', ') FROM unnest(d.key_columns) k),
 		d.source,
 		(SELECT string_agg('w.' || quote_ident(k) || ' DESC', ', ') FROM unnest(d.key_columns) k))
@@ -807,6 +831,9 @@ DECLARE
 	cached_keys jsonb[] := '{}';
 	cached_hashes text[] := '{}';
 BEGIN
+	IF d.citus IS NOT NULL THEN
+		SELECT * INTO keys, hashes, requests, rhashes FROM queryclaw.enrichment_citus_pick(d, n, one_key);
+	ELSE
 	EXECUTE format($q$
 		WITH s AS (
 			SELECT r.key AS qc_row_key, %3$s
@@ -833,6 +860,7 @@ BEGIN
 		(SELECT string_agg('s.' || quote_ident(k), ', ') FROM unnest(d.key_columns) k))
 		INTO keys, hashes, requests, rhashes
 		USING d.id, n, one_key;
+	END IF;
 	IF keys IS NULL THEN
 		RETURN 0;
 	END IF;
@@ -974,6 +1002,7 @@ BEGIN
 	IF NOT FOUND OR d.paused THEN
 		RETURN 0;
 	END IF;
+	PERFORM queryclaw.enrichment_citus_share(d);
 	PERFORM queryclaw.enrichment_tidy(d);
 	room := queryclaw.enrichment_in_flight_cap() -
 		(SELECT count(*) FROM queryclaw.enrichment_calls c
@@ -1085,10 +1114,13 @@ $$;
 CREATE FUNCTION queryclaw.enrichment_counts(d queryclaw.enrichment_definitions,
 											OUT rows bigint, OUT done bigint, OUT stale bigint,
 											OUT running bigint, OUT failed bigint,
-											OUT skipped bigint, OUT per_second float8)
+											OUT skipped bigint, OUT per_second float8,
+											OUT calls bigint, OUT calls_saved bigint,
+											OUT tokens bigint, OUT last_error text)
 LANGUAGE plpgsql STABLE SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
 	seen bigint;
+	all_walked boolean := d.backfill_done;
 BEGIN
 	-- queryclaw_admin sees every enrichment, not always its table
 	IF has_table_privilege(d.source, 'SELECT') THEN
@@ -1103,7 +1135,24 @@ BEGIN
 	  INTO done, stale, running, failed, skipped, seen, per_second
 	  FROM queryclaw.enrichment_rows r
 	 WHERE r.enrichment = d.id;
-	IF NOT d.backfill_done THEN
+	calls := d.calls;
+	calls_saved := d.calls_saved;
+	tokens := d.tokens;
+	last_error := d.last_error;
+	IF d.citus IS NOT NULL AND queryclaw.enrichment_citus_node(d.source) = 'coordinator' THEN
+		-- the workers' rows and counters, added to this node's
+		SELECT done + coalesce(sum((n ->> 'done')::bigint), 0), stale + coalesce(sum((n ->> 'stale')::bigint), 0),
+			   running + coalesce(sum((n ->> 'running')::bigint), 0), failed + coalesce(sum((n ->> 'failed')::bigint), 0),
+			   skipped + coalesce(sum((n ->> 'skipped')::bigint), 0), seen + coalesce(sum((n ->> 'seen')::bigint), 0),
+			   per_second + coalesce(sum((n ->> 'per_second')::float8), 0), calls + coalesce(sum((n ->> 'calls')::bigint), 0),
+			   calls_saved + coalesce(sum((n ->> 'calls_saved')::bigint), 0), tokens + coalesce(sum((n ->> 'tokens')::bigint), 0),
+			   coalesce(last_error, max(n ->> 'last_error')),
+			   all_walked AND (d.citus ->> 'shared')::boolean AND bool_and((n ->> 'walked')::boolean)
+		  INTO done, stale, running, failed, skipped, seen, per_second, calls, calls_saved, tokens,
+			   last_error, all_walked
+		  FROM queryclaw.enrichment_citus_node_counts(d) n;
+	END IF;
+	IF NOT all_walked THEN
 		stale := stale + greatest(coalesce(rows, seen) - seen, 0);
 	END IF;
 END
@@ -1111,7 +1160,7 @@ $$;
 
 CREATE VIEW queryclaw.enrichments WITH (security_invoker = true) AS
 	SELECT d.name, d.owner, d.source, d.mode, d.paused, c.rows, c.done, c.stale, c.running,
-		   c.failed, c.skipped, d.calls, d.calls_saved, d.tokens, d.last_error,
+		   c.failed, c.skipped, c.calls, c.calls_saved, c.tokens, c.last_error,
 		   CASE WHEN c.per_second > 0 AND c.stale + c.running > 0
 				THEN (c.stale + c.running) / c.per_second * interval '1 second' END AS eta
 	  FROM queryclaw.enrichment_definitions d
@@ -1222,6 +1271,484 @@ COMMENT ON FUNCTION queryclaw.enrichment_wake() IS
 'Internal to enrichments: wake the async workers when the transaction commits.';
 COMMENT ON FUNCTION queryclaw.enrichment_walk(queryclaw.enrichment_definitions, integer) IS
 'Internal to enrichments: the next piece of the backfill.';
+--
+-- Enrichments of distributed Citus tables (docs/citus.md, "Enrichments"):
+-- each row asked on its shard's node, its state beside it.
+--
+-- create_enrichment on the coordinator makes the enrichment there, and its
+-- triggers, which Citus copies onto every shard; once that has committed,
+-- the coordinator's feeder gives it to every worker, with the same id
+-- (enrichment_citus_share, then enrichment_citus_accept there, as the
+-- owner): each worker makes its own view and write-back, walks the rows of
+-- its own shards for the backfill, and keeps their states in its own
+-- enrichment_rows, filled by the shards' triggers.  Its async workers ask
+-- for them and write the results back through Citus (enrichcitus.c makes
+-- the write-back Citus routes to the row's shard).  pause, resume, retry
+-- and drop on the coordinator reach the workers' copies at commit, refresh
+-- at once, alter once it has committed (as the creation); queryclaw.
+-- enrichments on the coordinator adds up every node's rows.  A reference
+-- or Citus local table's enrichment runs on the coordinator alone, from its
+-- copy of the rows (the same walk of this node's shards, the same
+-- write-back through Citus).
+--
+-- citus: NULL for an enrichment of any other table; for a distributed
+-- table's, whether the workers have it ({"shared": false} with the
+-- creator's search_path until the coordinator has given it to them).
+ALTER TABLE queryclaw.enrichment_definitions ADD COLUMN citus jsonb;
+COMMENT ON COLUMN queryclaw.enrichment_definitions.citus IS
+'For an enrichment of a distributed Citus table: whether the workers have it yet (shared).';
+
+CREATE FUNCTION queryclaw.enrichment_citus_node(source regclass)
+RETURNS text
+AS 'MODULE_PATHNAME', 'enrichment_citus_node'
+LANGUAGE C STRICT STABLE PARALLEL SAFE;
+COMMENT ON FUNCTION queryclaw.enrichment_citus_node(regclass) IS
+'Internal to enrichments: NULL unless the table is distributed by Citus; then whether this node is its coordinator or a worker.';
+
+-- Run a PL/pgSQL statement on every worker as the calling role (SET LOCAL
+-- ROLE there), now or just before this transaction commits: no more than
+-- the role could do with run_command_on_workers.
+CREATE FUNCTION queryclaw.enrichment_citus_run(plpgsql text, at_commit boolean)
+RETURNS void
+AS 'MODULE_PATHNAME', 'enrichment_citus_run'
+LANGUAGE C STRICT VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION queryclaw.enrichment_citus_run(text, boolean) IS
+'Internal to enrichments: run a statement on every Citus worker as the calling role, now or when the transaction commits.';
+
+-- The table a trigger fires for: a shard's table (named <table>_<shard
+-- id> by Citus), else relid itself.  The shard's name is read from its
+-- regclass, not pg_class, where Citus hides shards from a user's session.
+CREATE FUNCTION queryclaw.enrichment_citus_table(relid oid)
+RETURNS oid
+LANGUAGE plpgsql STABLE SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+	name text;
+	logical oid;
+BEGIN
+	IF to_regclass('pg_catalog.pg_dist_shard') IS NULL THEN
+		RETURN relid;			-- no Citus: what a trigger costs stays as it was
+	END IF;
+	name := relid::regclass::text;		-- qualified, with only pg_catalog on the path
+	IF name !~ '_\d{1,18}"?$' THEN
+		RETURN relid;
+	END IF;
+	EXECUTE 'SELECT s.logicalrelid FROM pg_catalog.pg_dist_shard s
+			  WHERE s.shardid = $1 AND pg_catalog.shard_name(s.logicalrelid, s.shardid, false) = $2'
+		INTO logical USING substring(name FROM '_(\d{1,18})"?$')::bigint, name;
+	RETURN coalesce(logical, relid);
+END
+$$;
+COMMENT ON FUNCTION queryclaw.enrichment_citus_table(oid) IS
+'Internal to enrichments: the distributed table of a shard a trigger fires on (else the table itself).';
+
+-- Whether this node makes and drops d's triggers: a worker does not for a
+-- distributed table (Citus copies the coordinator's onto the shards, and
+-- refuses them on a worker); the coordinator lets Citus make them on a
+-- Citus table (a trigger on a distributed or reference table needs
+-- citus.enable_unsafe_triggers).
+CREATE FUNCTION queryclaw.enrichment_citus_triggers(d queryclaw.enrichment_definitions)
+RETURNS boolean
+LANGUAGE plpgsql VOLATILE SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+	IF queryclaw.enrichment_citus_node(d.source) = 'worker' THEN
+		RETURN false;
+	ELSIF d.citus IS NOT NULL OR queryclaw.enrichment_citus_node(d.source) = 'coordinator' THEN
+		PERFORM set_config('citus.enable_unsafe_triggers', 'on', true);
+	END IF;
+	RETURN true;
+END
+$$;
+COMMENT ON FUNCTION queryclaw.enrichment_citus_triggers(queryclaw.enrichment_definitions) IS
+'Internal to enrichments: whether this node makes an enrichment''s triggers (not a Citus worker, for a distributed table).';
+
+-- The citus column of a new enrichment of source: NULL unless Citus
+-- manages source; made on the coordinator alone.  A reference or Citus
+-- local table is enriched there from its own copy, which it needs.
+CREATE FUNCTION queryclaw.enrichment_citus_new(source regclass)
+RETURNS jsonb
+LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+	node text := queryclaw.enrichment_citus_node(source);
+	managed boolean := false;
+	here boolean;
+BEGIN
+	IF node IS NULL AND pg_catalog.to_regclass('pg_catalog.pg_dist_partition') IS NOT NULL THEN
+		EXECUTE 'SELECT EXISTS (SELECT FROM pg_catalog.pg_dist_partition p WHERE p.logicalrelid OPERATOR(pg_catalog.=) $1),
+						pg_catalog.citus_is_coordinator()'
+			INTO managed, here USING source;
+		node := CASE WHEN NOT managed THEN NULL WHEN here THEN 'coordinator' ELSE 'worker' END;
+	END IF;
+	IF node = 'worker' THEN
+		RAISE EXCEPTION 'an enrichment of a Citus table is made on the coordinator'
+			USING ERRCODE = 'feature_not_supported',
+				  DETAIL = pg_catalog.format('Table %s is managed by Citus; this node is a worker.', source),
+				  HINT = 'Call create_enrichment on the coordinator.';
+	ELSIF node IS NULL THEN
+		RETURN NULL;
+	ELSIF managed THEN
+		-- its rows are asked and written on the coordinator, from its copy
+		IF pg_catalog.cardinality(queryclaw.enrichment_citus_shards(source)) = 0 THEN
+			RAISE EXCEPTION 'the coordinator has no copy of table %', source
+				USING ERRCODE = 'feature_not_supported',
+					  DETAIL = 'An enrichment of a reference table is run on the coordinator, from the coordinator''s copy of its rows.',
+					  HINT = 'Register the coordinator in Citus''s metadata (citus_set_coordinator_host): Citus then gives it a copy of every reference table.';
+		END IF;
+		RETURN '{"shared": true}';
+	END IF;
+	-- the workers resolve the request's names as the creator's session did
+	RETURN pg_catalog.jsonb_build_object('shared', false,
+										 'search_path', pg_catalog.current_setting('search_path'));
+END
+$$;
+COMMENT ON FUNCTION queryclaw.enrichment_citus_new(regclass) IS
+'Internal to enrichments: how a new enrichment of a Citus table starts (on the coordinator only).';
+
+-- What cannot be done here for d: refused.  An enrichment made before its
+-- table was distributed is not on the workers (drop it and create it
+-- again); one of a distributed table is changed on the coordinator, which
+-- changes the workers' copies.
+CREATE FUNCTION queryclaw.enrichment_citus_refuse(d queryclaw.enrichment_definitions, what text)
+RETURNS void
+LANGUAGE plpgsql STABLE SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+	node text := queryclaw.enrichment_citus_node(d.source);
+BEGIN
+	IF d.citus IS NULL AND node IS NOT NULL THEN
+		RAISE EXCEPTION '% of an enrichment made before its table was distributed is not supported', what
+			USING ERRCODE = 'feature_not_supported',
+				  DETAIL = format('Table %s was distributed by Citus after the enrichment was made: its rows are on the workers, which do not have it.', d.source),
+				  HINT = 'Drop the enrichment and create it again (its rows are asked again).';
+	ELSIF node = 'worker' THEN
+		RAISE EXCEPTION '% of an enrichment of a distributed table is done on the coordinator', what
+			USING ERRCODE = 'feature_not_supported',
+				  DETAIL = format('Table %s is distributed by Citus; this node is a worker.', d.source),
+				  HINT = 'Call it on the coordinator: it changes every worker''s copy.';
+	END IF;
+END
+$$;
+COMMENT ON FUNCTION queryclaw.enrichment_citus_refuse(queryclaw.enrichment_definitions, text) IS
+'Internal to enrichments: refuses what cannot be done on this node for an enrichment of a distributed Citus table.';
+
+-- On the coordinator, once alter_enrichment has changed d: the workers are
+-- given its new definition once this commits, as at its creation.
+CREATE FUNCTION queryclaw.enrichment_citus_altered(d queryclaw.enrichment_definitions, reenrich boolean)
+RETURNS void
+LANGUAGE plpgsql VOLATILE AS $$
+BEGIN
+	IF queryclaw.enrichment_citus_node(d.source) OPERATOR(pg_catalog.=) 'coordinator' AND d.citus IS NOT NULL THEN
+		UPDATE queryclaw.enrichment_definitions e
+		   SET citus = pg_catalog.jsonb_build_object('shared', false, 'reenrich', reenrich,
+													 'search_path', pg_catalog.current_setting('search_path'))
+		 WHERE e.id OPERATOR(pg_catalog.=) d.id;
+	END IF;
+END
+$$;
+COMMENT ON FUNCTION queryclaw.enrichment_citus_altered(queryclaw.enrichment_definitions, boolean) IS
+'Internal to enrichments: give the Citus workers an enrichment''s new definition once alter_enrichment commits.';
+
+-- On the coordinator, tell the workers' copies of d: at commit, as the
+-- owner.  Returns, for a retry, how many of the workers' rows are failed
+-- now (those it puts back), else 0.
+CREATE FUNCTION queryclaw.enrichment_citus_tell(d queryclaw.enrichment_definitions, action text)
+RETURNS bigint
+LANGUAGE plpgsql VOLATILE SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+	IF d.citus IS NULL OR queryclaw.enrichment_citus_node(d.source) IS DISTINCT FROM 'coordinator' THEN
+		RETURN 0;
+	END IF;
+	PERFORM queryclaw.enrichment_citus_run(
+		format('PERFORM queryclaw.enrichment_citus_on_worker(%s, %L)', d.id, action), true);
+	IF action = 'retry' THEN
+		RETURN (SELECT coalesce(sum((n ->> 'failed')::bigint), 0)
+				  FROM queryclaw.enrichment_citus_node_counts(d) n);
+	END IF;
+	RETURN 0;
+END
+$$;
+COMMENT ON FUNCTION queryclaw.enrichment_citus_tell(queryclaw.enrichment_definitions, text) IS
+'Internal to enrichments: pause, resume, retry or drop the workers'' copies of an enrichment when the transaction commits.';
+
+-- On the coordinator, refresh_enrichment of d on every worker, now, as the
+-- caller (each worker's refresh commits on its own: it only makes rows
+-- stale); how many rows they made stale.  Nothing before the workers have
+-- d: their backfill walks every row then.
+CREATE FUNCTION queryclaw.enrichment_citus_refresh(d queryclaw.enrichment_definitions)
+RETURNS bigint
+LANGUAGE plpgsql VOLATILE SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+	made bigint;
+	failure text;
+BEGIN
+	IF (d.citus ->> 'shared')::boolean IS DISTINCT FROM true
+		OR queryclaw.enrichment_citus_node(d.source) IS DISTINCT FROM 'coordinator' THEN
+		RETURN 0;
+	END IF;
+	SELECT sum(w.result::bigint) FILTER (WHERE w.success),
+		   min(w.nodename || ':' || w.nodeport || ': ' || w.result) FILTER (WHERE NOT w.success)
+	  INTO made, failure
+	  FROM run_command_on_workers(format('SELECT queryclaw.refresh_enrichment(%L)', d.name)) w;
+	IF failure IS NOT NULL THEN
+		RAISE EXCEPTION 'could not refresh enrichment "%" on worker %', d.name, failure
+			USING ERRCODE = 'connection_failure',
+				  HINT = 'The workers that answered have made their rows stale; call it again.';
+	END IF;
+	RETURN coalesce(made, 0);
+END
+$$;
+COMMENT ON FUNCTION queryclaw.enrichment_citus_refresh(queryclaw.enrichment_definitions) IS
+'Internal to enrichments: refresh_enrichment of an enrichment of a distributed Citus table on every worker.';
+
+-- On a worker: the caller's copy of enrichment id paused, resumed, retried
+-- or dropped (nothing if it has none yet: it gets it as it is then).
+CREATE FUNCTION queryclaw.enrichment_citus_on_worker(id bigint, action text)
+RETURNS void
+LANGUAGE plpgsql VOLATILE SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+	d queryclaw.enrichment_definitions;
+BEGIN
+	SELECT * INTO d FROM queryclaw.enrichment_definitions e
+	 WHERE e.id = enrichment_citus_on_worker.id AND e.owner = queryclaw.enrichment_me();
+	IF NOT FOUND THEN
+		RETURN;
+	END IF;
+	CASE action
+	WHEN 'pause' THEN PERFORM queryclaw.pause_enrichment(d.name);
+	WHEN 'resume' THEN PERFORM queryclaw.resume_enrichment(d.name);
+	WHEN 'retry' THEN PERFORM queryclaw.retry_enrichment(d.name);
+	WHEN 'drop' THEN PERFORM queryclaw.drop_enrichment(d.name);
+	END CASE;
+END
+$$;
+COMMENT ON FUNCTION queryclaw.enrichment_citus_on_worker(bigint, text) IS
+'Internal to enrichments: on a Citus worker, pause, resume, retry or drop its copy of an enrichment.';
+
+-- Run by the coordinator's feeder as the owner, once create_enrichment has
+-- committed: every worker gets its copy (made there as on the coordinator,
+-- under the creator's search_path), then d is shared.
+CREATE FUNCTION queryclaw.enrichment_citus_share(d queryclaw.enrichment_definitions)
+RETURNS void
+LANGUAGE plpgsql VOLATILE SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+	-- one feeder gives it; another waits for it, then finds it given
+	PERFORM FROM queryclaw.enrichment_definitions e
+	  WHERE e.id = d.id AND (e.citus ->> 'shared')::boolean = false FOR UPDATE;
+	IF NOT FOUND THEN
+		RETURN;
+	END IF;
+	PERFORM queryclaw.enrichment_citus_run(format('PERFORM queryclaw.enrichment_citus_accept(%L)',
+		jsonb_build_object('id', d.id, 'name', d.name, 'source', d.source::text,
+						   'request', d.request, 'apply', d.apply, 'target', d.target,
+						   'mode', d.mode, 'cache_ttl', d.cache_ttl, 'paused', d.paused,
+						   'definition_hash', d.definition_hash, 'backfill_done', d.backfill_done,
+						   'search_path', d.citus ->> 'search_path', 'reenrich', d.citus -> 'reenrich')), false);
+	UPDATE queryclaw.enrichment_definitions e SET citus = '{"shared": true}' WHERE e.id = d.id;
+END
+$$;
+COMMENT ON FUNCTION queryclaw.enrichment_citus_share(queryclaw.enrichment_definitions) IS
+'Internal to enrichments: give every Citus worker its copy of an enrichment made on the coordinator.';
+
+-- On a worker, as the owner: its copy of an enrichment made on the
+-- coordinator (def, as enrichment_citus_share sends it), with the same id.
+CREATE FUNCTION queryclaw.enrichment_citus_accept(def jsonb)
+RETURNS void
+LANGUAGE plpgsql VOLATILE SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+	d queryclaw.enrichment_definitions;
+BEGIN
+	IF (def ->> 'reenrich') IS NOT NULL THEN
+		-- altered on the coordinator: the copy changed as alter_enrichment changes it
+		UPDATE queryclaw.enrichment_definitions e
+		   SET request = def ->> 'request', apply = def ->> 'apply', target = def ->> 'target',
+			   definition_hash = def ->> 'definition_hash'
+		 WHERE e.id = (def ->> 'id')::bigint AND e.owner = queryclaw.enrichment_me()
+		RETURNING * INTO d;
+		IF FOUND THEN
+			IF (def ->> 'reenrich')::boolean THEN
+				UPDATE queryclaw.enrichment_rows r SET state = 'stale', request_id = NULL
+				 WHERE r.enrichment = d.id AND r.state <> 'stale';
+			END IF;
+			PERFORM set_config('search_path', def ->> 'search_path', true);
+			PERFORM queryclaw.enrichment_build(d);
+			PERFORM queryclaw.enrichment_wake();
+			RETURN;
+		END IF;
+	END IF;
+	INSERT INTO queryclaw.enrichment_definitions
+		(id, name, owner, source, request, apply, target, mode, cache_ttl, paused, definition_hash,
+		 key_columns, backfill_done, citus)
+	OVERRIDING SYSTEM VALUE
+	VALUES ((def ->> 'id')::bigint, def ->> 'name', queryclaw.enrichment_me(),
+			(def ->> 'source')::regclass, def ->> 'request', def ->> 'apply', def ->> 'target',
+			def ->> 'mode', (def ->> 'cache_ttl')::interval, (def ->> 'paused')::boolean,
+			def ->> 'definition_hash', '{}', (def ->> 'backfill_done')::boolean, '{"shared": true}')
+	ON CONFLICT (id) DO NOTHING
+	RETURNING * INTO d;
+	IF NOT FOUND THEN
+		RETURN;					-- given before (the coordinator did not hear back)
+	END IF;
+	-- as create_enrichment checks it on the coordinator
+	IF NOT has_table_privilege(d.source, 'SELECT') OR NOT has_table_privilege(d.source, 'UPDATE') THEN
+		RAISE EXCEPTION 'permission denied for table %', d.source
+			USING ERRCODE = 'insufficient_privilege',
+				  DETAIL = 'An enrichment reads its source table and writes its results as its owner, who needs SELECT and UPDATE on it.';
+	END IF;
+	PERFORM set_config('search_path', def ->> 'search_path', true);
+	PERFORM queryclaw.enrichment_build(d);
+	PERFORM queryclaw.enrichment_wake();
+END
+$$;
+COMMENT ON FUNCTION queryclaw.enrichment_citus_accept(jsonb) IS
+'Internal to enrichments: on a Citus worker, make its copy of an enrichment made on the coordinator.';
+
+-- This node's shards (placements) of a Citus table, qualified.
+CREATE FUNCTION queryclaw.enrichment_citus_shards(source regclass)
+RETURNS text[]
+LANGUAGE plpgsql STABLE SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+	shards text[];
+BEGIN
+	EXECUTE 'SELECT array_agg(pg_catalog.shard_name(s.logicalrelid, s.shardid, false) ORDER BY s.shardid)
+			   FROM pg_catalog.pg_dist_shard s JOIN pg_catalog.pg_dist_placement p ON p.shardid = s.shardid
+			  WHERE s.logicalrelid = $1 AND p.groupid = (SELECT l.groupid FROM pg_catalog.pg_dist_local_group l)'
+		INTO shards USING source;
+	RETURN coalesce(shards, '{}');
+END
+$$;
+COMMENT ON FUNCTION queryclaw.enrichment_citus_shards(regclass) IS
+'Internal to enrichments: this node''s shards of a Citus table.';
+
+-- What the backfill walks on this node for d: the rows of its shards
+-- (their key and inputs' hash, as enrichment_<id>_inputs has them), read
+-- from the shards themselves; NULL unless Citus manages d's table.
+CREATE FUNCTION queryclaw.enrichment_citus_rows(d queryclaw.enrichment_definitions)
+RETURNS text
+LANGUAGE plpgsql STABLE SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+	keys text := (SELECT string_agg(quote_ident(k), ', ') FROM unnest(d.key_columns) k);
+	hash text := format('pg_catalog.md5(ROW(%s)::pg_catalog.text) AS qc_inputs_hash',
+						(SELECT string_agg(quote_ident(c), ', ') FROM unnest(d.input_columns) c));
+	shards text[];
+BEGIN
+	IF d.citus IS NULL THEN
+		RETURN NULL;
+	END IF;
+	shards := queryclaw.enrichment_citus_shards(d.source);
+	IF cardinality(shards) = 0 THEN
+		-- no shard here: nothing to walk
+		RETURN format('(SELECT %s, NULL::pg_catalog.text AS qc_inputs_hash WHERE false)',
+					  (SELECT string_agg(format('(NULL::%s).%I', d.source, k), ', ') FROM unnest(d.key_columns) k));
+	END IF;
+	RETURN '(' || (SELECT string_agg(format('SELECT %s, %s FROM %s', keys, hash, s), ' UNION ALL ')
+					 FROM unnest(shards) s) || ')';
+END
+$$;
+COMMENT ON FUNCTION queryclaw.enrichment_citus_rows(queryclaw.enrichment_definitions) IS
+'Internal to enrichments: the rows of this node''s shards of a distributed table, for the backfill.';
+
+-- enrichment_ask's batch for a distributed table: up to n stale rows of
+-- this node (or one_key's), locked, each with its inputs' hash and request
+-- read through Citus, which the list of their distribution column's values
+-- prunes to this node's shards (NULLs for a row gone from the table).
+CREATE FUNCTION queryclaw.enrichment_citus_pick(d queryclaw.enrichment_definitions, n integer,
+												one_key jsonb,
+												OUT keys jsonb[], OUT hashes text[],
+												OUT requests jsonb[], OUT rhashes text[])
+LANGUAGE plpgsql VOLATILE SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+	dist name;
+	dist_type text;
+	got_keys jsonb[];
+	got_hashes text[];
+	got_requests jsonb[];
+BEGIN
+	SELECT array_agg(s.key) INTO keys
+	  FROM (SELECT r.key FROM queryclaw.enrichment_rows r
+			 WHERE r.enrichment = d.id AND r.state = 'stale' AND (one_key IS NULL OR r.key = one_key)
+			 LIMIT n FOR UPDATE SKIP LOCKED) s;
+	IF keys IS NULL THEN
+		RETURN;
+	END IF;
+	EXECUTE 'SELECT a.attname, pg_catalog.format_type(a.atttypid, a.atttypmod)
+			   FROM pg_catalog.pg_dist_partition p
+			   JOIN pg_catalog.pg_attribute a ON a.attrelid = p.logicalrelid
+				AND a.attname = pg_catalog.column_to_column_name(p.logicalrelid, p.partkey)
+			  WHERE p.logicalrelid = $1 AND p.partkey IS NOT NULL'
+		INTO dist, dist_type USING d.source;
+	EXECUTE format('SELECT array_agg(%1$s), array_agg(v.qc_inputs_hash), array_agg(v.qc_request)
+					  FROM queryclaw.%2$I v
+					 WHERE %3$s %1$s = ANY (%4$L::jsonb[])',
+				   queryclaw.enrichment_key_expression(d.key_columns, 'v.'),
+				   'enrichment_' || d.id || '_request',
+				   -- (a reference or Citus local table has no distribution column)
+				   CASE WHEN dist IS NOT NULL
+						THEN format('v.%I = ANY (%L::%s[]) AND', dist,
+									ARRAY(SELECT DISTINCT k ->> dist FROM unnest(keys) k), dist_type) END,
+				   keys)
+		INTO got_keys, got_hashes, got_requests;
+	SELECT array_agg(k.key ORDER BY k.ord), array_agg(g.h ORDER BY k.ord),
+		   array_agg(g.req ORDER BY k.ord), array_agg(md5(g.req::text) ORDER BY k.ord)
+	  INTO keys, hashes, requests, rhashes
+	  FROM unnest(keys) WITH ORDINALITY k(key, ord)
+	  LEFT JOIN unnest(got_keys, got_hashes, got_requests) g(key, h, req) ON g.key = k.key;
+END
+$$;
+COMMENT ON FUNCTION queryclaw.enrichment_citus_pick(queryclaw.enrichment_definitions, integer, jsonb) IS
+'Internal to enrichments: the stale rows of this node''s shards to ask, with their requests.';
+
+-- A result written into the rows of a request one by one, through the
+-- enrichment's write-back (enrichment_<id>_apply_request of a distributed
+-- table's enrichment); returns how many rows waited for it.
+CREATE FUNCTION queryclaw.enrichment_citus_apply_request(enrichment bigint, result jsonb, request_id bigint)
+RETURNS bigint
+LANGUAGE plpgsql VOLATILE SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+	d queryclaw.enrichment_definitions;
+	keys jsonb[];
+	hashes text[];
+BEGIN
+	SELECT * INTO d FROM queryclaw.enrichment_definitions e
+	 WHERE e.id = enrichment_citus_apply_request.enrichment;
+	SELECT array_agg(r.key), array_agg(r.inputs_hash) INTO keys, hashes
+	  FROM queryclaw.enrichment_rows r
+	 WHERE r.enrichment = d.id AND r.request_id = enrichment_citus_apply_request.request_id
+	   AND r.state = 'running';
+	PERFORM queryclaw.enrichment_apply_rows(d, result, keys, hashes);
+	RETURN coalesce(array_length(keys, 1), 0);
+END
+$$;
+COMMENT ON FUNCTION queryclaw.enrichment_citus_apply_request(bigint, jsonb, bigint) IS
+'Internal to enrichments: write a result into its rows of a distributed table, one by one.';
+
+-- On the coordinator: each worker's counts of d's rows (as the caller
+-- reads them there) and counters, one jsonb per worker.
+CREATE FUNCTION queryclaw.enrichment_citus_node_counts(d queryclaw.enrichment_definitions)
+RETURNS SETOF jsonb
+LANGUAGE plpgsql VOLATILE SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+	RETURN QUERY
+	SELECT w.result::jsonb
+	  FROM run_command_on_workers(format($q$
+		SELECT pg_catalog.jsonb_build_object(
+				'done', count(*) FILTER (WHERE r.state = 'done'),
+				'stale', count(*) FILTER (WHERE r.state = 'stale'),
+				'running', count(*) FILTER (WHERE r.state = 'running'),
+				'failed', count(*) FILTER (WHERE r.state = 'failed'),
+				'skipped', count(*) FILTER (WHERE r.state = 'skipped'), 'seen', count(*),
+				'per_second', count(*) FILTER (WHERE r.enriched_at > pg_catalog.now() - interval '1 minute')
+					/ greatest(extract(epoch FROM pg_catalog.now() - min(r.enriched_at)
+						FILTER (WHERE r.enriched_at > pg_catalog.now() - interval '1 minute')), 1),
+				'calls', e.calls, 'calls_saved', e.calls_saved, 'tokens', e.tokens,
+				'last_error', e.last_error, 'walked', e.backfill_done)
+		  FROM queryclaw.enrichment_definitions e
+		  LEFT JOIN queryclaw.enrichment_rows r ON r.enrichment = e.id
+		 WHERE e.id = %s
+		 GROUP BY e.id$q$, d.id)) w
+	 WHERE w.success AND w.result <> '';
+END
+$$;
+COMMENT ON FUNCTION queryclaw.enrichment_citus_node_counts(queryclaw.enrichment_definitions) IS
+'Internal to enrichments: each Citus worker''s counts of an enrichment''s rows, for queryclaw.enrichments on the coordinator.';
+
 -- MCP servers' tools (docs/mcp.md): a queryclaw server with protocol 'mcp'
 -- is an MCP server over Streamable HTTP; its tools are listed and called
 -- under the server's policy, keys and limits, with USAGE on it.

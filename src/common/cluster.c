@@ -96,24 +96,25 @@ qc_cluster_is_coordinator(void)
 	return coordinator && !isnull;
 }
 
-bool
-qc_cluster_table(Oid relid)
+char
+qc_cluster_table_method(Oid relid)
 {
 	Oid			type = OIDOID;
 	Datum		arg = ObjectIdGetDatum(relid);
-	bool		found;
+	char		method = 0;
 
 	if (!qc_cluster_active())
-		return false;
+		return 0;
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-	if (SPI_execute_with_args("SELECT FROM pg_catalog.pg_dist_partition"
+	if (SPI_execute_with_args("SELECT partmethod::pg_catalog.text FROM pg_catalog.pg_dist_partition"
 							  " WHERE logicalrelid OPERATOR(pg_catalog.=) $1",
 							  1, &type, &arg, NULL, true, 1) != SPI_OK_SELECT)
 		elog(ERROR, "could not read pg_dist_partition");
-	found = SPI_processed > 0;
+	if (SPI_processed == 1)
+		method = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1)[0];
 	SPI_finish();
-	return found;
+	return method;
 }
 
 void

@@ -32,11 +32,12 @@ extern bool qc_cluster_active(void);
 extern bool qc_cluster_is_coordinator(void);
 
 /*
- * Is relid a table Citus manages (distributed, reference or Citus local:
- * in pg_dist_partition)?  False without Citus.  The caller is in a
- * transaction.
+ * How Citus spreads relid's rows, if it manages relid (pg_dist_partition's
+ * partmethod: 'h' for a distributed table, 'n' for a reference or Citus
+ * local table); 0 for any other table, and without Citus.  The caller is
+ * in a transaction.
  */
-extern bool qc_cluster_table(Oid relid);
+extern char qc_cluster_table_method(Oid relid);
 
 /*
  * The DDL that follows, until the caller's GUC nest level ends, stays on
@@ -77,6 +78,15 @@ extern bool qc_cluster_xact_ended(XactEvent event);
  * ProcessUtility hook and transaction callbacks (_PG_init).
  */
 extern void qc_cluster_grant_init(void);
+
+/*
+ * Run the PL/pgSQL statement plpgsql on every worker as the current role
+ * (SET LOCAL ROLE there): now, or just before this transaction commits (not
+ * at all if it or its subtransaction is rolled back).  A worker's refusal
+ * raises an error with its message, and hint.
+ */
+extern void qc_cluster_run_on_workers(const char *plpgsql, const char *hint);
+extern void qc_cluster_forward_at_commit(const char *plpgsql, const char *hint);
 
 /*
  * clusterjoin.c: a node Citus creates the extension on after it was

@@ -44,6 +44,11 @@
  * refused, the others possibly missing on the workers, and so are column
  * privileges on the extension's tables, which are not sent.
  *
+ * The same forwarding runs other statements of the extension's on every
+ * worker, as the current role: qc_cluster_forward_at_commit keeps one for
+ * the commit, as a GRANT's, and qc_cluster_run_on_workers runs one at once
+ * (the enrichments of distributed tables, enrichcitus.c).
+ *
  * A node added later copies the privileges from the coordinator as it
  * joins (clusterjoin.c).  So that a GRANT is not missed by both, as Citus
  * does for the DDL it sends, a statement to forward takes pg_dist_node in
@@ -95,6 +100,7 @@ typedef struct ForwardedGrant
 	Oid			role;			/* the role that ran it */
 	char	   *role_name;		/* its name then, quoted */
 	char	   *sql;			/* the statement, names qualified */
+	const char *hint;			/* what a refusal on a worker means */
 	int			nest_level;
 } ForwardedGrant;
 static List *to_forward = NIL;
@@ -509,6 +515,22 @@ statements_to_forward(GrantStmt *stmt)
 	return deparse_groups(stmt, targets, named);
 }
 
+/* Keep a statement of role's to run on every worker at commit. */
+static void
+keep_to_forward(Oid role, const char *sql, const char *hint)
+{
+	MemoryContext old = MemoryContextSwitchTo(TopTransactionContext);
+	ForwardedGrant *f = palloc(sizeof(ForwardedGrant));
+
+	f->role = role;
+	f->role_name = pstrdup(quote_identifier(GetUserNameFromId(role, false)));
+	f->sql = pstrdup(sql);
+	f->hint = hint;
+	f->nest_level = GetCurrentTransactionNestLevel();
+	to_forward = lappend(to_forward, f);
+	MemoryContextSwitchTo(old);
+}
+
 static void
 grant_utility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree,
 			  ProcessUtilityContext context, ParamListInfo params,
@@ -529,17 +551,14 @@ grant_utility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree,
 	if (IsA(parsetree, CreateExtensionStmt))
 		qc_cluster_join_created(((CreateExtensionStmt *) parsetree)->extname);
 	foreach(lc, statements)
-	{
-		MemoryContext old = MemoryContextSwitchTo(TopTransactionContext);
-		ForwardedGrant *f = palloc(sizeof(ForwardedGrant));
+		keep_to_forward(role, lfirst(lc),
+						"The extension's privileges must be the same on every node; the transaction is rolled back.");
+}
 
-		f->role = role;
-		f->role_name = pstrdup(quote_identifier(GetUserNameFromId(role, false)));
-		f->sql = pstrdup(lfirst(lc));
-		f->nest_level = GetCurrentTransactionNestLevel();
-		to_forward = lappend(to_forward, f);
-		MemoryContextSwitchTo(old);
-	}
+void
+qc_cluster_forward_at_commit(const char *plpgsql, const char *hint)
+{
+	keep_to_forward(GetUserId(), plpgsql, hint);
 }
 
 /*
@@ -582,7 +601,22 @@ forward_one(ForwardedGrant *f, Oid user, int sec_context)
 						SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2)),
 				 errdetail_internal("%s", SPI_getvalue(SPI_tuptable->vals[0],
 													   SPI_tuptable->tupdesc, 3)),
-				 errhint("The extension's privileges must be the same on every node; the transaction is rolled back.")));
+				 errhint("%s", f->hint)));
+}
+
+void
+qc_cluster_run_on_workers(const char *plpgsql, const char *hint)
+{
+	ForwardedGrant f = {GetUserId(), pstrdup(quote_identifier(GetUserNameFromId(GetUserId(), false))),
+	pstrdup(plpgsql), hint, GetCurrentTransactionNestLevel()};
+	Oid			user;
+	int			sec_context;
+
+	GetUserIdAndSecContext(&user, &sec_context);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	forward_one(&f, user, sec_context);
+	SPI_finish();
 }
 
 /* Run the statements kept on every worker. */

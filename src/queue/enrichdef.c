@@ -67,6 +67,7 @@
 
 #include "cluster.h"
 #include "compat.h"
+#include "enrichcitus.h"
 #include "queue.h"
 
 PG_FUNCTION_INFO_V1(enrichment_define);
@@ -501,6 +502,7 @@ drop_objects(const Definition *d)
 	run(psprintf("DROP FUNCTION IF EXISTS %s(pg_catalog.jsonb, pg_catalog.int8), "
 				 "%s(pg_catalog.jsonb, pg_catalog.int8, pg_catalog.bool)",
 				 object_name(d, "apply_request"), object_name(d, "apply_request")));
+	run(psprintf("DROP FUNCTION IF EXISTS %s", object_name(d, "write")));	/* enrichcitus.c */
 }
 
 /*
@@ -668,24 +670,8 @@ make_objects(Definition *d)
 	}
 	check_writes(d);
 	make_apply(d, source);
-}
-
-/*
- * A table Citus manages keeps its rows in shards, while an enrichment's
- * definition, rows' states and feed are this node's: Citus would copy its
- * triggers onto the shards, yet no row would ever be asked.  Refused until
- * enrichments are made per shard (docs/citus.md).
- */
-static void
-check_local_table(Oid source)
-{
-	if (qc_cluster_table(source))
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("an enrichment of a Citus table is not supported yet"),
-				 errdetail("Table \"%s\" is distributed by Citus (or a reference or Citus local table): its rows are kept in shards on the nodes.",
-						   get_rel_name(source)),
-				 errhint("Queue the requests from a pushed-down SELECT with a callback that writes the row, as docs/citus.md shows.")));
+	if (qc_enrich_citus_managed(d->source))
+		qc_enrich_citus_make(d->id, d->source, source, d->apply, d->keys, d->inputs, d->owner);
 }
 
 /* ---- SQL entry points ---- */
@@ -744,7 +730,6 @@ enrichment_define(PG_FUNCTION_ARGS)
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	d = read_definition(PG_GETARG_INT64(0), cxt);
-	check_local_table(d->source);
 	check_request_text(d->request);
 	if (d->apply != NULL)
 		d->writes = check_apply_text(d->apply);

@@ -9,8 +9,11 @@
 # the distributed UPDATE Citus refuses and the patterns that work instead,
 # requests queued by a pushed-down SELECT with callbacks that update the
 # distributed table, ids distinct across nodes and wait, cancel_requests and
-# retry_requests on ids of another node refused, enrichments of Citus's
-# tables refused (and of the coordinator's own working), a trigger and a colocated
+# retry_requests on ids of another node refused, an enrichment of a
+# distributed table (backfill, live inserts on each worker's shard, no lost
+# update, its rows seen from the coordinator, alter, pause, resume, retry,
+# refresh and drop reaching every node; of a reference table and a Citus
+# local table on the coordinator, of the coordinator's own table), a trigger and a colocated
 # distributed function queueing on the shard's node, GRANT and REVOKE on
 # the coordinator reaching the workers (what took effect there, as the role
 # that ran it, on the objects it named), a two-phase commit waking the async
@@ -111,24 +114,172 @@ until_true "SELECT sum(result::int) >= 200 FROM run_command_on_workers(\$\$SELEC
 qc_check "the calls ran on the workers, whose audit holds them" \
 	"$(on_workers_sum "SELECT count(*) FROM queryclaw.audit_log WHERE func = 'api_call'") $(csql -c "SELECT count(*) FROM queryclaw.audit_log")" "200 0"
 
-# ---- an enrichment of a distributed or reference table: refused (0A000),
-# with nothing made on any node
-csql -c "CREATE TABLE country (code text PRIMARY KEY, url text, page text)" -c "SELECT create_reference_table('country')" >/dev/null ||
+# ---- an enrichment of a Citus table made on a worker: refused (0A000), with
+# nothing made on any node
+csql -c "CREATE TABLE country (code text PRIMARY KEY, url text, page text)" -c "SELECT create_reference_table('country')" \
+	-c "INSERT INTO country SELECT 'c' || i, '$base/echo?country=' || i FROM generate_series(1, 5) i" >/dev/null ||
 	echo "not ok - the reference table country"
-said=$(csql -v VERBOSITY=verbose -c "SELECT queryclaw.create_enrichment('company_page', source => 'companies',
-	request => \$\$queryclaw.web_fetch_request(url)\$\$, target => 'homepage')" 2>&1)
-qc_check "an enrichment of a distributed table is refused (0A000)" \
-	"$(sed -n 's/^ERROR: *\([0-9A-Z]\{5\}\):.*/\1/p' <<<"$said")" 0A000
-qc_check "an enrichment of a reference table is refused (0A000)" \
-	"$(sqlstate 5432 "SELECT queryclaw.create_enrichment('country_page', source => 'country',
-		request => \$r\$queryclaw.web_fetch_request(url)\$r\$, target => 'page')")" 0A000
-qc_check "... on a worker too (0A000)" \
+qc_check "an enrichment of a distributed table is refused on a worker (0A000): it is made on the coordinator" \
 	"$(sqlstate 5433 "SELECT queryclaw.create_enrichment('company_page', source => 'companies',
 		request => \$r\$queryclaw.web_fetch_request(url)\$r\$, target => 'homepage')")" 0A000
+qc_check "... and of a reference table too (0A000)" \
+	"$(sqlstate 5433 "SELECT queryclaw.create_enrichment('country_page', source => 'country',
+		request => \$r\$queryclaw.web_fetch_request(url)\$r\$, target => 'page')")" 0A000
 qc_check "the refused enrichments left nothing on any node (definitions, triggers)" \
 	"$(csql -c "SELECT string_agg(result, ',') FROM run_command_on_all_nodes(\$\$SELECT (SELECT count(*) FROM queryclaw.enrichment_definitions)
 		+ (SELECT count(*) FROM pg_trigger WHERE NOT tgisinternal AND tgfoid::regproc::text LIKE '%enrich%')\$\$)")" "0,0,0"
 
+# ---- an enrichment of a reference table (or a Citus local table): run on
+# the coordinator, from its copy of the rows, written to every copy through
+# Citus
+said=$(csql -c "SELECT queryclaw.create_enrichment('country_page', source => 'country',
+	request => \$r\$queryclaw.web_fetch_request(url)\$r\$, target => 'page')" 2>&1)
+csql -c "INSERT INTO country VALUES ('c6', '$base/echo?country=6')" >/dev/null
+until_true "SELECT done = 6 FROM queryclaw.enrichments WHERE name = 'country_page'" 60
+qc_check "an enrichment of a reference table: its backfill and a live insert, asked once each on the coordinator, written to every copy" \
+	"$said|$(csql -c "SELECT string_agg(result, ',' ORDER BY nodeid) FROM run_command_on_all_nodes(\$\$SELECT count(*) FROM queryclaw.requests WHERE context->>'enrichment' = 'country_page'\$\$)")|$(csql -c "SELECT string_agg(result, ',' ORDER BY nodeid) FROM run_command_on_all_nodes(\$\$SELECT count(*) FROM country WHERE page LIKE '%\"country\": \"' || substr(code, 2) || '\"%'\$\$)")" \
+	"|6,0,0|6,6,6"
+csql -c "SELECT queryclaw.drop_enrichment('country_page')" >/dev/null
+csql -c "CREATE TABLE memos (id bigint PRIMARY KEY, url text, page text)" -c "SELECT citus_add_local_table_to_metadata('memos')" \
+	-c "INSERT INTO memos SELECT i, '$base/echo?memo=' || i FROM generate_series(1, 3) i" \
+	-c "SELECT queryclaw.create_enrichment('memo_page', source => 'memos', request => \$r\$queryclaw.web_fetch_request(url)\$r\$, target => 'page')" >/dev/null ||
+	echo "not ok - the Citus local table memos and its enrichment"
+until_true "SELECT done = 3 FROM queryclaw.enrichments WHERE name = 'memo_page'" 60
+qc_check "an enrichment of a Citus local table runs on the coordinator" \
+	"$(csql -c "SELECT count(*) FROM memos WHERE page LIKE '%\"memo\": \"' || id || '\"%'")" 3
+# (dropped: a Citus local table keeps the coordinator in Citus's metadata,
+# which a check below takes it out of)
+csql -c "SELECT queryclaw.drop_enrichment('memo_page')" -c "DROP TABLE memos" >/dev/null
+
+# ---- an enrichment of a distributed table: each row asked on its shard's
+# node, its state there, written back through Citus
+# The number SQL $1 prints on each worker, comma-separated.
+on_each_worker() {
+	csql -c "SELECT string_agg(result, ',' ORDER BY nodeport) FROM run_command_on_workers(\$q\$ $1 \$q\$)"
+}
+csql <<SQL >/dev/null || echo "not ok - the distributed table articles"
+CREATE TABLE articles (id bigint PRIMARY KEY, url text NOT NULL, body text);
+SELECT create_distributed_table('articles', 'id', colocate_with => 'none');
+INSERT INTO articles SELECT i, '$base/echo?article=' || i FROM generate_series(1, 60) i;
+SQL
+said=$(csql -c "SELECT queryclaw.create_enrichment('article_body', source => 'articles',
+	request => \$r\$queryclaw.web_fetch_request(url)\$r\$, target => 'body')" 2>&1)
+qc_check "an enrichment of a distributed table is made on the coordinator, with no warning" "$said" ""
+until_true "SELECT done = 60 FROM queryclaw.enrichments WHERE name = 'article_body'" 60
+qc_check "its backfill writes every row through Citus, each from its own request" \
+	"$(csql -c "SELECT count(*) FROM articles WHERE body LIKE '%\"article\": \"' || id || '\"%'")" 60
+qc_check "each worker asked for the rows of its own shards, the coordinator for none" \
+	"$(on_each_worker "SELECT count(*) FROM queryclaw.requests WHERE context->>'enrichment' = 'article_body'")|$(csql -c "SELECT count(*) FROM queryclaw.requests WHERE context->>'enrichment' = 'article_body'")" \
+	"$(on_each_worker "SELECT count(*) FROM articles WHERE get_shard_id_for_distribution_column('articles', id) IN
+		(SELECT shardid FROM pg_dist_placement WHERE groupid = (SELECT groupid FROM pg_dist_local_group))")|0"
+qc_check "... and keeps their states (enrichment_rows) beside them" \
+	"$(on_each_worker "SELECT count(*) FROM queryclaw.enrichment_rows WHERE state = 'done'")" \
+	"$(on_each_worker "SELECT count(*) FROM queryclaw.requests WHERE context->>'enrichment' = 'article_body'")"
+qc_check "queryclaw.enrichments on the coordinator shows the whole cluster's rows and calls" \
+	"$(csql -c "SELECT rows || ' ' || done || ' ' || stale || ' ' || running || ' ' || failed || ' ' || calls || ' ' || coalesce(last_error, '-')
+		FROM queryclaw.enrichments WHERE name = 'article_body'")" "60 60 0 0 0 60 -"
+
+# a live insert of a row on each worker's shard
+live=$(csql -c "SELECT string_agg(i::text, ',') FROM (SELECT min(i) AS i FROM generate_series(1001, 1100) i
+	JOIN pg_dist_placement p ON p.shardid = get_shard_id_for_distribution_column('articles', i)
+	JOIN pg_dist_node n ON n.groupid = p.groupid AND n.noderole = 'primary' GROUP BY n.nodeport ORDER BY n.nodeport) s")
+csql -c "INSERT INTO articles SELECT i, '$base/echo?article=' || i FROM unnest('{$live}'::bigint[]) i" >/dev/null ||
+	echo "not ok - the live insert into articles"
+until_true "SELECT count(*) = 2 FROM articles WHERE id IN ($live) AND body LIKE '%\"article\": \"' || id || '\"%'" 60
+qc_check "a live insert of a row on each worker's shard is asked and written there" \
+	"$(on_each_worker "SELECT count(*) FROM queryclaw.enrichment_rows WHERE (key->>'id')::bigint IN ($live) AND state = 'done'")|$(csql -c "SELECT count(*) FROM articles WHERE id IN ($live) AND body LIKE '%\"article\": \"' || id || '\"%'")" \
+	"1,1|2"
+
+# no lost update: a row whose input changes while its request is on the
+# wire ends with the last input's value (the slow answer is not written)
+csql -c "UPDATE articles SET url = '$base/slow?ms=4000&article=old' WHERE id = 7" >/dev/null
+until_true "SELECT bool_or(result = 't') FROM run_command_on_workers(\$q\$SELECT EXISTS (SELECT FROM queryclaw.requests
+	WHERE request->>'url' LIKE '%article=old' AND state = 'running')\$q\$)" 60 ||
+	echo "not ok - the slow request for article 7 went out"
+csql -c "UPDATE articles SET url = '$base/echo?article=new' WHERE id = 7" >/dev/null
+until_true "SELECT bool_or(result = 't') FROM run_command_on_workers(\$q\$SELECT EXISTS (SELECT FROM queryclaw.requests
+	WHERE request->>'url' LIKE '%article=old' AND finished_at IS NOT NULL)\$q\$)" 60
+until_true "SELECT done = rows FROM queryclaw.enrichments WHERE name = 'article_body'" 60
+qc_check "a row changed while its request is on the wire ends with the last input's value" \
+	"$(csql -c "SELECT body LIKE '%\"article\": \"new\"%' FROM articles WHERE id = 7")|$(on_workers_sum "SELECT count(*) FROM queryclaw.requests
+		WHERE request->>'url' LIKE '%article=old' AND state = 'done'")" "t|1"
+
+# pause, resume and drop on the coordinator reach the workers' copies
+csql -c "SELECT queryclaw.pause_enrichment('article_body')" >/dev/null
+qc_check "pause_enrichment on the coordinator pauses every worker's copy" \
+	"$(on_each_worker "SELECT paused FROM queryclaw.enrichment_definitions WHERE name = 'article_body'")" "t,t"
+csql -c "UPDATE articles SET url = url || '&again' WHERE id <= 4" >/dev/null
+qc_check "... a row changed meanwhile waits, stale, on its worker" \
+	"$(csql -c "SELECT stale FROM queryclaw.enrichments WHERE name = 'article_body'")" 4
+csql -c "SELECT queryclaw.resume_enrichment('article_body')" >/dev/null
+until_true "SELECT done = rows FROM queryclaw.enrichments WHERE name = 'article_body'" 60
+qc_check "resume_enrichment resumes them: the rows are asked again" \
+	"$(csql -c "SELECT count(*) FROM articles WHERE id <= 4 AND body LIKE '%again%'")" 4
+# retry_enrichment on the coordinator asks the workers' failed rows again
+csql -c "UPDATE articles SET url = '$base/reflect/404?article=9' WHERE id = 9" >/dev/null
+until_true "SELECT failed = 1 FROM queryclaw.enrichments WHERE name = 'article_body'" 60
+qc_check "retry_enrichment on the coordinator puts the workers' failed rows back" \
+	"$(csql -c "SELECT queryclaw.retry_enrichment('article_body')")" 1
+until_true "SELECT sum(result::int) = 2 FROM run_command_on_workers(\$q\$SELECT count(*) FROM queryclaw.requests
+	WHERE request->>'url' LIKE '%reflect/404%' AND finished_at IS NOT NULL\$q\$)" 60
+qc_check "... which asks them again" \
+	"$(csql -c "SELECT failed || ' ' || (last_error LIKE '%404%') FROM queryclaw.enrichments WHERE name = 'article_body'")" "1 true"
+# alter_enrichment on the coordinator: every worker's copy changes, and its
+# rows are asked again under the new definition
+qc_check "alter_enrichment of a distributed table's enrichment on a worker is refused (0A000): it is done on the coordinator" \
+	"$(sqlstate 5433 "SELECT queryclaw.alter_enrichment('article_body', request => \$r\$queryclaw.web_fetch_request(url || '&v=2')\$r\$)")" 0A000
+csql -c "SELECT queryclaw.alter_enrichment('article_body', request => \$r\$queryclaw.web_fetch_request(url || '&v=2')\$r\$)" >/dev/null ||
+	echo "not ok - alter_enrichment of article_body on the coordinator"
+until_true "SELECT count(*) FILTER (WHERE body LIKE '%\"v\": \"2\"%') = count(*) - 1 FROM articles" 60
+qc_check "alter_enrichment on the coordinator changes every worker's copy: each row is asked again under the new request" \
+	"$(on_each_worker "SELECT request FROM queryclaw.enrichment_definitions WHERE name = 'article_body'")|$(csql -c "SELECT count(*) FILTER (WHERE body LIKE '%\"v\": \"2\"%') || ' of ' || count(*) FROM articles")" \
+	"queryclaw.web_fetch_request(url || '&v=2'),queryclaw.web_fetch_request(url || '&v=2')|$(csql -c "SELECT count(*) - 1 FROM articles") of $(csql -c "SELECT count(*) FROM articles")"
+csql -c "SELECT queryclaw.drop_enrichment('article_body')" >/dev/null
+qc_check "drop_enrichment on the coordinator drops it on every node, its triggers on the shards too" \
+	"$(csql -c "SELECT string_agg(result, ',') FROM run_command_on_all_nodes(\$\$SELECT (SELECT count(*) FROM queryclaw.enrichment_definitions)
+		+ (SELECT count(*) FROM pg_trigger WHERE NOT tgisinternal AND tgfoid::regproc::text LIKE '%enrich%')\$\$)")" "0,0,0"
+
+# manual mode: refresh_enrichment on the coordinator asks the rows whose
+# inputs changed on every worker
+csql -c "SELECT queryclaw.create_enrichment('article_manual', source => 'articles', mode => 'manual',
+	request => \$r\$queryclaw.api_call_request(url)\$r\$, apply => \$a\$body = result->>'body'\$a\$)" >/dev/null ||
+	echo "not ok - the manual enrichment article_manual"
+until_true "SELECT done + failed = rows FROM queryclaw.enrichments WHERE name = 'article_manual'" 60
+csql -c "UPDATE articles SET url = url || '&refreshed' WHERE id IN ($live)" >/dev/null
+qc_check "a manual enrichment of a distributed table: refresh_enrichment on the coordinator makes the changed rows of every worker stale" \
+	"$(csql -c "SELECT queryclaw.refresh_enrichment('article_manual')")" 2
+until_true "SELECT count(*) = 2 FROM articles WHERE body LIKE '%refreshed%'" 60
+qc_check "... and they are asked again, their results written" \
+	"$(csql -c "SELECT count(*) FROM articles WHERE id IN ($live) AND body LIKE '%\"refreshed\"%'")" 2
+csql -c "SELECT queryclaw.drop_enrichment('article_manual')" >/dev/null
+
+# an enrichment owned by a role that is not a superuser, with the
+# privileges docs/enrichments.md names, runs on the workers as that role
+csql <<SQL >/dev/null || echo "not ok - the role editor and the table notes"
+CREATE ROLE editor LOGIN;
+GRANT queryclaw_user TO editor;
+CREATE TABLE notes (id bigint PRIMARY KEY, url text NOT NULL, body text);
+SELECT create_distributed_table('notes', 'id', colocate_with => 'articles');
+INSERT INTO notes SELECT i, '$base/echo?note=' || i FROM generate_series(1, 20) i;
+GRANT SELECT, UPDATE, TRIGGER ON notes TO editor;
+SQL
+nsql 5432 -U editor -c "SELECT queryclaw.create_enrichment('note_body', source => 'notes',
+	request => \$r\$queryclaw.web_fetch_request(url)\$r\$, target => 'body')" >/dev/null ||
+	echo "not ok - create_enrichment as editor"
+until_true "SELECT count(*) = 20 FROM notes WHERE body LIKE '%\"note\": \"' || id || '\"%'" 60
+qc_check "an enrichment owned by a role that is not a superuser is asked and written on the workers as that role" \
+	"$(on_each_worker "SELECT owner::text || ' ' || count(*) FROM queryclaw.enrichment_definitions d
+		JOIN queryclaw.requests q ON q.context->>'enrichment' = d.name AND q.role = d.owner WHERE d.name = 'note_body' GROUP BY d.owner")|$(csql -c "SELECT count(*) FROM notes WHERE body LIKE '%\"note\": \"' || id || '\"%'")" \
+	"$(on_each_worker "SELECT 'editor ' || count(*) FROM notes WHERE get_shard_id_for_distribution_column('notes', id) IN
+		(SELECT shardid FROM pg_dist_placement WHERE groupid = (SELECT groupid FROM pg_dist_local_group))")|20"
+qc_check "... and its owner reads the whole cluster's rows in queryclaw.enrichments on the coordinator" \
+	"$(nsql 5432 -U editor -c "SELECT name || ' ' || rows || ' ' || done FROM queryclaw.enrichments")" "note_body 20 20"
+# (DROP TRIGGER takes the table's owner, TRIGGER is not enough: so does
+# drop_enrichment, on one server too)
+csql -c "ALTER TABLE notes OWNER TO editor" >/dev/null
+nsql 5432 -U editor -c "SELECT queryclaw.drop_enrichment('note_body')" >/dev/null
+qc_check "... who drops it on every node" \
+	"$(csql -c "SELECT string_agg(result, ',') FROM run_command_on_all_nodes(\$\$SELECT count(*) FROM queryclaw.enrichment_definitions\$\$)")" "0,0,0"
 
 # an enrichment of a table of the coordinator's own works as on one server,
 # without Citus's warnings; once that table is distributed, building the
