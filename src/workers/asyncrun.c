@@ -338,7 +338,6 @@ enum
 {
 	STMT_LOCK,
 	STMT_EXISTS,
-	STMT_FINAL,
 	STMT_RETRY,
 	STMT_WAIT,
 	STMT_SECRETS,
@@ -349,9 +348,6 @@ static const char *const statements[STMT_COUNT] = {
 	[STMT_LOCK] = "SELECT state FROM queryclaw.requests WHERE id OPERATOR(pg_catalog.=) $1"
 	" FOR UPDATE SKIP LOCKED",
 	[STMT_EXISTS] = "SELECT FROM queryclaw.requests WHERE id OPERATOR(pg_catalog.=) $1",
-	[STMT_FINAL] = "UPDATE queryclaw.requests SET state = $2, result = $3, error = $4,"
-	" sqlstate = $5, finished_at = pg_catalog.now(), waiting = NULL"
-	" WHERE id OPERATOR(pg_catalog.=) $1",
 	[STMT_RETRY] = "UPDATE queryclaw.requests SET state = 'retrying', next_attempt_at = $2,"
 	" result = $3, error = $4, sqlstate = $5, waiting = $6"
 	" WHERE id OPERATOR(pg_catalog.=) $1",
@@ -361,7 +357,7 @@ static const char *const statements[STMT_COUNT] = {
 	[STMT_SECRETS] = "DELETE FROM queryclaw.request_secrets WHERE id OPERATOR(pg_catalog.=) $1",
 };
 
-static const int nargs[STMT_COUNT] = {1, 1, 5, 6, 6, 1};
+static const int nargs[STMT_COUNT] = {1, 1, 6, 6, 1};
 static const Oid argtypes[6] = {INT8OID, TEXTOID, JSONBOID, TEXTOID, TEXTOID, TEXTOID};
 static const Oid retry_types[6] = {INT8OID, TIMESTAMPTZOID, JSONBOID, TEXTOID, TEXTOID, TEXTOID};
 
@@ -405,17 +401,10 @@ lock_row(Record *rec, Datum *values)
 	return NULL;
 }
 
-static const char *
-state_name(QcAsyncOutcome outcome)
-{
-	return outcome == QC_ASYNC_DONE ? "done" : "failed";
-}
-
 /*
- * Record r's outcome on its row, if it is still 'running': its retry or
- * its wait, or its final state (one whose callback is due is handed over
- * instead: handoff.c).  A row cancelled meanwhile keeps no result: its
- * callback, if any, is the callback workers'.
+ * Record r's retry or its wait on its row, if it is still 'running' (the
+ * final outcomes are handoff.c's).  A row cancelled meanwhile keeps no
+ * result: its callback, if any, is the callback workers'.
  */
 static void
 record_outcome(void *arg)
@@ -438,23 +427,13 @@ record_outcome(void *arg)
 		return;
 	if (strcmp(state, "running") == 0)
 	{
-		switch (r->outcome)
-		{
-			case QC_ASYNC_RETRY:
-			case QC_ASYNC_WAIT:
-				values[1] = TimestampTzGetDatum(r->next_at);
-				(void) execute(r->outcome == QC_ASYNC_RETRY ? STMT_RETRY : STMT_WAIT,
-							   values, nulls);
-				return;
-			case QC_ASYNC_CANCELLED:
-				return;			/* cancelled and put back since: not ours */
-			default:
-				values[1] = CStringGetTextDatum(state_name(r->outcome));
-				(void) execute(STMT_FINAL, values, nulls);
-				break;
-		}
+		if (r->outcome == QC_ASYNC_CANCELLED)
+			return;				/* cancelled and put back since: not ours */
+		values[1] = TimestampTzGetDatum(r->next_at);
+		(void) execute(r->outcome == QC_ASYNC_RETRY ? STMT_RETRY : STMT_WAIT, values, nulls);
+		return;
 	}
-	else if (r->outcome == QC_ASYNC_RETRY || r->outcome == QC_ASYNC_WAIT)
+	if (r->outcome == QC_ASYNC_RETRY || r->outcome == QC_ASYNC_WAIT)
 		return;					/* the cancel keeps its secrets' deletion */
 	if (r->has_secrets)
 		(void) execute(STMT_SECRETS, values, nulls);
@@ -559,8 +538,8 @@ qc_async_take_deferred(MemoryContext parent, int *n)
 }
 
 /*
- * As the worker: record one request's outcome (one whose callback is due
- * goes to handoff.c instead).  A request whose row a user's transaction
+ * As the worker: record one request's retry or wait (the final outcomes
+ * go to handoff.c together).  A request whose row a user's transaction
  * holds is kept for a later pass (qc_async_take_deferred).
  */
 static void
@@ -1393,16 +1372,17 @@ settled(const QcAsyncFlight *f)
 
 /*
  * As the worker: record each flight whose outcome is set and that has
- * nothing out; those final with a callback due are handed to the callback
- * workers together.  A failed outcome always has a SQLSTATE: the callback
- * workers tell it from a done one by that.
+ * nothing out; the final ones together, made final or, with a callback
+ * due, handed to the callback workers (handoff.c).  A failed outcome always
+ * has a SQLSTATE: the callback workers tell it from a done one by that.
  */
 static void
 record_all(void *arg)
 {
 	Settled    *s = arg;
-	QcAsyncRequest **handoffs = palloc(Max(s->n, 1) * sizeof(QcAsyncRequest *));
-	int			nhandoffs = 0;
+	QcAsyncRequest **finals = palloc(Max(s->n, 1) * sizeof(QcAsyncRequest *));
+	bool	   *handed = palloc(Max(s->n, 1) * sizeof(bool));
+	int			nfinals = 0;
 	List	   *held = NIL;
 	ListCell   *lc;
 
@@ -1416,9 +1396,11 @@ record_all(void *arg)
 		CHECK_FOR_INTERRUPTS();
 		if (r->outcome == QC_ASYNC_FAILED && r->sqlstate == NULL)
 			r->sqlstate = pstrdup(unpack_sql_state(ERRCODE_EXTERNAL_ROUTINE_EXCEPTION));
-		if (OidIsValid(f->callback) &&
-			(r->outcome == QC_ASYNC_DONE || r->outcome == QC_ASYNC_FAILED))
-			handoffs[nhandoffs++] = r;
+		if (r->outcome == QC_ASYNC_DONE || r->outcome == QC_ASYNC_FAILED)
+		{
+			handed[nfinals] = OidIsValid(f->callback);
+			finals[nfinals++] = r;
+		}
 		else
 			finish(r);
 		f->recorded = true;
@@ -1427,11 +1409,12 @@ record_all(void *arg)
 			next_wake = r->next_at;
 		(*s->done)++;
 	}
-	if (nhandoffs > 0)
-		qc_handoff_record(handoffs, nhandoffs, &held);
+	if (nfinals > 0)
+		qc_handoff_record(finals, handed, nfinals, &held);
 	foreach(lc, held)
 		defer(lfirst(lc));
-	pfree(handoffs);
+	pfree(finals);
+	pfree(handed);
 }
 
 /* Record the settled flights, all in one scope of the worker's. */

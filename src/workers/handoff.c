@@ -1,21 +1,25 @@
 /*-------------------------------------------------------------------------
  *
  * handoff.c
- *	  Requests handed from an async worker to the callback workers: their
- *	  outcomes recorded in one statement, and the hints that tell the
- *	  callback workers of them once that commits.
+ *	  The final outcomes of a service step's requests recorded in one
+ *	  statement: made final, or handed from an async worker to the
+ *	  callback workers, with the hints that tell the callback workers of
+ *	  them once that commits.
  *
  * An async worker calls no callback (callbackworker.c says why).  When a
  * request's outcome is final and a callback is due, the worker stores the
- * outcome and marks the request (queue.h): the same one row update that
- * makes a request without a callback final, and for all the requests of
- * a role that a service step records, one statement.  Each row is locked
+ * outcome and marks the request (queue.h); without a callback it makes the
+ * request final.  Either is one row update, and for all the requests of a
+ * role that a service step records, one statement: a statement a request
+ * cost the worker more than the request's own row did.  Each row is locked
  * without waiting, as every row the worker writes: one a user's
  * transaction holds (a cancel not yet committed) is left for a later pass,
  * one cancelled meanwhile keeps no result (its callback is the callback
  * workers' already), and the secrets of both are deleted.  The statement
  * names the rows by their ids alone, so that only the primary key's index
- * fits, whatever the statistics say.
+ * fits, whatever the statistics say, and joins the new values to them by
+ * id alone (a hash join): joined to the locked rows as well, its generic
+ * plan read every value once for every row, and copied it.
  *
  *-------------------------------------------------------------------------
  */
@@ -84,14 +88,18 @@ as_array(Datum *values, bool *isnull, int n, Oid type)
 											  typlen, typbyval, typalign));
 }
 
-/* The arguments of the statement below, built from the requests. */
+/*
+ * The arguments of the statement below, built from the requests: the
+ * state each is made (NULL: handed to the callback workers, its state kept).
+ */
 static void
-handoff_args(QcAsyncRequest **rs, int n, Datum *args)
+record_args(QcAsyncRequest **rs, const bool *handed, int n, Datum *args)
 {
 	Datum	   *ids = palloc(n * sizeof(Datum));
 	Datum	   *results = palloc(n * sizeof(Datum));
 	Datum	   *errors = palloc(n * sizeof(Datum));
 	Datum	   *sqlstates = palloc(n * sizeof(Datum));
+	Datum	   *states = palloc(n * sizeof(Datum));
 	Datum	   *secret_ids = palloc(n * sizeof(Datum));
 	bool	   *no_result = palloc(n * sizeof(bool));
 	bool	   *no_error = palloc(n * sizeof(bool));
@@ -109,6 +117,7 @@ handoff_args(QcAsyncRequest **rs, int n, Datum *args)
 		no_error[i] = r->error == NULL;
 		sqlstates[i] = r->sqlstate ? CStringGetTextDatum(r->sqlstate) : (Datum) 0;
 		no_sqlstate[i] = r->sqlstate == NULL;
+		states[i] = CStringGetTextDatum(r->outcome == QC_ASYNC_DONE ? "done" : "failed");
 		if (r->has_secrets)
 			secret_ids[nsecrets++] = Int64GetDatum(r->id);
 	}
@@ -117,6 +126,7 @@ handoff_args(QcAsyncRequest **rs, int n, Datum *args)
 	args[2] = as_array(errors, no_error, n, TEXTOID);
 	args[3] = as_array(sqlstates, no_sqlstate, n, TEXTOID);
 	args[4] = as_array(secret_ids, NULL, nsecrets, INT8OID);
+	args[5] = as_array(states, (bool *) handed, n, TEXTOID);
 }
 
 /* The state of request id as the statement locked it, or NULL. */
@@ -170,30 +180,35 @@ sort_out_missing(QcAsyncRequest **missing, int n, List **held)
 }
 
 void
-qc_handoff_record(QcAsyncRequest **rs, int n, List **held)
+qc_handoff_record(QcAsyncRequest **rs, const bool *handed, int n, List **held)
 {
 	static SPIPlanPtr plan = NULL;
-	Oid			types[5] = {INT8ARRAYOID, JSONBARRAYOID, TEXTARRAYOID, TEXTARRAYOID,
-	INT8ARRAYOID};
-	Datum		args[5];
+	Oid			types[6] = {INT8ARRAYOID, JSONBARRAYOID, TEXTARRAYOID, TEXTARRAYOID,
+	INT8ARRAYOID, TEXTARRAYOID};
+	Datum		args[6];
 	QcAsyncRequest **missing = palloc(n * sizeof(QcAsyncRequest *));
 	int			nmissing = 0;
 
-	handoff_args(rs, n, args);
+	record_args(rs, handed, n, args);
 	qc_queue_plan(&plan,
 				  "WITH l AS (SELECT r.id, r.state FROM queryclaw.requests r"
 				  "  WHERE r.id OPERATOR(pg_catalog.=) ANY ($1) FOR UPDATE SKIP LOCKED),"
 				  " h AS (UPDATE queryclaw.requests r SET result = v.result, error = v.error,"
-				  "  sqlstate = v.sqlstate, waiting = '" QC_WAITING_CALLBACK "'"
-				  "  FROM l, ROWS FROM (pg_catalog.unnest($1), pg_catalog.unnest($2),"
-				  "   pg_catalog.unnest($3), pg_catalog.unnest($4)) AS v(id, result, error, sqlstate)"
-				  "  WHERE l.state OPERATOR(pg_catalog.=) 'running'"
-				  "  AND v.id OPERATOR(pg_catalog.=) l.id AND r.id OPERATOR(pg_catalog.=) l.id),"
+				  "  sqlstate = v.sqlstate,"
+				  "  state = COALESCE(v.state, r.state),"
+				  "  finished_at = CASE WHEN v.state IS NOT NULL THEN pg_catalog.now() END,"
+				  "  waiting = CASE WHEN v.state IS NULL THEN '" QC_WAITING_CALLBACK "' END"
+				  "  FROM ROWS FROM (pg_catalog.unnest($1), pg_catalog.unnest($2),"
+				  "   pg_catalog.unnest($3), pg_catalog.unnest($4), pg_catalog.unnest($6))"
+				  "   AS v(id, result, error, sqlstate, state)"
+				  "  WHERE r.id OPERATOR(pg_catalog.=) v.id"
+				  "  AND r.id OPERATOR(pg_catalog.=) ANY (ARRAY(SELECT l.id FROM l"
+				  "   WHERE l.state OPERATOR(pg_catalog.=) 'running'))),"
 				  " s AS (DELETE FROM queryclaw.request_secrets x"
 				  "  WHERE x.id OPERATOR(pg_catalog.=) ANY ($5)"
-				  "  AND x.id OPERATOR(pg_catalog.=) ANY (SELECT l.id FROM l))"
+				  "  AND x.id OPERATOR(pg_catalog.=) ANY (ARRAY(SELECT l.id FROM l)))"
 				  " SELECT l.id, l.state FROM l",
-				  5, types);
+				  6, types);
 	if (SPI_execute_plan(plan, args, NULL, false, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not update queryclaw.requests");
 	for (int i = 0; i < n; i++)
@@ -202,7 +217,7 @@ qc_handoff_record(QcAsyncRequest **rs, int n, List **held)
 
 		if (state == NULL)
 			missing[nmissing++] = rs[i];
-		else if (strcmp(state, "running") == 0)
+		else if (handed[i] && strcmp(state, "running") == 0)
 			note_handed_off(rs[i]);
 	}
 	if (nmissing > 0)

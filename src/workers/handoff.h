@@ -19,7 +19,8 @@
  * those requests are appended to *held, to be recorded at a later pass; a
  * row cancelled meanwhile keeps no result, a row gone nothing.
  */
-extern void qc_handoff_record(QcAsyncRequest **requests, int n, List **held);
+extern void qc_handoff_record(QcAsyncRequest **requests, const bool *handed, int n,
+							  List **held);
 
 /*
  * After the transaction committed: tell the callback workers of the
