@@ -29,8 +29,10 @@
 #      drained (its 10,000 final requests kept, as async_retention keeps
 #      them for a day, and VACUUM ANALYZEd: the statistics then say no
 #      request is open).  Beside each: the CPU time of the async worker and
-#      of the callback worker per request (from /proc/PID/stat), and the
-#      enqueue: the INSERT ... SELECT's time from its start to its commit,
+#      of the callback worker per request (from /proc/PID/stat), the
+#      seconds the async worker waited for a CPU while it could run (from
+#      /proc/PID/schedstat: what the machine's other work took from it),
+#      and the enqueue: the INSERT ... SELECT's time from its start to its commit,
 #      less the same INSERT of 10,000 rows without the call, per request
 #      (durable tables; enqueue.sh measures the other forms).
 #      Then pg_net, if built: 10,000 net.http_get to the same /delay in
@@ -197,25 +199,26 @@ declare -A fig
 # seconds, the ratio to that floor, each worker's CPU and the enqueue, and
 # prints them.
 measure() {
-	local name=$1 mode=$2 kind=$3 inflight=$4 floor a0 c0 out s enq bad x a c
+	local name=$1 mode=$2 kind=$3 inflight=$4 worker=async floor a0 c0 w0 out s enq bad x a c w
+	[ "$kind" = pg_net ] && worker=pg_net
 	floor=$(raw_floor "$N" "$inflight")
 	fig[floor $inflight]+="$floor "
+	a0=$(worker_cpu $worker) c0=$(worker_cpu callback) w0=$(worker_waited $worker)
 	if [ "$kind" = pg_net ]; then
-		a0=$(worker_cpu pg_net)
 		out=$(pgnet_batch "$mode")
-		a=$(cpu_us "$a0" pg_net) c=0
 	else
-		a0=$(worker_cpu) c0=$(worker_cpu callback)
 		out=$(queue_batch "$mode" "$kind")
-		a=$(cpu_us "$a0" async) c=$(cpu_us "$c0" callback)
 	fi
+	a=$(cpu_us "$a0" $worker) c=$(cpu_us "$c0" callback)
+	w=$(awk -v a="$w0" -v b="$(worker_waited $worker)" 'BEGIN { printf "%.2f", b - a }')
 	IFS='|' read -r s enq bad <<<"$(tail -1 <<<"$out")"
 	enq=$(awk -v a="$enq" -v b="$base_us" 'BEGIN { printf "%.1f", a - b }')
 	x=$(awk -v a="$s" -v b="$floor" 'BEGIN { printf "%.3f", a / b }')
-	fig[$name s]+="$s " fig[$name x]+="$x " fig[$name async]+="$a " fig[$name callback]+="$c " fig[$name enqueue]+="$enq "
+	fig[$name s]+="$s " fig[$name x]+="$x " fig[$name async]+="$a " fig[$name callback]+="$c "
+	fig[$name enqueue]+="$enq " fig[$name waited]+="$w "
 	[ "$kind" = pg_net ] && c=-
-	printf '  %-34s %6.2f s  floor %5.2f s  %5.2fx  worker CPU %4d us/req, callback worker %4s  enqueue %5.1f us/req%s\n' \
-		"$name" "$s" "$floor" "$x" "$a" "$c" "$enq" "$([ "$bad" = 0 ] || echo "  NOT DONE: $bad")"
+	printf '  %-34s %6.2f s  floor %5.2f s  %5.2fx  worker CPU %4d us/req (waited %4.2f s), callback worker %4s  enqueue %5.1f us/req%s\n' \
+		"$name" "$s" "$floor" "$x" "$a" "$w" "$c" "$enq" "$([ "$bad" = 0 ] || echo "  NOT DONE: $bad")"
 }
 
 # One line of the summary: the min / median of each figure of run $1
@@ -225,9 +228,9 @@ summary() {
 	# shellcheck disable=SC2086
 	[[ $name == pg_net* ]] || callback=$(min_median 0 ${fig[$name callback]})
 	# shellcheck disable=SC2086
-	printf '%-36s %s s  %sx the floor  worker CPU %s us/req  callback worker %s  enqueue %s us/req\n' "$label" \
+	printf '%-40s %s s  %sx the floor  worker CPU %s us/req (waited %s s)  callback worker %s  enqueue %s us/req\n' "$label" \
 		"$(min_median 2 ${fig[$name s]})" "$(min_median 2 ${fig[$name x]})" "$(min_median 0 ${fig[$name async]})" \
-		"$callback" "$(min_median 1 ${fig[$name enqueue]})"
+		"$(min_median 2 ${fig[$name waited]})" "$callback" "$(min_median 1 ${fig[$name enqueue]})"
 }
 
 echo "machine: $(nproc) cores ($(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -1)), load $(cut -d' ' -f1-3 /proc/loadavg); $("$QC_BINDIR/postgres" --version); nginx $(nginx -v 2>&1 | sed 's/.*\///')"
@@ -273,7 +276,8 @@ done
 served=$((1000 + RUNS * 6 * N))
 echo "audit log after them: $(qc_psql -At -d postgres -c "SELECT count(*) FROM queryclaw.audit_log") rows; async worker memory after $served requests: $(worker_rss)"
 
-echo "10000 api_call_async to a 20 ms endpoint, commit -> all final, min / median of $RUNS runs:"
+echo "10000 api_call_async to a 20 ms endpoint, commit -> all final, min / median of $RUNS runs (waited: the"
+echo "seconds the async worker, or pg_net's, was ready to run but waited for a CPU that other work held):"
 for kind in callback none; do
 	summary "64 in flight, $kind, fresh"
 	summary "64 in flight, $kind, drained"

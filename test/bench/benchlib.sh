@@ -49,6 +49,13 @@ worker_cpu() {
 	awk -v hz="$(getconf CLK_TCK)" '{ printf "%.2f", ($14 + $15) / hz }' "/proc/$(worker_pid "${1:-async}")/stat"
 }
 
+# The seconds the worker has waited so far for a CPU while it could run
+# (its run-queue wait, /proc/PID/schedstat): what other work on the machine
+# took from it.  $1 names the worker as for worker_pid.
+worker_waited() {
+	awk '{ printf "%.3f", $2 / 1e9 }' "/proc/$(worker_pid "${1:-async}")/schedstat"
+}
+
 # The CPU seconds from $1 to now, of the worker $2 names (async, callback).
 cpu_since() {
 	awk -v a="$1" -v b="$(worker_cpu "${2:-async}")" 'BEGIN { printf "%.2f", b - a }'
