@@ -140,7 +140,7 @@ endif
 $(OBJS:.o=.bc): %.bc: %.o
 EXTRA_CLEAN = $(OBJS:.o=.d) test/unit/test_rules test/unit/test_retry test/unit/test_hostrate test/unit/test_urlpath
 
-.PHONY: test test-citus test-llm-server demo deps bench bench-content deb
+.PHONY: test test-citus test-llm-server demo deps bench bench-content bench-plans deb
 deps:
 	bash test/deps.sh
 # make test: this machine's PostgreSQL; make test PG=17 (or 18): that major,
@@ -170,6 +170,10 @@ bench:
 # with ground truth (see test/bench/content.sh): make bench-content CORPUS=dir
 bench-content:
 	bash test/bench/content.sh "$(CORPUS)"
+# The plans the queue's workers run on a million finished requests
+# (test/bench/queue_plans.sh; docs/performance.md).
+bench-plans:
+	bash test/bench/queue_plans.sh
 
 # Proof under fire, too slow for make test: libFuzzer targets (built with
 # clang; `make fuzz-run FUZZ_SECONDS=600` runs each for that long), the

@@ -500,10 +500,10 @@ qc_queue_purge(int max_rows)
 	args[1] = Int32GetDatum(max_rows);
 	/* the oldest first, through requests_finished_idx */
 	rc = SPI_execute_plan(qc_queue_plan(&plan,
-										"DELETE FROM queryclaw.requests WHERE id OPERATOR(pg_catalog.=) ANY ("
+										"DELETE FROM queryclaw.requests WHERE id OPERATOR(pg_catalog.=) ANY (ARRAY("
 										" SELECT r.id FROM queryclaw.requests r"
 										"  WHERE r.finished_at OPERATOR(pg_catalog.<) $1"
-										"  ORDER BY r.finished_at LIMIT $2 FOR UPDATE SKIP LOCKED)",
+										"  ORDER BY r.finished_at LIMIT $2 FOR UPDATE SKIP LOCKED))",
 										2, types),
 						  args, NULL, false, 0);
 	if (rc != SPI_OK_DELETE)

@@ -105,15 +105,19 @@ typedef struct QcQueueShared
  * r.role::pg_catalog.oid FROM queryclaw.requests r WHERE ..."), read role
  * after role through an index that leads with role (each step the next
  * role with such a request), so that reading them costs the number of
- * roles, not of the requests; the last row's role is NULL.
+ * roles, not of the requests; the last row's role is NULL.  THEN names the
+ * index's next columns (", r.next_attempt_at"), so that only the index
+ * meant serves the order, whatever the statistics say: with the role
+ * alone, requests_role_open_idx served it too, and a look walked a role's
+ * requests on the wire.
  */
-#define QC_ROLES_OF(OF_ROLE) \
+#define QC_ROLES_OF(OF_ROLE, THEN) \
 	"WITH RECURSIVE roles(role) AS (" \
-	" (" OF_ROLE " ORDER BY r.role LIMIT 1)" \
+	" (" OF_ROLE " ORDER BY r.role" THEN " LIMIT 1)" \
 	" UNION ALL" \
 	" SELECT (" OF_ROLE \
 	"   AND r.role::pg_catalog.oid OPERATOR(pg_catalog.>) roles.role" \
-	"   ORDER BY r.role LIMIT 1)" \
+	"   ORDER BY r.role" THEN " LIMIT 1)" \
 	" FROM roles WHERE roles.role IS NOT NULL)"
 
 /*

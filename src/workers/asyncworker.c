@@ -109,13 +109,18 @@ static int	my_slot = 0;
 static TimestampTz retention_at = 0;
 static TimestampTz next_due = 0;	/* when the next queued request is due */
 
-/* The columns a claim returns (asyncrun.h's order). */
+/*
+ * The columns a claim returns (asyncrun.h's order).  Only a request whose
+ * arguments were redacted has secrets (enqueue.c): the others cost no
+ * look into request_secrets.
+ */
 #define REQUEST_COLUMNS \
 	"r.id, r.role, r.func," \
-	" COALESCE((SELECT s.request FROM queryclaw.request_secrets s" \
-	" WHERE s.id OPERATOR(pg_catalog.=) r.id), r.request)," \
+	" CASE WHEN r.redacted THEN COALESCE((SELECT s.request FROM queryclaw.request_secrets s" \
+	" WHERE s.id OPERATOR(pg_catalog.=) r.id), r.request) ELSE r.request END," \
 	" r.callback, r.context, r.idempotency_key, r.attempts," \
-	" EXISTS (SELECT FROM queryclaw.request_secrets s WHERE s.id OPERATOR(pg_catalog.=) r.id)," \
+	" CASE WHEN r.redacted THEN EXISTS (SELECT FROM queryclaw.request_secrets s" \
+	" WHERE s.id OPERATOR(pg_catalog.=) r.id) ELSE false END," \
 	" r.query, r.next_attempt_at"
 #define COLUMN_NEXT_ATTEMPT_AT 11
 
@@ -310,7 +315,7 @@ static void next_due_time(void *arg);
 	WAITING_OF_ROLE "   AND r.next_attempt_at OPERATOR(pg_catalog.<=) pg_catalog.now()"
 
 /* through requests_role_due_idx: see QC_ROLES_OF */
-#define ROLES_OF(OF_ROLE) QC_ROLES_OF(OF_ROLE)
+#define ROLES_OF(OF_ROLE) QC_ROLES_OF(OF_ROLE, ", r.next_attempt_at")
 
 /* One column of claim_roles, in turn order from the rotation, as an array. */
 static Datum

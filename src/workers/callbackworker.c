@@ -205,7 +205,7 @@ claim_due(void *arg)
 	Datum		values[2] = {Int32GetDatum(QC_CALLBACK_BATCH), PointerGetDatum(order)};
 	const char	nulls[2] = {' ', order ? ' ' : 'n'};
 
-	qc_queue_plan(&plan, QC_ROLES_OF(DUE_OF_ROLE)
+	qc_queue_plan(&plan, QC_ROLES_OF(DUE_OF_ROLE, ", r.id")
 				  " SELECT c.id, g.role FROM roles g,"
 				  " LATERAL (SELECT d.id, pg_catalog.row_number() OVER (ORDER BY d.id) AS place"
 				  "   FROM (SELECT q.id FROM queryclaw.requests q"
