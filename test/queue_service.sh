@@ -14,7 +14,11 @@
 # - the worker holds no snapshot while requests are on the wire (its
 #   backend_xmin is empty between its short transactions);
 # - a role with a backlog of 300 requests to one host does not hold up
-#   another role's single request to that host: slots go round-robin.
+#   another role's single request to that host: slots go round-robin;
+# - a request whose transaction began before its role's backlog and
+#   committed after the worker claimed past it goes while the backlog
+#   runs (each role's claims resume where the last ended: a commit that
+#   queued makes the worker look from the start again).
 # The slow host is the fixture as 127.0.0.1, the other host the same
 # fixture as fast.loopback.test (another host name, so another host to
 # the limits; the test's DNS fixture answers 127.0.0.1 for it).
@@ -98,6 +102,16 @@ qc_check "'running' counts the requests on the wire" "$running" 8
 waiting=$(qc_sql -c "SELECT DISTINCT waiting FROM queryclaw.requests WHERE state = 'queued' AND role = '$busy'::regrole")
 qc_check "the others say why they wait" "$waiting" "host concurrency 8 reached"
 
+# a request answered in 300 ms among the slow ones is finished then, not
+# with the slow ones' outcomes (queued before the looks below, which take
+# seconds on a loaded machine, so that it starts well before the slow
+# ones end)
+fast=$(queue $other 1 "http://fast.loopback.test:$port/slow?ms=300")
+seen=$(before_the_slow_ones "$fast")
+late=$(qc_sql -c "SELECT (extract(epoch FROM finished_at - created_at) * 1000)::int FROM queryclaw.requests WHERE id = $fast")
+qc_check "finished_at is when the response came, before the slow ones' ($late ms after it was queued)" \
+	"$seen" yes
+
 # between its outcomes, the worker holds no snapshot
 held=0
 for _ in $(seq 20); do
@@ -107,14 +121,6 @@ for _ in $(seq 20); do
 done
 qc_check "the worker holds no snapshot while requests are on the wire (held in $held of 20 looks)" \
 	"$(below "$held" 3)" yes
-
-# a request answered in 300 ms among the slow ones is finished then, not
-# with the slow ones' outcomes
-fast=$(queue $other 1 "http://fast.loopback.test:$port/slow?ms=300")
-seen=$(before_the_slow_ones "$fast")
-late=$(qc_sql -c "SELECT (extract(epoch FROM finished_at - created_at) * 1000)::int FROM queryclaw.requests WHERE id = $fast")
-qc_check "finished_at is when the response came, before the slow ones' ($late ms after it was queued)" \
-	"$seen" yes
 
 cancel_all $busy
 
@@ -128,5 +134,30 @@ qc_check "another role's request to the same host went between the backlog's (in
 	"$([ "$left" -gt 150 ] && echo many)" many
 
 cancel_all $busy
+
+# a request queued by a transaction that began before a backlog of its
+# role and committed after the worker claimed past it (its next_attempt_at
+# is when its transaction began): claimed once that commit wakes the
+# worker, while the backlog still runs, not when the backlog ends
+late_url="http://fast.loopback.test:$port/hello?late=1"
+qc_sql <<SQL >/dev/null &
+SET ROLE $busy;
+BEGIN;
+SELECT queryclaw.api_call_async('$late_url');
+SELECT pg_sleep(1.5);
+COMMIT;
+SQL
+late_pid=$!
+sleep 0.3
+queue $busy 300 "http://127.0.0.1:$port/slow?ms=150" >/dev/null
+wait $late_pid
+late=$(qc_sql -c "SELECT id FROM queryclaw.requests WHERE request->>'url' = '$late_url'")
+ms=$(ms_until_done "$late")
+left=$(qc_sql -c "SELECT count(*) FROM queryclaw.requests WHERE role = '$busy'::regrole AND request->>'url' <> '$late_url'
+                   AND (finished_at IS NULL OR finished_at > (SELECT finished_at FROM queryclaw.requests WHERE id = $late))")
+qc_check "a request queued before its role's backlog and committed after the worker claimed past it went while the backlog ran (in $ms ms, $left of 300 left)" \
+	"$([ "$left" -gt 100 ] && echo many)" many
+cancel_all $busy
+
 qc_sql -c "DELETE FROM queryclaw.requests WHERE role IN ('$busy'::regrole, '$other'::regrole)" \
 	-c "DROP OWNED BY $busy, $other" -c "DROP ROLE $busy, $other"

@@ -843,7 +843,15 @@ feed(QcCall **calls, int room, void *arg)
 		nudged = true;
 	}
 	if (next_due <= now)
+	{
+		/*
+		 * Taken: the claim that follows reads the roles again, and one that
+		 * finds fewer than it asked says when the next request is due.  Left
+		 * set, it would make every step read them while a backlog lasts.
+		 */
 		nudged = true;
+		next_due = DT_NOEND;
+	}
 	if (nudged)
 	{
 		worker.exhausted = false;

@@ -25,7 +25,7 @@
  *   QC_CALLBACK_SLICE_MS: another role's callback waits for at most one
  *   slow callback of a role's, however many are due.
  * - Each callback runs as the async workers ran it: in a subtransaction
- *   with its request's final state, as the role, at a GUC nest level with
+ *   of its own, as the role, at a GUC nest level with
  *   the role's stored settings, in a security-restricted operation, within
  *   callback_timeout (rolesession.c); run again on a serialization failure
  *   or a deadlock, QC_CALLBACK_TRIES times at most; whatever it left in the
@@ -37,10 +37,13 @@
  *   qc_call_refuse_sending is on in these workers, so none of queryclaw's
  *   network functions waits for the network inside the transaction that
  *   makes a request final.
- * - The row is locked (FOR UPDATE SKIP LOCKED: two workers never take the
- *   same) by the transaction that calls the callback and makes the request
- *   final; a crash rolls both back, and the callback runs after the
- *   restart.  The request is never sent again: its outcome is stored.
+ * - The rows are locked (FOR UPDATE SKIP LOCKED: two workers never take
+ *   the same) by the transaction that calls the callbacks and makes the
+ *   requests final: one statement takes a batch's rows, the callbacks run
+ *   one by one, and one statement makes the requests final (two statements
+ *   of its own a request cost more than a short callback); a crash rolls
+ *   all back, and the callbacks run after the restart.  The requests are
+ *   never sent again: their outcomes are stored.
  *
  * One callback worker is registered per async worker.  Their statements
  * run as the async workers' do (qc_async_as_writer).  SIGTERM: the worker
@@ -102,6 +105,9 @@ typedef struct Due
 	Jsonb	   *context;
 	Jsonb	   *result;			/* NULL for a cancelled one */
 	char	   *error;
+	bool		called;			/* its callback's turn came: made final */
+	char	   *failure;		/* the callback failed for good: why */
+	char	   *failure_state;	/* and its SQLSTATE */
 } Due;
 
 /* One transaction's work, and what it found. */
@@ -234,76 +240,135 @@ claim_due(void *arg)
 
 /* A jsonb column of the row returned, copied; NULL for SQL NULL. */
 static Jsonb *
-jsonb_column(int n)
+jsonb_column(uint64 row, int n)
 {
 	bool		isnull;
-	Datum		d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, n, &isnull);
+	Datum		d = SPI_getbinval(SPI_tuptable->vals[row], SPI_tuptable->tupdesc, n, &isnull);
 
 	return isnull ? NULL : DatumGetJsonbPCopy(d);
 }
 
-/* One attempt at a due callback, and what it found. */
-typedef struct Attempt
+/* The Due of id in due, or NULL. */
+static Due *
+due_of(List *due, int64 id)
 {
-	Due		   *d;
-	const QcRoleSettings *settings; /* the role's; NULL: no callback called */
-	char	   *error;			/* the callback failed for good: why */
-	char	   *sqlstate;
-} Attempt;
+	ListCell   *lc;
+
+	foreach(lc, due)
+		if (((Due *) lfirst(lc))->id == id)
+			return lfirst(lc);
+	return NULL;
+}
 
 /*
- * As the worker: lock d's row, never waiting, and, if its callback is
- * still due (not taken by another worker, not retried since), make the
- * request final (with a.error, when the callback failed for good; a
- * cancelled one stays as it is), reading what the callback needs.  The
- * row is named by its id alone, so that only the primary key's index
- * fits, whatever the statistics say.
+ * As the worker: lock the rows of the due callbacks, never waiting, and
+ * read what the callbacks need of those still due (not taken by another
+ * worker, not retried since); those are taken.  One statement for the
+ * batch, its rows named by their ids alone, so that only the primary
+ * key's index fits, whatever the statistics say.
  */
 static void
-take_final(void *arg)
+take_due(void *arg)
 {
 	static SPIPlanPtr plan = NULL;
-	Attempt    *a = arg;
-	Due		   *d = a->d;
-	Oid			types[3] = {INT8OID, TEXTOID, TEXTOID};
-	Datum		values[3] = {Int64GetDatum(d->id)};
-	char		nulls[3] = {' ', a->error ? ' ' : 'n', a->sqlstate ? ' ' : 'n'};
+	List	   *due = arg;
+	Oid			type = INT8ARRAYOID;
+	Datum	   *ids = palloc(Max(list_length(due), 1) * sizeof(Datum));
+	int			n = 0;
+	Datum		value;
+	ListCell   *lc;
 
-	values[1] = a->error ? CStringGetTextDatum(a->error) : (Datum) 0;
-	values[2] = a->sqlstate ? CStringGetTextDatum(a->sqlstate) : (Datum) 0;
-	/* a failed outcome always has a SQLSTATE (asyncrun.c) */
+	foreach(lc, due)
+		ids[n++] = Int64GetDatum(((Due *) lfirst(lc))->id);
+	value = PointerGetDatum(construct_array(ids, n, INT8OID, 8, true, TYPALIGN_DOUBLE));
 	qc_queue_plan(&plan,
-				  "WITH t AS (SELECT q.id, q.state, q.waiting FROM queryclaw.requests q"
-				  "  WHERE q.id OPERATOR(pg_catalog.=) $1 FOR UPDATE SKIP LOCKED)"
-				  " UPDATE queryclaw.requests r SET"
-				  " state = CASE WHEN t.state OPERATOR(pg_catalog.=) 'cancelled' THEN 'cancelled'"
-				  "   WHEN $3 IS NOT NULL OR r.sqlstate IS NOT NULL THEN 'failed' ELSE 'done' END,"
-				  " error = CASE WHEN t.state OPERATOR(pg_catalog.=) 'cancelled' OR $3 IS NULL"
-				  "   THEN r.error ELSE $2 END,"
-				  " sqlstate = CASE WHEN t.state OPERATOR(pg_catalog.=) 'cancelled' OR $3 IS NULL"
-				  "   THEN r.sqlstate ELSE $3 END,"
-				  " finished_at = pg_catalog.clock_timestamp(), waiting = NULL"
-				  " FROM t WHERE r.id OPERATOR(pg_catalog.=) t.id"
-				  " AND t.waiting OPERATOR(pg_catalog.=) '" QC_WAITING_CALLBACK "'"
-				  " AND t.state OPERATOR(pg_catalog.=) ANY ('{running,cancelled}'::pg_catalog.text[])"
-				  " RETURNING t.state OPERATOR(pg_catalog.=) 'cancelled', r.callback, r.context,"
-				  " r.result, r.error",
-				  3, types);
-	if (SPI_execute_plan(plan, values, nulls, false, 0) != SPI_OK_UPDATE_RETURNING)
-		elog(ERROR, "could not update queryclaw.requests");
-	d->taken = SPI_processed == 1;
-	if (d->taken)
+				  "SELECT q.id, q.state OPERATOR(pg_catalog.=) 'cancelled', q.callback, q.context,"
+				  " q.result, q.error FROM queryclaw.requests q"
+				  " WHERE q.id OPERATOR(pg_catalog.=) ANY ($1)"
+				  " AND q.waiting OPERATOR(pg_catalog.=) '" QC_WAITING_CALLBACK "'"
+				  " AND q.state OPERATOR(pg_catalog.=) ANY ('{running,cancelled}'::pg_catalog.text[])"
+				  " FOR UPDATE SKIP LOCKED",
+				  1, &type);
+	if (SPI_execute_plan(plan, &value, NULL, false, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not read queryclaw.requests");
+	for (uint64 i = 0; i < SPI_processed; i++)
 	{
 		bool		isnull;
+		Due		   *d = due_of(due, DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[i],
+																	SPI_tuptable->tupdesc, 1,
+																	&isnull)));
 
-		d->cancelled = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc,
-												  1, &isnull));
-		d->callback = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2);
-		d->context = jsonb_column(3);
-		d->result = d->cancelled ? NULL : jsonb_column(4);
-		d->error = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 5);
+		if (d == NULL)
+			continue;
+		d->taken = true;
+		d->cancelled = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc,
+												  2, &isnull));
+		d->callback = SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 3);
+		d->context = jsonb_column(i, 4);
+		d->result = d->cancelled ? NULL : jsonb_column(i, 5);
+		d->error = SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 6);
 	}
 	SPI_freetuptable(SPI_tuptable);
+}
+
+/*
+ * As the worker: make the requests whose callbacks were called final, in
+ * one statement (with the failure of those whose callback failed for
+ * good; a cancelled one stays as it is; a failed outcome always has a
+ * SQLSTATE, asyncrun.c).  Their rows are locked by take_due.
+ */
+static void
+make_final(void *arg)
+{
+	static SPIPlanPtr plan = NULL;
+	List	   *due = arg;
+	int			n = list_length(due);
+	Datum	   *ids = palloc(Max(n, 1) * sizeof(Datum));
+	Datum	   *errors = palloc(Max(n, 1) * sizeof(Datum));
+	Datum	   *states = palloc(Max(n, 1) * sizeof(Datum));
+	bool	   *no_error = palloc(Max(n, 1) * sizeof(bool));
+	Oid			types[3] = {INT8ARRAYOID, TEXTARRAYOID, TEXTARRAYOID};
+	Datum		values[3];
+	int			dims[1];
+	int			lbs[1] = {1};
+	int			k = 0;
+	ListCell   *lc;
+
+	foreach(lc, due)
+	{
+		Due		   *d = lfirst(lc);
+
+		if (!d->called)
+			continue;
+		ids[k] = Int64GetDatum(d->id);
+		no_error[k] = d->failure == NULL;
+		errors[k] = d->failure ? CStringGetTextDatum(d->failure) : (Datum) 0;
+		states[k] = d->failure ? CStringGetTextDatum(d->failure_state) : (Datum) 0;
+		k++;
+	}
+	if (k == 0)
+		return;
+	dims[0] = k;
+	values[0] = PointerGetDatum(construct_array(ids, k, INT8OID, 8, true, TYPALIGN_DOUBLE));
+	values[1] = PointerGetDatum(construct_md_array(errors, no_error, 1, dims, lbs, TEXTOID,
+												   -1, false, TYPALIGN_INT));
+	values[2] = PointerGetDatum(construct_md_array(states, no_error, 1, dims, lbs, TEXTOID,
+												   -1, false, TYPALIGN_INT));
+	qc_queue_plan(&plan,
+				  "UPDATE queryclaw.requests r SET"
+				  " state = CASE WHEN r.state OPERATOR(pg_catalog.=) 'cancelled' THEN 'cancelled'"
+				  "   WHEN v.sqlstate IS NOT NULL OR r.sqlstate IS NOT NULL THEN 'failed' ELSE 'done' END,"
+				  " error = CASE WHEN r.state OPERATOR(pg_catalog.=) 'cancelled' OR v.sqlstate IS NULL"
+				  "   THEN r.error ELSE v.error END,"
+				  " sqlstate = CASE WHEN r.state OPERATOR(pg_catalog.=) 'cancelled' OR v.sqlstate IS NULL"
+				  "   THEN r.sqlstate ELSE v.sqlstate END,"
+				  " finished_at = pg_catalog.clock_timestamp(), waiting = NULL"
+				  " FROM ROWS FROM (pg_catalog.unnest($1), pg_catalog.unnest($2),"
+				  "  pg_catalog.unnest($3)) AS v(id, error, sqlstate)"
+				  " WHERE r.id OPERATOR(pg_catalog.=) v.id",
+				  3, types);
+	if (SPI_execute_plan(plan, values, NULL, false, 0) != SPI_OK_UPDATE)
+		elog(ERROR, "could not update queryclaw.requests");
 }
 
 /* As the role, in its scope: EXECUTE checked again, then the callback. */
@@ -320,51 +385,59 @@ call_callback(void *arg)
 						   d->cancelled ? "cancelled" : d->error, d->context);
 }
 
+/* One attempt at a taken request's callback, with its role's settings. */
+typedef struct Attempt
+{
+	Due		   *d;
+	const QcRoleSettings *settings;
+} Attempt;
+
 static void
-take_and_call(void *arg)
+attempt_callback(void *arg)
 {
 	Attempt    *a = arg;
 
-	qc_async_as_writer(take_final, a);
-	if (!a->d->taken || a->d->callback == NULL || a->settings == NULL)
-		return;
-	/* looked up as the worker: the role's search_path plays no part */
-	a->d->fn = qc_proc_by_signature(a->d->callback);
 	qc_role_run_callback(a->settings, call_callback, a->d);
 }
 
 /*
- * Take d and call its callback (settings: its role's; NULL when the role
- * is gone), making the request final with it, in one subtransaction; see
- * the file header for the retries and failures.  Whether d was taken.
+ * Call the callback of taken d (settings: its role's; NULL when the role
+ * is gone), in a subtransaction, its failure noted in d for make_final;
+ * see the file header for the retries and failures.  cxt holds what d
+ * keeps.
  */
-static bool
-finish_due(Due *d, const QcRoleSettings *settings)
+static void
+call_due(Due *d, const QcRoleSettings *settings, MemoryContext cxt)
 {
-	Attempt		a = {d, settings, NULL, NULL};
+	Attempt		a = {d, settings};
 
+	d->called = true;
 	if (settings == NULL)
 	{
-		a.error = psprintf("callback failed: role with OID %u does not exist", d->role);
-		a.sqlstate = pstrdup(unpack_sql_state(ERRCODE_UNDEFINED_OBJECT));
+		d->failure = MemoryContextStrdup(cxt, psprintf("callback failed: role with OID %u does not exist",
+													   d->role));
+		d->failure_state = MemoryContextStrdup(cxt, unpack_sql_state(ERRCODE_UNDEFINED_OBJECT));
+		return;
 	}
+	if (d->callback == NULL)
+		return;
+	/* looked up as the worker: the role's search_path plays no part */
+	d->fn = qc_proc_by_signature(d->callback);
 	for (int tries = 1;; tries++)
 	{
-		ErrorData  *edata = qc_subxact_try(take_and_call, &a);
+		ErrorData  *edata = qc_subxact_try(attempt_callback, &a);
 
-		if (a.settings != NULL)
-			qc_role_forget_callback();
+		qc_role_forget_callback();
 		if (edata == NULL)
-			return d->taken;
-		if (a.settings == NULL)
-			ReThrowError(edata);	/* the worker's own statement failed */
+			return;
 		if (!(edata->sqlerrcode == ERRCODE_T_R_SERIALIZATION_FAILURE ||
 			  edata->sqlerrcode == ERRCODE_T_R_DEADLOCK_DETECTED) || tries >= QC_CALLBACK_TRIES)
 		{
 			/* it failed for good: the request fails, its result kept */
-			a.error = psprintf("callback failed: %s", edata->message);
-			a.sqlstate = pstrdup(unpack_sql_state(edata->sqlerrcode));
-			a.settings = NULL;
+			d->failure = MemoryContextStrdup(cxt, psprintf("callback failed: %s", edata->message));
+			d->failure_state = MemoryContextStrdup(cxt, unpack_sql_state(edata->sqlerrcode));
+			FreeErrorData(edata);
+			return;
 		}
 		FreeErrorData(edata);
 	}
@@ -445,6 +518,8 @@ run_batch(void *arg)
 	else
 		due = hinted(b);
 	b->found = list_length(due);
+	if (due != NIL)
+		qc_async_as_writer(take_due, due);
 	one = AllocSetContextCreate(cxt, "queryclaw callback", ALLOCSET_DEFAULT_SIZES);
 	foreach(lc, due)
 	{
@@ -456,16 +531,17 @@ run_batch(void *arg)
 			break;
 		}
 		b->seen++;
+		if (!d->taken)
+			continue;
 		MemoryContextSwitchTo(one);
-		if (finish_due(d, settings_of(&roles, d->role, cxt)))
-		{
-			note_served(d->role);
-			b->done++;
-		}
+		call_due(d, settings_of(&roles, d->role, cxt), cxt);
+		note_served(d->role);
+		b->done++;
 		MemoryContextSwitchTo(cxt);
 		MemoryContextReset(one);
 		sliced = TimestampDifferenceExceeds(start, GetCurrentTimestamp(), QC_CALLBACK_SLICE_MS);
 	}
+	qc_async_as_writer(make_final, due);
 	b->slow = sliced;
 }
 
