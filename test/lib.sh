@@ -317,9 +317,18 @@ qc_start_cluster() {
 # that may reach it (queryclaw.enabled, local_allowlist).  More
 # postgresql.conf lines come on stdin, as for qc_start_cluster.
 qc_start_bench_with_nginx() {
+	qc_setup_bench_with_nginx && qc_start_bench_cluster
+}
+
+# Its two halves, for a benchmark that adds to the private install before
+# the cluster starts (async.sh adds pg_net): the packages, the install and
+# nginx; then the cluster (postgresql.conf lines on stdin).
+qc_setup_bench_with_nginx() {
 	QC_PACKAGES="$QC_PACKAGES $QC_NGINX_PACKAGES curl"
 	qc_setup_private && qc_start_nginx || return 1
 	base="http://127.0.0.1:$QC_NGINX_PORT"
+}
+qc_start_bench_cluster() {
 	qc_start_cluster < <(printf "queryclaw.enabled = on\nqueryclaw.local_allowlist = '127.0.0.1:%s'\n" "$QC_NGINX_PORT"; cat)
 }
 
