@@ -551,6 +551,20 @@ qc_queue_end_as_owner(const QcQueueAsOwner *save)
 	SetUserIdAndSecContext(save->save_userid, save->save_sec_context);
 }
 
+Datum
+qc_queue_array(Datum *values, bool *isnull, int n, Oid type)
+{
+	int16		typlen;
+	bool		typbyval;
+	char		typalign;
+	int			dims[1] = {n};
+	int			lbs[1] = {1};
+
+	get_typlenbyvalalign(type, &typlen, &typbyval, &typalign);
+	return PointerGetDatum(construct_md_array(values, isnull, 1, dims, lbs, type,
+											  typlen, typbyval, typalign));
+}
+
 SPIPlanPtr
 qc_queue_plan(SPIPlanPtr *plan, const char *sql, int nargs, Oid *types)
 {

@@ -227,6 +227,13 @@ typedef struct QcQueueAsOwner
 extern void qc_queue_begin_as_owner(QcQueueAsOwner *save);
 extern void qc_queue_end_as_owner(const QcQueueAsOwner *save);
 
+/*
+ * A one-dimensional array of n values of type (NULL elements where isnull
+ * says, isnull itself may be NULL), as the statements on the queue take
+ * their rows' columns.
+ */
+extern Datum qc_queue_array(Datum *values, bool *isnull, int n, Oid type);
+
 /* An SPI plan made once per backend and kept (*plan is NULL until then). */
 extern SPIPlanPtr qc_queue_plan(SPIPlanPtr *plan, const char *sql, int nargs, Oid *types);
 

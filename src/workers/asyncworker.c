@@ -330,12 +330,8 @@ claim_roles_column(int column)
 		values[i] = column == 0 ? ObjectIdGetDatum(c->role) :
 			column == 1 ? TimestampTzGetDatum(c->after_at) : Int64GetDatum(c->after_id);
 	}
-	if (column == 0)
-		return PointerGetDatum(construct_array(values, nclaim_roles, OIDOID, sizeof(Oid),
-											   true, TYPALIGN_INT));
-	return PointerGetDatum(construct_array(values, nclaim_roles,
-										   column == 1 ? TIMESTAMPTZOID : INT8OID,
-										   8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
+	return qc_queue_array(values, NULL, nclaim_roles,
+						  column == 0 ? OIDOID : column == 1 ? TIMESTAMPTZOID : INT8OID);
 }
 
 /* Move each role's starting point past the requests just claimed. */

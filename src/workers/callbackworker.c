@@ -280,7 +280,7 @@ take_due(void *arg)
 
 	foreach(lc, due)
 		ids[n++] = Int64GetDatum(((Due *) lfirst(lc))->id);
-	value = PointerGetDatum(construct_array(ids, n, INT8OID, 8, true, TYPALIGN_DOUBLE));
+	value = qc_queue_array(ids, NULL, n, INT8OID);
 	qc_queue_plan(&plan,
 				  "SELECT q.id, q.state OPERATOR(pg_catalog.=) 'cancelled', q.callback, q.context,"
 				  " q.result, q.error FROM queryclaw.requests q"
@@ -329,8 +329,6 @@ make_final(void *arg)
 	bool	   *no_error = palloc(Max(n, 1) * sizeof(bool));
 	Oid			types[3] = {INT8ARRAYOID, TEXTARRAYOID, TEXTARRAYOID};
 	Datum		values[3];
-	int			dims[1];
-	int			lbs[1] = {1};
 	int			k = 0;
 	ListCell   *lc;
 
@@ -348,12 +346,9 @@ make_final(void *arg)
 	}
 	if (k == 0)
 		return;
-	dims[0] = k;
-	values[0] = PointerGetDatum(construct_array(ids, k, INT8OID, 8, true, TYPALIGN_DOUBLE));
-	values[1] = PointerGetDatum(construct_md_array(errors, no_error, 1, dims, lbs, TEXTOID,
-												   -1, false, TYPALIGN_INT));
-	values[2] = PointerGetDatum(construct_md_array(states, no_error, 1, dims, lbs, TEXTOID,
-												   -1, false, TYPALIGN_INT));
+	values[0] = qc_queue_array(ids, NULL, k, INT8OID);
+	values[1] = qc_queue_array(errors, no_error, k, TEXTOID);
+	values[2] = qc_queue_array(states, no_error, k, TEXTOID);
 	qc_queue_plan(&plan,
 				  "UPDATE queryclaw.requests r SET"
 				  " state = CASE WHEN r.state OPERATOR(pg_catalog.=) 'cancelled' THEN 'cancelled'"

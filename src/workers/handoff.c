@@ -30,7 +30,6 @@
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/jsonb.h"
-#include "utils/lsyscache.h"
 
 #include "callbackhints.h"
 #include "handoff.h"
@@ -73,21 +72,6 @@ qc_handoff_forget(void)
 	handed_off_lost = false;
 }
 
-/* One column of the requests as an array (NULL elements where isnull). */
-static Datum
-as_array(Datum *values, bool *isnull, int n, Oid type)
-{
-	int16		typlen;
-	bool		typbyval;
-	char		typalign;
-	int			dims[1] = {n};
-	int			lbs[1] = {1};
-
-	get_typlenbyvalalign(type, &typlen, &typbyval, &typalign);
-	return PointerGetDatum(construct_md_array(values, isnull, 1, dims, lbs, type,
-											  typlen, typbyval, typalign));
-}
-
 /*
  * The arguments of the statement below, built from the requests: the
  * state each is made (NULL: handed to the callback workers, its state kept).
@@ -121,12 +105,12 @@ record_args(QcAsyncRequest **rs, const bool *handed, int n, Datum *args)
 		if (r->has_secrets)
 			secret_ids[nsecrets++] = Int64GetDatum(r->id);
 	}
-	args[0] = as_array(ids, NULL, n, INT8OID);
-	args[1] = as_array(results, no_result, n, JSONBOID);
-	args[2] = as_array(errors, no_error, n, TEXTOID);
-	args[3] = as_array(sqlstates, no_sqlstate, n, TEXTOID);
-	args[4] = as_array(secret_ids, NULL, nsecrets, INT8OID);
-	args[5] = as_array(states, (bool *) handed, n, TEXTOID);
+	args[0] = qc_queue_array(ids, NULL, n, INT8OID);
+	args[1] = qc_queue_array(results, no_result, n, JSONBOID);
+	args[2] = qc_queue_array(errors, no_error, n, TEXTOID);
+	args[3] = qc_queue_array(sqlstates, no_sqlstate, n, TEXTOID);
+	args[4] = qc_queue_array(secret_ids, NULL, nsecrets, INT8OID);
+	args[5] = qc_queue_array(states, (bool *) handed, n, TEXTOID);
 }
 
 /* The state of request id as the statement locked it, or NULL. */
@@ -169,7 +153,7 @@ sort_out_missing(QcAsyncRequest **missing, int n, List **held)
 
 	for (int i = 0; i < n; i++)
 		ids[i] = Int64GetDatum(missing[i]->id);
-	arg = as_array(ids, NULL, n, INT8OID);
+	arg = qc_queue_array(ids, NULL, n, INT8OID);
 	qc_queue_plan(&plan, "SELECT id FROM queryclaw.requests"
 				  " WHERE id OPERATOR(pg_catalog.=) ANY ($1)", 1, &type);
 	if (SPI_execute_plan(plan, &arg, NULL, true, 0) != SPI_OK_SELECT)

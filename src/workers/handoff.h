@@ -1,9 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * handoff.h
- *	  Requests handed from an async worker to the callback workers
- *	  (handoff.c): their outcomes recorded in one statement, and the hints
- *	  that tell the callback workers of them once that commits.
+ *	  The final outcomes of a service step's requests recorded in one
+ *	  statement, made final or handed to the callback workers (handoff.c),
+ *	  and the hints that tell the callback workers of them once that commits.
  *
  *-------------------------------------------------------------------------
  */
@@ -13,9 +13,10 @@
 #include "asyncrun.h"
 
 /*
- * As the worker, in a transaction: hand the n requests (final outcomes
- * whose callback is due) to the callback workers, in one statement (queue.h
- * says how).  A row a user's transaction holds is skipped, not waited for:
+ * As the worker, in a transaction: record the n final outcomes in one
+ * statement: those whose handed[i] is set (a callback is due) handed to
+ * the callback workers (queue.h says how), the others made final.  A row a
+ * user's transaction holds is skipped, not waited for:
  * those requests are appended to *held, to be recorded at a later pass; a
  * row cancelled meanwhile keeps no result, a row gone nothing.
  */
