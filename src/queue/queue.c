@@ -571,12 +571,16 @@ qc_queue_plan(SPIPlanPtr *plan, const char *sql, int nargs, Oid *types)
 	if (*plan == NULL)
 	{
 		/*
-		 * Planned once: a custom plan for each call would cost a planning
-		 * per statement (the worker runs these hundreds of times a second),
-		 * and the statements are shaped so that the plan made without the
-		 * parameters' values is the right one whatever the statistics say.
+		 * In our background workers, planned once: a custom plan for each
+		 * call would cost a planning per statement (they run these hundreds
+		 * of times a second), and their pinned planner settings
+		 * (bgsession.c) make the plan made without the parameters' values
+		 * the right one whatever the statistics say.  A user's session,
+		 * which has no such pins, keeps a plan made for each call's values
+		 * and the table as it is then.
 		 */
-		SPIPlanPtr	made = SPI_prepare_cursor(sql, nargs, types, CURSOR_OPT_GENERIC_PLAN);
+		int			options = MyBackendType == B_BG_WORKER ? CURSOR_OPT_GENERIC_PLAN : 0;
+		SPIPlanPtr	made = SPI_prepare_cursor(sql, nargs, types, options);
 
 		if (made == NULL)
 			elog(ERROR, "could not prepare a statement on queryclaw.requests: %s",
