@@ -87,6 +87,12 @@ CREATE INDEX enrichment_rows_stale_idx ON queryclaw.enrichment_rows (enrichment)
 	WHERE state = 'stale';
 CREATE INDEX enrichment_rows_request_idx ON queryclaw.enrichment_rows (request_id)
 	WHERE state = 'running';
+-- Statistics of the enrichment column describe the enrichments that were
+-- there at the last ANALYZE: a new enrichment's rows would be counted as
+-- none, and its write-backs and feeds planned as if a walk of all of them
+-- cost nothing.  Without them the planner assumes an enrichment has a
+-- share of the rows, and takes the request's or the key's index.
+ALTER TABLE queryclaw.enrichment_rows ALTER COLUMN enrichment SET STATISTICS 0;
 
 CREATE TABLE queryclaw.enrichment_calls (
 	enrichment		bigint NOT NULL REFERENCES queryclaw.enrichment_definitions ON DELETE CASCADE,
@@ -102,6 +108,7 @@ COMMENT ON TABLE queryclaw.enrichment_calls IS
 'Each distinct request an enrichment asked: running (its rows wait for it), done (its result kept until expires_at, cache_ttl after it came, for rows that ask the same) or spent (failed, cancelled, or nothing kept); request_id until its row in queryclaw.requests is deleted.  Each role sees its own.';
 CREATE INDEX enrichment_calls_running_idx ON queryclaw.enrichment_calls (enrichment)
 	WHERE state = 'running';
+ALTER TABLE queryclaw.enrichment_calls ALTER COLUMN enrichment SET STATISTICS 0;
 -- calls whose request is final but still in queryclaw.requests, which the
 -- feed deletes (enrichment_purge) once there are enough of them
 CREATE INDEX enrichment_calls_final_idx ON queryclaw.enrichment_calls (enrichment)
@@ -808,7 +815,8 @@ $$;
 -- Ask for up to n stale rows of the enrichment (all of them, or the one
 -- row only when one_key is given): rows whose requests are identical share
 -- one call, a call already on its way or a result still kept answers
--- without a new one.  Set-based but for the enqueue of each new request.
+-- without a new one.  Set-based: the new requests are queued in one
+-- statement, and one by one only when one of them raises.
 -- Returns how many rows it handled.
 CREATE FUNCTION queryclaw.enrichment_ask(d queryclaw.enrichment_definitions, n integer,
 										 one_key jsonb DEFAULT NULL)
@@ -822,10 +830,16 @@ DECLARE
 	known jsonb;				-- request hash -> its call, for those the batch names
 	asked_hashes text[] := '{}';	-- request hash -> request id, for the rows
 	asked_ids bigint[] := '{}';
+	new_hashes text[];			-- distinct requests without a call, to ask
+	new_requests jsonb[];
+	new_sent text[];			-- those asked, and their request ids
+	new_ids bigint[];
+	batch jsonb;				-- row key -> [inputs hash, request hash]
+	asked jsonb;				-- request hash -> request id
+	failed jsonb;				-- request hash -> [error, sqlstate]
 	failed_hashes text[] := '{}';
 	failed_errors text[] := '{}';
 	failed_codes text[] := '{}';
-	call jsonb;
 	rid bigint;
 	made bigint := 0;
 	cached_keys jsonb[] := '{}';
@@ -865,16 +879,32 @@ BEGIN
 		RETURN 0;
 	END IF;
 
+	-- Every statement on enrichment_rows below finds its rows by key =
+	-- ANY (an array of the batch's keys) and reads what it writes from
+	-- batch, a jsonb object by key: no join, so no plan that would walk
+	-- all the enrichment's rows for each row of the batch, whatever the
+	-- planner believes of their number (a new enrichment's is nothing
+	-- until ANALYZE).
+	SELECT jsonb_object_agg(x.k::text, jsonb_build_array(x.h, x.rh))
+	  INTO batch
+	  FROM unnest(keys, hashes, rhashes) x(k, h, rh);
+
 	-- gone from the table (no inputs hash): forgotten; NULL request: skipped
-	DELETE FROM queryclaw.enrichment_rows r
-	 USING unnest(keys, hashes) x(k, h)
-	 WHERE r.enrichment = d.id AND r.key = x.k AND x.h IS NULL;
-	UPDATE queryclaw.enrichment_rows r
-	   SET state = 'skipped', inputs_hash = x.h, definition_hash = d.definition_hash,
-		   request_hash = NULL, request_id = NULL, error = NULL, sqlstate = NULL,
-		   enriched_at = now()
-	  FROM unnest(keys, hashes, rhashes) x(k, h, rh)
-	 WHERE r.enrichment = d.id AND r.key = x.k AND x.h IS NOT NULL AND x.rh IS NULL;
+	IF array_position(hashes, NULL) IS NOT NULL THEN
+		DELETE FROM queryclaw.enrichment_rows r
+		 WHERE r.enrichment = d.id
+		   AND r.key = ANY (ARRAY(SELECT x.k FROM unnest(keys, hashes) x(k, h) WHERE x.h IS NULL));
+	END IF;
+	IF array_position(rhashes, NULL) IS NOT NULL THEN
+		UPDATE queryclaw.enrichment_rows r
+		   SET state = 'skipped', inputs_hash = batch -> r.key::text ->> 0,
+			   definition_hash = d.definition_hash,
+			   request_hash = NULL, request_id = NULL, error = NULL, sqlstate = NULL,
+			   enriched_at = now()
+		 WHERE r.enrichment = d.id
+		   AND r.key = ANY (ARRAY(SELECT x.k FROM unnest(keys, hashes, rhashes) x(k, h, rh)
+								   WHERE x.h IS NOT NULL AND x.rh IS NULL));
+	END IF;
 
 	-- the calls the batch's requests already have
 	SELECT jsonb_object_agg(c.request_hash,
@@ -884,55 +914,75 @@ BEGIN
 	  FROM queryclaw.enrichment_calls c
 	 WHERE c.enrichment = d.id AND c.request_hash = ANY (rhashes);
 	known := coalesce(known, '{}');
+	-- those on their way answer their rows too
+	SELECT coalesce(array_agg(k.key), '{}'), coalesce(array_agg((k.value ->> 'id')::bigint), '{}')
+	  INTO asked_hashes, asked_ids
+	  FROM jsonb_each(known) k WHERE k.value ->> 'state' = 'running';
 
-	-- one call for each distinct request that has none on its way
-	FOR i IN 1 .. array_length(keys, 1) LOOP
-		CONTINUE WHEN rhashes[i] IS NULL OR rhashes[i] = ANY (asked_hashes)
-			OR rhashes[i] = ANY (failed_hashes);
-		call := known -> rhashes[i];
-		IF call ->> 'state' = 'running' THEN
-			asked_hashes := asked_hashes || rhashes[i];
-			asked_ids := asked_ids || (call ->> 'id')::bigint;
-			CONTINUE;
-		ELSIF call ->> 'state' = 'done' AND (call ->> 'fresh')::boolean THEN
-			CONTINUE;			-- answered already: written below, no call
-		END IF;
-		BEGIN
-			rid := queryclaw.enrichment_enqueue(d, requests[i], rhashes[i]);
-		EXCEPTION
-			WHEN SQLSTATE '53400' THEN
-				-- max_queued_per_role reached: the rest wait for room
-				EXIT;
-			WHEN OTHERS THEN
-				failed_hashes := failed_hashes || rhashes[i];
-				failed_errors := failed_errors || SQLERRM;
-				failed_codes := failed_codes || SQLSTATE;
-				CONTINUE;
-		END;
-		asked_hashes := asked_hashes || rhashes[i];
-		asked_ids := asked_ids || rid;
-		made := made + 1;
-	END LOOP;
+	-- one call for each distinct request that has none on its way and no
+	-- kept result: all in one statement; if one raises (a request the
+	-- policy refuses now, or max_queued_per_role), one by one
+	SELECT coalesce(array_agg(x.rh), '{}'), coalesce(array_agg(x.req), '{}')
+	  INTO new_hashes, new_requests
+	  FROM (SELECT DISTINCT ON (x.rh) x.rh, x.req
+			  FROM unnest(rhashes, requests) x(rh, req)
+			 WHERE x.rh IS NOT NULL
+			   AND (known -> x.rh ->> 'state') IS DISTINCT FROM 'running'
+			   AND NOT coalesce(known -> x.rh ->> 'state' = 'done'
+								AND (known -> x.rh ->> 'fresh')::boolean, false)) x;
+	BEGIN
+		SELECT coalesce(array_agg(x.rh), '{}'),
+			   coalesce(array_agg(queryclaw.enrichment_enqueue(d, x.req, x.rh)), '{}')
+		  INTO new_sent, new_ids
+		  FROM unnest(new_hashes, new_requests) x(rh, req);
+	EXCEPTION WHEN OTHERS THEN
+		new_sent := '{}';
+		new_ids := '{}';
+		FOR i IN 1 .. coalesce(array_length(new_hashes, 1), 0) LOOP
+			BEGIN
+				rid := queryclaw.enrichment_enqueue(d, new_requests[i], new_hashes[i]);
+			EXCEPTION
+				WHEN SQLSTATE '53400' THEN
+					-- max_queued_per_role reached: the rest wait for room
+					EXIT;
+				WHEN OTHERS THEN
+					failed_hashes := failed_hashes || new_hashes[i];
+					failed_errors := failed_errors || SQLERRM;
+					failed_codes := failed_codes || SQLSTATE;
+					CONTINUE;
+			END;
+			new_sent := new_sent || new_hashes[i];
+			new_ids := new_ids || rid;
+		END LOOP;
+	END;
+	made := coalesce(array_length(new_sent, 1), 0);
+	asked_hashes := asked_hashes || new_sent;
+	asked_ids := asked_ids || new_ids;
 
 	INSERT INTO queryclaw.enrichment_calls AS c (enrichment, owner, request_hash, request_id, state)
 	SELECT d.id, d.owner, x.rh, x.rid, 'running'
-	  FROM unnest(asked_hashes, asked_ids) x(rh, rid)
-	 WHERE (known -> x.rh ->> 'state') IS DISTINCT FROM 'running'
+	  FROM unnest(new_sent, new_ids) x(rh, rid)
 	ON CONFLICT (enrichment, request_hash) DO UPDATE
 	   SET request_id = EXCLUDED.request_id, state = 'running', result = NULL, expires_at = NULL;
+	asked := coalesce((SELECT jsonb_object_agg(a.rh, a.rid) FROM unnest(asked_hashes, asked_ids) a(rh, rid)),
+					  '{}');
 	UPDATE queryclaw.enrichment_rows r
-	   SET state = 'running', request_id = m.rid, request_hash = x.rh, inputs_hash = x.h,
+	   SET state = 'running', request_id = (asked ->> (batch -> r.key::text ->> 1))::bigint,
+		   request_hash = batch -> r.key::text ->> 1, inputs_hash = batch -> r.key::text ->> 0,
 		   definition_hash = d.definition_hash
-	  FROM unnest(keys, hashes, rhashes) x(k, h, rh)
-	  JOIN unnest(asked_hashes, asked_ids) m(rh, rid) ON m.rh = x.rh
-	 WHERE r.enrichment = d.id AND r.key = x.k;
-	UPDATE queryclaw.enrichment_rows r
-	   SET state = 'failed', error = f.err, sqlstate = f.code, attempts = attempts + 1,
-		   request_id = NULL, request_hash = x.rh, inputs_hash = x.h,
-		   definition_hash = d.definition_hash
-	  FROM unnest(keys, hashes, rhashes) x(k, h, rh)
-	  JOIN unnest(failed_hashes, failed_errors, failed_codes) f(rh, err, code) ON f.rh = x.rh
-	 WHERE r.enrichment = d.id AND r.key = x.k;
+	 WHERE r.enrichment = d.id
+	   AND r.key = ANY (ARRAY(SELECT x.k FROM unnest(keys, rhashes) x(k, rh) WHERE asked ? x.rh));
+	IF array_length(failed_hashes, 1) > 0 THEN
+		failed := (SELECT jsonb_object_agg(f.rh, jsonb_build_array(f.err, f.code))
+					 FROM unnest(failed_hashes, failed_errors, failed_codes) f(rh, err, code));
+		UPDATE queryclaw.enrichment_rows r
+		   SET state = 'failed', error = failed -> (batch -> r.key::text ->> 1) ->> 0,
+			   sqlstate = failed -> (batch -> r.key::text ->> 1) ->> 1, attempts = attempts + 1,
+			   request_id = NULL, request_hash = batch -> r.key::text ->> 1,
+			   inputs_hash = batch -> r.key::text ->> 0, definition_hash = d.definition_hash
+		 WHERE r.enrichment = d.id
+		   AND r.key = ANY (ARRAY(SELECT x.k FROM unnest(keys, rhashes) x(k, rh) WHERE failed ? x.rh));
+	END IF;
 
 	-- rows answered by a kept result
 	SELECT coalesce(array_agg(x.k), '{}'), coalesce(array_agg(x.h), '{}')
@@ -953,7 +1003,7 @@ BEGIN
 	   SET calls = e.calls + made,
 		   -- rows that a call asked for another row answered, or a kept result
 		   calls_saved = e.calls_saved - made + coalesce(array_length(cached_keys, 1), 0)
-			   + (SELECT count(*) FROM unnest(rhashes) rh WHERE rh = ANY (asked_hashes)),
+			   + (SELECT count(*) FROM unnest(rhashes) x(rh) WHERE asked ? x.rh),
 		   last_error = coalesce(failed_errors[array_length(failed_errors, 1)], e.last_error)
 	 WHERE e.id = d.id;
 	RETURN array_length(keys, 1);

@@ -586,7 +586,11 @@ make_planned_twin(const Definition *d, const char *fn)
  * request_id): every row waiting for that request, in one statement, each
  * written only while its inputs hash as when it was asked, then marked
  * done (or stale again, when its inputs changed meanwhile); returns the
- * rows written.  enrichment_<id>_apply(result, key, inputs_hash): one row,
+ * rows written.  Both its reads of enrichment_rows find the rows by the
+ * request id (the same rows: one snapshot), so that whatever the planner
+ * believes of the enrichment's row count (nothing, for a new one, until
+ * ANALYZE), it can only take the request's index, never walk every row of
+ * the enrichment.  enrichment_<id>_apply(result, key, inputs_hash): one row,
  * for a kept result and for the rows of a result that apply raised on,
  * which are then tried one by one.  The row is found by its key through
  * jsonb_populate_record, so by the primary key's index.
@@ -626,8 +630,9 @@ make_apply(const Definition *d, const char *source)
 				 "       attempts = qc_r.attempts OPERATOR(pg_catalog.+) 1,"
 				 "       enriched_at = CASE WHEN qc_r.key IN (SELECT qc_row_key FROM qc_applied)"
 				 "                     THEN pg_catalog.now() ELSE qc_r.enriched_at END"
-				 "   FROM qc_pending WHERE qc_r.enrichment OPERATOR(pg_catalog.=) " INT64_FORMAT
-				 "    AND qc_r.key OPERATOR(pg_catalog.=) qc_pending.qc_row_key RETURNING 1)"
+				 "  WHERE qc_r.request_id OPERATOR(pg_catalog.=) $2"
+				 "    AND qc_r.state OPERATOR(pg_catalog.=) 'running'"
+				 "    AND qc_r.enrichment OPERATOR(pg_catalog.=) " INT64_FORMAT " RETURNING 1)"
 				 " SELECT pg_catalog.count(*) AS qc_written FROM qc_applied; END",
 				 fn, key_aliases(d->keys, "qc_key.", true), source, d->id, source, d->apply,
 				 column_list(d->keys, psprintf("%s.", source)), key_aliases(d->keys, "qc_pending.", false),
