@@ -148,7 +148,8 @@ $$;
 CREATE FUNCTION qc_iso_worker_locks() RETURNS bigint LANGUAGE sql AS $$
 SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a USING (pid)
  WHERE l.locktype = 'advisory'
-   AND a.backend_type IN ('queryclaw async worker', 'queryclaw callback worker') $$;
+   AND a.backend_type IN ('queryclaw async worker', 'queryclaw callback worker',
+                          'queryclaw enrichment worker') $$;
 
 --
 -- 1. Mallory's stored settings: those a session of hers would never take

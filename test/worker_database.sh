@@ -40,13 +40,13 @@ until_true() {
 	return 1
 }
 
-# The SQL condition: the three workers are there, connected to database
+# The SQL condition: the four workers are there, connected to database
 # $1 (NULL: to none).
 workers_in() {
 	echo "(SELECT count(*) FROM pg_stat_activity
 	        WHERE backend_type IN ('queryclaw audit writer', 'queryclaw async worker',
-	                               'queryclaw callback worker')
-	          AND datname IS NOT DISTINCT FROM $1) = 3"
+	                               'queryclaw callback worker', 'queryclaw enrichment worker')
+	          AND datname IS NOT DISTINCT FROM $1) = 4"
 }
 
 qc_start_cluster database-wait <<CONF || { echo "not ok - a cluster whose queryclaw.database does not exist starts"; exit 1; }
@@ -62,12 +62,12 @@ sleep 12
 until_true "$(workers_in NULL)" 10
 qc_check "the workers wait for the database, connected to none" "$?" 0
 qc_check "each worker's first start failed to connect, once" \
-	"$(logged "FATAL:  database \"$db\" does not exist")" 3
-qc_check "and was started again once" "$(logged "exited with exit code 1")" 3
-qc_check "each waiting worker logged one line" "$(logged "is waiting for database \"$db\" to exist")" 3
+	"$(logged "FATAL:  database \"$db\" does not exist")" 4
+qc_check "and was started again once" "$(logged "exited with exit code 1")" 4
+qc_check "each waiting worker logged one line" "$(logged "is waiting for database \"$db\" to exist")" 4
 qc_check "pg_stat_activity shows them waiting" \
 	"$(sql "SELECT count(*) FROM pg_stat_activity WHERE backend_type LIKE 'queryclaw %'
-	          AND wait_event IN ('QueryclawDatabaseWait', 'Extension')")" 3
+	          AND wait_event IN ('QueryclawDatabaseWait', 'Extension')")" 4
 
 pid=$(sql "SELECT pid FROM pg_stat_activity WHERE backend_type = 'queryclaw async worker'")
 sql "SELECT pg_terminate_backend($pid)" >/dev/null
@@ -77,6 +77,6 @@ qc_check "a waiting worker stops at once on SIGTERM" "$?" 0
 sql "CREATE DATABASE $db"
 until_true "$(workers_in "'$db'")" 90
 qc_check "once the database exists, every worker connects to it" "$?" 0
-qc_check "no other failure to connect was logged" "$(logged "FATAL")" 3
-qc_check "each worker said it found the database" "$(logged "found database \"$db\"")" 3
+qc_check "no other failure to connect was logged" "$(logged "FATAL")" 4
+qc_check "each worker said it found the database" "$(logged "found database \"$db\"")" 4
 qc_stop_cluster

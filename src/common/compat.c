@@ -20,6 +20,7 @@ static const char *const wait_event_names[QC_WAIT_COUNT] = {
 	[QC_WAIT_REQUESTS] = "QueryclawRequestsWait",
 	[QC_WAIT_ASYNC_WORKER] = "QueryclawAsyncWorker",
 	[QC_WAIT_CALLBACK_WORKER] = "QueryclawCallbackWorker",
+	[QC_WAIT_ENRICH_WORKER] = "QueryclawEnrichmentWorker",
 	[QC_WAIT_DATABASE] = "QueryclawDatabaseWait",
 	[QC_WAIT_SERVER_RATE] = "QueryclawServerRateWait",
 };

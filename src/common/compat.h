@@ -135,6 +135,7 @@ typedef enum QcWaitEvent
 	QC_WAIT_REQUESTS,			/* queryclaw.wait() for asynchronous requests */
 	QC_WAIT_ASYNC_WORKER,		/* an async worker idle, waiting for requests */
 	QC_WAIT_CALLBACK_WORKER,	/* a callback worker idle, waiting for callbacks */
+	QC_WAIT_ENRICH_WORKER,		/* the enrichment worker idle, between looks */
 	QC_WAIT_DATABASE,			/* a worker waiting for queryclaw.database to exist */
 	QC_WAIT_SERVER_RATE,		/* a call waiting for its foreign server's rate_limit */
 	QC_WAIT_COUNT

@@ -779,11 +779,11 @@ enrichment_undefine(PG_FUNCTION_ARGS)
 	PG_RETURN_VOID();
 }
 
-/* enrichment_wake(): the async workers look for stale rows at commit */
+/* enrichment_wake(): the enrichment worker looks for stale rows at commit */
 Datum
 enrichment_wake(PG_FUNCTION_ARGS)
 {
 	if (qc_queue_shared() != NULL)
-		qc_queue_wake_at_commit(false);
+		qc_queue_wake_enrich_worker_at_commit();
 	PG_RETURN_VOID();
 }

@@ -67,7 +67,7 @@
 #define QC_ENQUEUE_LOCK_CLASS 0x5143
 
 static QcQueueShared *shared = NULL;
-/* This worker's latch slot (an async or a callback worker's), or NULL. */
+/* This worker's latch slot (an async, a callback or the enrichment worker's), or NULL. */
 static Latch **my_latch = NULL;
 
 /* This transaction enqueued or cancelled: the workers have work at commit. */
@@ -76,6 +76,9 @@ static bool wake_after_locks = false;
 /* ... and it cancelled requests whose callback is due: the callback workers too */
 static bool xact_wakes_callbacks = false;
 static bool wake_callbacks_after_locks = false;
+/* ... or it may have made enrichments' rows stale: the enrichment worker */
+static bool xact_wakes_enrich = false;
+static bool wake_enrich_after_locks = false;
 static bool xact_callback_registered = false;
 
 /*
@@ -163,16 +166,17 @@ qc_queue_require(const char *what)
 				 errhint("Connect to database \"%s\"; the synchronous functions work in any database.", qc_database)));
 }
 
-/* Set the latch of every worker attached to these (async or callback workers). */
+/* Set the latch of each of the n workers attached to these. */
 static void
-wake(Latch *const *attached)
+wake(Latch *const *attached, int n)
 {
 	Latch	   *latches[QC_ASYNC_MAX_WORKERS];
 
+	Assert(n <= QC_ASYNC_MAX_WORKERS);
 	SpinLockAcquire(&shared->mutex);
-	memcpy(latches, attached, sizeof(latches));
+	memcpy(latches, attached, n * sizeof(Latch *));
 	SpinLockRelease(&shared->mutex);
-	for (int i = 0; i < QC_ASYNC_MAX_WORKERS; i++)
+	for (int i = 0; i < n; i++)
 		if (latches[i] != NULL)
 			SetLatch(latches[i]);
 }
@@ -180,13 +184,13 @@ wake(Latch *const *attached)
 static void
 wake_workers(void)
 {
-	wake(shared->worker_latch);
+	wake(shared->worker_latch, QC_ASYNC_MAX_WORKERS);
 }
 
 void
 qc_queue_wake_callback_workers(void)
 {
-	wake(shared->callback_latch);
+	wake(shared->callback_latch, QC_ASYNC_MAX_WORKERS);
 }
 
 /*
@@ -200,11 +204,15 @@ qc_queue_wake_callback_workers(void)
 static void
 queue_release_callback(ResourceReleasePhase phase, bool isCommit, bool isTopLevel, void *arg)
 {
-	if (phase != RESOURCE_RELEASE_AFTER_LOCKS || !isTopLevel || !wake_after_locks)
+	if (phase != RESOURCE_RELEASE_AFTER_LOCKS || !isTopLevel ||
+		!(wake_after_locks || wake_enrich_after_locks))
 		return;
-	wake_after_locks = false;
-	if (isCommit)
+	if (isCommit && wake_after_locks)
 		wake_workers();
+	wake_after_locks = false;
+	if (isCommit && wake_enrich_after_locks)
+		wake(shared->enrich_latch, 1);
+	wake_enrich_after_locks = false;
 	if (isCommit && wake_callbacks_after_locks)
 	{
 		/* a cancel's callbacks are due: no hint names them */
@@ -217,16 +225,18 @@ queue_release_callback(ResourceReleasePhase phase, bool isCommit, bool isTopLeve
 static void
 queue_xact_callback(XactEvent event, void *arg)
 {
-	if (event == XACT_EVENT_COMMIT && xact_wakes_workers)
+	if (event == XACT_EVENT_COMMIT && (xact_wakes_workers || xact_wakes_enrich))
 	{
-		wake_after_locks = true;
+		wake_after_locks = xact_wakes_workers;
 		wake_callbacks_after_locks = xact_wakes_callbacks;
+		wake_enrich_after_locks = xact_wakes_enrich;
 	}
 	if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_ABORT ||
 		event == XACT_EVENT_PREPARE)
 	{
 		xact_wakes_workers = false;
 		xact_wakes_callbacks = false;
+		xact_wakes_enrich = false;
 		counted_role = InvalidOid;
 	}
 }
@@ -263,6 +273,12 @@ qc_queue_wake_at_commit(bool callbacks)
 	note(&xact_wakes_workers);
 	if (callbacks)
 		xact_wakes_callbacks = true;
+}
+
+void
+qc_queue_wake_enrich_worker_at_commit(void)
+{
+	note(&xact_wakes_enrich);
 }
 
 /* A GID as the ring of prepared transactions keeps it: never 0 (a free slot). */
@@ -477,6 +493,12 @@ qc_queue_attach_callback_worker(int slot)
 {
 	Assert(slot >= 0 && slot < QC_ASYNC_MAX_WORKERS);
 	attach(&shared->callback_latch[slot]);
+}
+
+void
+qc_queue_attach_enrich_worker(void)
+{
+	attach(&shared->enrich_latch[0]);
 }
 
 /* After a worker committed final states: wake whoever waits in wait(). */

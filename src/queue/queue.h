@@ -94,6 +94,8 @@ typedef struct QcQueueShared
 	int			next_prepared;
 	/* the callback workers' latches, by slot; NULL when none */
 	Latch	   *callback_latch[QC_ASYNC_MAX_WORKERS];
+	/* the enrichment worker's latch (enrichfeed.c); NULL when none */
+	Latch	   *enrich_latch[1];
 } QcQueueShared;
 
 /*
@@ -185,10 +187,17 @@ extern char *qc_queue_check_callback(Oid fn);
 /* The workers' side: an async worker's, a callback worker's. */
 extern void qc_queue_attach_worker(int slot);
 extern void qc_queue_attach_callback_worker(int slot);
+extern void qc_queue_attach_enrich_worker(void);
 extern void qc_queue_notify_finished(void);
 
 /* Wake the callback workers: callbacks were handed to them. */
 extern void qc_queue_wake_callback_workers(void);
+
+/*
+ * Wake the enrichment worker once this transaction commits: it may have
+ * made rows stale, or changed what an enrichment asks.
+ */
+extern void qc_queue_wake_enrich_worker_at_commit(void);
 
 /*
  * Call a request's callback fn (callback: its signature, requests.callback,

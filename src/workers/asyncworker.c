@@ -167,6 +167,7 @@ qc_asyncworker_init(void)
 							  "queryclaw async worker", QC_ASYNC_RESTART_S,
 							  Int32GetDatum(slot));
 	qc_callbackworker_init();
+	qc_enrich_worker_init();
 }
 
 /* A new flight for each row a statement returned, added to the worker's. */
@@ -798,7 +799,6 @@ service(void *arg)
 	if (ready != NIL)
 		sv->done += by_roles(ready, qc_async_continue_role);
 	list_free(ready);
-	qc_enrich_feed(now, now >= worker.chores_at);
 	if (now >= worker.chores_at)
 		sv->done += chores(now);
 	if (sv->room > 0)

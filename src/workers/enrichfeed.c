@@ -1,8 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * enrichfeed.c
- *	  The async worker's turn at enrichments: each enrichment that has
- *	  stale rows, or a backfill still to walk, is fed as its owner.
+ *	  The enrichment worker: a background worker that feeds each
+ *	  enrichment that has stale rows, or a backfill still to walk, as its
+ *	  owner.
  *
  * Feeding (queryclaw.enrichment_feed, SQL in the update script) walks the
  * backfill on, evaluates the stale rows' request expressions and queues
@@ -12,14 +13,22 @@
  * the owner's and must run as the owner, with the owner's settings, never
  * as whoever inserted or updated the row: in a role's session, as a
  * callback is (rolesession.c), bounded by callback_timeout, in a
- * subtransaction of its own so that one enrichment's failure is recorded
- * on it (last_error) and stops nothing else.
+ * transaction of its own so that one enrichment's failure is recorded on
+ * it (last_error) and stops nothing else, and its requests go out as soon
+ * as it commits.
  *
- * The worker looks at every chore (QC_ASYNC_CHORES_MS), and while its
- * last look found rows to ask, at every service step QC_ENRICH_FEED_BUSY_MS
- * after it: a backfill's requests are topped up as they end.  A trigger
- * that made rows stale, and create, resume, retry and refresh, wake the
- * workers at commit.
+ * It is a worker of its own, not a turn of the async worker's: a feed
+ * evaluates hundreds of request expressions and queues their requests,
+ * tens of milliseconds during which an async worker would leave its
+ * responses unread.  Here it takes the other core, as the callback
+ * workers take the write-backs.  Like them it sends nothing itself
+ * (qc_call_refuse_sending): a request expression that calls the network
+ * is refused with a hint to queue instead.
+ *
+ * It looks every QC_ENRICH_LOOK_MS, and while its last look found rows to
+ * ask, every QC_ENRICH_FEED_BUSY_MS: a backfill's requests are topped up
+ * as they end.  A trigger that made rows stale, and create, resume, retry
+ * and refresh, wake it at commit (enrichment_wake).
  *
  *-------------------------------------------------------------------------
  */
@@ -30,11 +39,20 @@
 #include "datatype/timestamp.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
+#include "storage/ipc.h"
+#include "storage/latch.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/timestamp.h"
 
 #include "asyncrun.h"
+#include "bgsession.h"
+#include "call.h"
+#include "compat.h"
 #include "enrichfeed.h"
+#include "guc.h"
+#include "queue.h"
 #include "rolesession.h"
 #include "subxact.h"
 
@@ -42,13 +60,15 @@
 #define QC_ENRICH_FEED_BATCH 16
 
 /*
- * While an enrichment has rows to ask, the next turn comes this soon (at
- * every service step past it), so that a backfill's window of requests is
- * topped up as they end (the feed itself waits until half the window is
- * free, so that each turn asks hundreds); an idle worker looks only at its
- * chores.
+ * While an enrichment has rows to ask, the next look comes this soon, so
+ * that a backfill's window of requests is topped up as they end (the feed
+ * itself waits until half the window is free, so that each turn asks
+ * hundreds); otherwise once in QC_ENRICH_LOOK_MS, or when woken.
  */
-#define QC_ENRICH_FEED_BUSY_MS 20
+#define QC_ENRICH_FEED_BUSY_MS	20
+#define QC_ENRICH_LOOK_MS		1000
+#define QC_ENRICH_RETRY_MS		1000	/* after a failed look */
+#define QC_ENRICH_RESTART_S		5
 
 typedef struct Due
 {
@@ -132,54 +152,119 @@ record_failure(void *arg)
 		elog(ERROR, "could not record an enrichment's failure");
 }
 
+typedef struct Pass
+{
+	DueList		list;
+	int			at;				/* the one to feed */
+	ErrorData  *failure;		/* what stopped its feed */
+} Pass;
+
+/* As the worker: the enrichments with something to ask, if 0.3 is there. */
+static void
+read_all_due(void *arg)
+{
+	Pass	   *pass = arg;
+
+	pass->list.n = 0;
+	/* the extension's objects may be older than 0.3 until ALTER EXTENSION */
+	if (OidIsValid(get_relname_relid("enrichment_definitions",
+									 get_namespace_oid("queryclaw", true))))
+		qc_async_as_writer(read_due, &pass->list);
+}
+
+/*
+ * One enrichment's feed, in a transaction of its own: its requests go out
+ * at its commit (the async workers are woken then), and a failure is
+ * recorded in another.
+ */
+static void
+feed_one(void *arg)
+{
+	Pass	   *pass = arg;
+
+	pass->failure = qc_subxact_try(feed, &pass->list.due[pass->at]);
+	qc_role_forget_callback();
+	if (pass->failure != NULL)
+	{
+		static TimestampTz quiet_until = 0;
+		Failure		f = {pass->list.due[pass->at].id,
+		psprintf("feed failed: %s", pass->failure->message)};
+
+		/* its owner sees it in last_error; the log hears of it once a minute */
+		if (GetCurrentTimestamp() >= quiet_until)
+		{
+			ereport(WARNING,
+					(errmsg("enrichment " INT64_FORMAT " could not be fed: %s",
+							f.id, pass->failure->message),
+					 errdetail("Failures of enrichments are logged once a minute at most; queryclaw.enrichments shows each one's last error.")));
+			quiet_until = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), 60 * 1000);
+		}
+		qc_async_as_writer(record_failure, &f);
+	}
+}
+
 /*
  * Feed every enrichment that has work; how many have it (each may have
- * found its window of requests still too full to be worth topping up).
+ * found its window of requests still too full to be worth topping up), or
+ * -1 when a transaction failed.
  */
 static int
-feed_all(void)
+feed_all(MemoryContext cxt)
 {
-	static TimestampTz quiet_until = 0;
-	DueList		list;
+	Pass		pass = {0};
+	volatile bool failed = false;
 
-	/* the extension's objects may be older than 0.3 until ALTER EXTENSION */
-	if (!OidIsValid(get_relname_relid("enrichment_definitions",
-									  get_namespace_oid("queryclaw", true))))
-		return 0;
-	qc_async_as_writer(read_due, &list);
-	for (int i = 0; i < list.n; i++)
+	PG_TRY();
 	{
-		ErrorData  *edata = qc_subxact_try(feed, &list.due[i]);
-
-		qc_role_forget_callback();
-		if (edata != NULL)
-		{
-			Failure		f = {list.due[i].id, psprintf("feed failed: %s", edata->message)};
-
-			/* its owner sees it in last_error; the log hears of it once a minute */
-			if (GetCurrentTimestamp() >= quiet_until)
-			{
-				ereport(WARNING,
-						(errmsg("enrichment " INT64_FORMAT " could not be fed: %s",
-								list.due[i].id, edata->message),
-						 errdetail("Failures of enrichments are logged once a minute at most; queryclaw.enrichments shows each one's last error.")));
-				quiet_until = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), 60 * 1000);
-			}
-			qc_async_as_writer(record_failure, &f);
-			FreeErrorData(edata);
-		}
+		qc_bgsession_transaction("looking for stale rows", read_all_due, &pass);
+		for (pass.at = 0; pass.at < pass.list.n && !qc_bgsession_stop; pass.at++)
+			qc_bgsession_transaction("feeding an enrichment", feed_one, &pass);
 	}
-	return list.n;
+	PG_CATCH();
+	{
+		qc_bgsession_recover(cxt);
+		failed = true;
+	}
+	PG_END_TRY();
+	MemoryContextReset(cxt);
+	return failed ? -1 : pass.list.n;
 }
 
 void
-qc_enrich_feed(TimestampTz now, bool chores)
+qc_enrich_worker_init(void)
 {
-	static TimestampTz next_at = 0;
-	static bool busy = false;
+	if (qc_async_workers > 0)
+		qc_bgsession_register("qc_enrich_worker_main", "queryclaw enrichment worker",
+							  "queryclaw enrichment worker", QC_ENRICH_RESTART_S,
+							  Int32GetDatum(0));
+}
 
-	if (!chores && !(busy && now >= next_at))
-		return;
-	busy = feed_all() > 0;	/* some enrichment had work */
-	next_at = TimestampTzPlusMilliseconds(now, QC_ENRICH_FEED_BUSY_MS);
+PGDLLEXPORT void qc_enrich_worker_main(Datum main_arg);
+
+void
+qc_enrich_worker_main(Datum main_arg)
+{
+	MemoryContext cxt;
+
+	qc_bgsession_start(qc_database);
+	qc_queue_attach_enrich_worker();
+	(void) qc_call_refuse_sending(true);
+	cxt = AllocSetContextCreate(TopMemoryContext, "queryclaw enrichments",
+								ALLOCSET_DEFAULT_SIZES);
+	ereport(LOG,
+			(errmsg("queryclaw enrichment worker started in database \"%s\"", qc_database)));
+	while (!qc_bgsession_stop)
+	{
+		int			busy;
+		long		ms;
+
+		(void) qc_bgsession_next_pass();
+		MemoryContextSwitchTo(cxt);
+		busy = feed_all(cxt);
+		ms = busy < 0 ? QC_ENRICH_RETRY_MS : busy > 0 ? QC_ENRICH_FEED_BUSY_MS : QC_ENRICH_LOOK_MS;
+		if (!qc_bgsession_stop)
+			(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, ms,
+							 qc_wait_event(QC_WAIT_ENRICH_WORKER));
+	}
+	proc_exit(1);
 }
