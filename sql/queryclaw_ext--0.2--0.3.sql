@@ -906,13 +906,18 @@ BEGIN
 								   WHERE x.h IS NOT NULL AND x.rh IS NULL));
 	END IF;
 
-	-- the calls the batch's requests already have
+	-- the calls the batch's requests already have.  Locked: a call's
+	-- write-back (enrichment_done) updates it before it writes the rows
+	-- waiting for it, so it waits for this transaction's rows to be
+	-- committed and sees them; one that came first is seen here as done.
 	SELECT jsonb_object_agg(c.request_hash,
 							jsonb_build_object('state', c.state, 'id', c.request_id,
 											   'fresh', c.expires_at > now()))
 	  INTO known
-	  FROM queryclaw.enrichment_calls c
-	 WHERE c.enrichment = d.id AND c.request_hash = ANY (rhashes);
+	  FROM (SELECT c.request_hash, c.state, c.request_id, c.expires_at
+			  FROM queryclaw.enrichment_calls c
+			 WHERE c.enrichment = d.id AND c.request_hash = ANY (rhashes)
+			   FOR SHARE) c;
 	known := coalesce(known, '{}');
 	-- those on their way answer their rows too
 	SELECT coalesce(array_agg(k.key), '{}'), coalesce(array_agg((k.value ->> 'id')::bigint), '{}')
@@ -1057,11 +1062,15 @@ BEGIN
 	room := queryclaw.enrichment_in_flight_cap() -
 		(SELECT count(*) FROM queryclaw.enrichment_calls c
 		  WHERE c.enrichment = d.id AND c.state = 'running');
-	-- top the window up once half of it is free: each turn asks hundreds
-	-- of rows, and its fixed cost is shared between them
-	IF room < queryclaw.enrichment_in_flight_cap() / 2 THEN
+	-- top the window up a quarter of it at a time: each turn asks hundreds
+	-- of rows, so that its fixed cost is shared between them, and commits
+	-- them while the three quarters still queued keep the async workers
+	-- busy (the enrichment worker comes back at once while a turn asked
+	-- a whole quarter)
+	IF room < queryclaw.enrichment_in_flight_cap() / 4 THEN
 		RETURN 0;
 	END IF;
+	room := queryclaw.enrichment_in_flight_cap() / 4;
 	IF NOT d.backfill_done THEN
 		PERFORM queryclaw.enrichment_walk(d, room);
 	END IF;

@@ -25,9 +25,10 @@
  * (qc_call_refuse_sending): a request expression that calls the network
  * is refused with a hint to queue instead.
  *
- * It looks every QC_ENRICH_LOOK_MS, and while its last look found rows to
- * ask, every QC_ENRICH_FEED_BUSY_MS: a backfill's requests are topped up
- * as they end.  A trigger that made rows stale, and create, resume, retry
+ * It looks every QC_ENRICH_LOOK_MS; while an enrichment has rows to ask
+ * but a full window of requests, every QC_ENRICH_FEED_BUSY_MS; and at
+ * once again after a turn that asked for rows: a backfill's requests are
+ * topped up a quarter of its window at a time, as they end.  A trigger that made rows stale, and create, resume, retry
  * and refresh, wake it at commit (enrichment_wake).
  *
  *-------------------------------------------------------------------------
@@ -60,10 +61,11 @@
 #define QC_ENRICH_FEED_BATCH 16
 
 /*
- * While an enrichment has rows to ask, the next look comes this soon, so
- * that a backfill's window of requests is topped up as they end (the feed
- * itself waits until half the window is free, so that each turn asks
- * hundreds); otherwise once in QC_ENRICH_LOOK_MS, or when woken.
+ * While an enrichment has rows to ask but no room in its window of
+ * requests, the next look comes this soon, so that the window is topped
+ * up as its requests end (the feed waits for a quarter of it to be free,
+ * so that each turn asks hundreds); otherwise once in QC_ENRICH_LOOK_MS,
+ * or when woken.
  */
 #define QC_ENRICH_FEED_BUSY_MS	20
 #define QC_ENRICH_LOOK_MS		1000
@@ -74,6 +76,7 @@ typedef struct Due
 {
 	int64		id;
 	Oid			owner;
+	int			asked;			/* rows its feed asked for (or failed) */
 } Due;
 
 typedef struct DueList
@@ -118,10 +121,13 @@ feed_as_owner(void *arg)
 	Due		   *due = arg;
 	Oid			type = INT8OID;
 	Datum		value = Int64GetDatum(due->id);
+	bool		isnull;
 
 	if (SPI_execute_with_args("SELECT queryclaw.enrichment_feed($1)", 1, &type, &value, NULL,
-							  false, 0) != SPI_OK_SELECT)
+							  false, 0) != SPI_OK_SELECT || SPI_processed != 1)
 		elog(ERROR, "could not feed enrichment " INT64_FORMAT, due->id);
+	due->asked = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1,
+											 &isnull));
 }
 
 static void
@@ -181,38 +187,57 @@ static void
 feed_one(void *arg)
 {
 	Pass	   *pass = arg;
+	Due		   *due = &pass->list.due[pass->at];
+	static TimestampTz quiet_until = 0;
+	Failure		f;
 
-	pass->failure = qc_subxact_try(feed, &pass->list.due[pass->at]);
+	pass->failure = qc_subxact_try(feed, due);
 	qc_role_forget_callback();
-	if (pass->failure != NULL)
+	if (pass->failure == NULL)
+		return;
+	due->asked = -1;
+	f.id = due->id;
+	f.message = psprintf("feed failed: %s", pass->failure->message);
+	/* its owner sees it in last_error; the log hears of it once a minute */
+	if (GetCurrentTimestamp() >= quiet_until)
 	{
-		static TimestampTz quiet_until = 0;
-		Failure		f = {pass->list.due[pass->at].id,
-		psprintf("feed failed: %s", pass->failure->message)};
-
-		/* its owner sees it in last_error; the log hears of it once a minute */
-		if (GetCurrentTimestamp() >= quiet_until)
-		{
-			ereport(WARNING,
-					(errmsg("enrichment " INT64_FORMAT " could not be fed: %s",
-							f.id, pass->failure->message),
-					 errdetail("Failures of enrichments are logged once a minute at most; queryclaw.enrichments shows each one's last error.")));
-			quiet_until = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), 60 * 1000);
-		}
-		qc_async_as_writer(record_failure, &f);
+		ereport(WARNING,
+				(errmsg("enrichment " INT64_FORMAT " could not be fed: %s",
+						f.id, pass->failure->message),
+				 errdetail("Failures of enrichments are logged once a minute at most; queryclaw.enrichments shows each one's last error.")));
+		quiet_until = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), 60 * 1000);
 	}
+	qc_async_as_writer(record_failure, &f);
 }
 
-/*
- * Feed every enrichment that has work; how many have it (each may have
- * found its window of requests still too full to be worth topping up), or
- * -1 when a transaction failed.
- */
-static int
+/* What a pass found. */
+typedef enum Found
+{
+	FOUND_FAILURE,				/* a transaction failed */
+	FOUND_NOTHING,				/* no enrichment has rows to ask */
+	FOUND_NO_ROOM,				/* some have, but their windows are full */
+	FOUND_ASKED					/* some rows were asked for */
+} Found;
+
+/* What the pass's feeds found; one whose feed failed counts for nothing. */
+static Found
+pass_found(const Pass *pass)
+{
+	Found		found = FOUND_NOTHING;
+
+	for (int i = 0; i < pass->list.n; i++)
+		if (pass->list.due[i].asked >= 0)
+			found = Max(found, pass->list.due[i].asked > 0 ? FOUND_ASKED : FOUND_NO_ROOM);
+	return found;
+}
+
+/* Feed every enrichment that has work, each in turn. */
+static Found
 feed_all(MemoryContext cxt)
 {
 	Pass		pass = {0};
 	volatile bool failed = false;
+	Found		found;
 
 	PG_TRY();
 	{
@@ -226,8 +251,9 @@ feed_all(MemoryContext cxt)
 		failed = true;
 	}
 	PG_END_TRY();
+	found = pass_found(&pass);
 	MemoryContextReset(cxt);
-	return failed ? -1 : pass.list.n;
+	return failed ? FOUND_FAILURE : found;
 }
 
 void
@@ -255,16 +281,20 @@ qc_enrich_worker_main(Datum main_arg)
 			(errmsg("queryclaw enrichment worker started in database \"%s\"", qc_database)));
 	while (!qc_bgsession_stop)
 	{
-		int			busy;
-		long		ms;
+		static const long wait_ms[] = {
+			[FOUND_FAILURE] = QC_ENRICH_RETRY_MS,
+			[FOUND_NOTHING] = QC_ENRICH_LOOK_MS,
+			[FOUND_NO_ROOM] = QC_ENRICH_FEED_BUSY_MS,
+			[FOUND_ASKED] = 0,
+		};
+		Found		found;
 
 		(void) qc_bgsession_next_pass();
 		MemoryContextSwitchTo(cxt);
-		busy = feed_all(cxt);
-		ms = busy < 0 ? QC_ENRICH_RETRY_MS : busy > 0 ? QC_ENRICH_FEED_BUSY_MS : QC_ENRICH_LOOK_MS;
-		if (!qc_bgsession_stop)
-			(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, ms,
-							 qc_wait_event(QC_WAIT_ENRICH_WORKER));
+		found = feed_all(cxt);
+		if (!qc_bgsession_stop && wait_ms[found] > 0)
+			(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+							 wait_ms[found], qc_wait_event(QC_WAIT_ENRICH_WORKER));
 	}
 	proc_exit(1);
 }
