@@ -824,6 +824,7 @@ RETURNS integer
 LANGUAGE plpgsql VOLATILE SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
 	keys jsonb[];				-- the batch, row by row
+	ctids tid[];				-- its rows in enrichment_rows, locked
 	hashes text[];
 	requests jsonb[];
 	rhashes text[];
@@ -846,11 +847,12 @@ DECLARE
 	cached_hashes text[] := '{}';
 BEGIN
 	IF d.citus IS NOT NULL THEN
-		SELECT * INTO keys, hashes, requests, rhashes FROM queryclaw.enrichment_citus_pick(d, n, one_key);
+		SELECT * INTO keys, ctids, hashes, requests, rhashes
+		  FROM queryclaw.enrichment_citus_pick(d, n, one_key);
 	ELSE
 	EXECUTE format($q$
 		WITH s AS (
-			SELECT r.key AS qc_row_key, %3$s
+			SELECT r.key AS qc_row_key, r.ctid AS qc_row_ctid, %3$s
 			  FROM queryclaw.enrichment_rows r,
 				   jsonb_populate_record(NULL::%4$s, r.key) qc_key
 			 WHERE r.enrichment = $1 AND r.state = 'stale' AND ($3::jsonb IS NULL OR r.key = $3)
@@ -859,32 +861,34 @@ BEGIN
 			-- the request of these rows alone: OFFSET 0 keeps the subquery
 			-- whole, so that the row is found by its key (an index scan)
 			-- before its request is made, never the other way round
-			SELECT s.qc_row_key, v.qc_inputs_hash, v.qc_request
+			SELECT s.qc_row_key, s.qc_row_ctid, v.qc_inputs_hash, v.qc_request
 			  FROM s LEFT JOIN LATERAL (
 					SELECT v.qc_inputs_hash, v.qc_request FROM queryclaw.%1$I v
 					 WHERE (%2$s) = (%5$s) OFFSET 0) v
 				ON true)
-		SELECT array_agg(a.qc_row_key), array_agg(a.qc_inputs_hash), array_agg(a.qc_request),
-			   array_agg(md5(a.qc_request::text))
+		SELECT array_agg(a.qc_row_key), array_agg(a.qc_row_ctid), array_agg(a.qc_inputs_hash),
+			   array_agg(a.qc_request), array_agg(md5(a.qc_request::text))
 		  FROM a$q$,
 		'enrichment_' || d.id || '_request',
 		(SELECT string_agg('v.' || quote_ident(k), ', ') FROM unnest(d.key_columns) k),
 		(SELECT string_agg('qc_key.' || quote_ident(k), ', ') FROM unnest(d.key_columns) k),
 		d.source,
 		(SELECT string_agg('s.' || quote_ident(k), ', ') FROM unnest(d.key_columns) k))
-		INTO keys, hashes, requests, rhashes
+		INTO keys, ctids, hashes, requests, rhashes
 		USING d.id, n, one_key;
 	END IF;
 	IF keys IS NULL THEN
 		RETURN 0;
 	END IF;
 
-	-- Every statement on enrichment_rows below finds its rows by key =
-	-- ANY (an array of the batch's keys) and reads what it writes from
-	-- batch, a jsonb object by key: no join, so no plan that would walk
-	-- all the enrichment's rows for each row of the batch, whatever the
-	-- planner believes of their number (a new enrichment's is nothing
-	-- until ANALYZE).
+	-- Every statement on enrichment_rows below finds its rows by ctid =
+	-- ANY (an array of the batch's row versions, locked by this
+	-- transaction, each written once) and reads what it writes from batch,
+	-- a jsonb object by key: a TID scan, and no join, so no plan that
+	-- would walk all the enrichment's rows for the batch, whatever the
+	-- planner believes of their number (a new enrichment's is a handful
+	-- until ANALYZE, and an index scan by enrichment looked cheaper than
+	-- one by key for each row).
 	SELECT jsonb_object_agg(x.k::text, jsonb_build_array(x.h, x.rh))
 	  INTO batch
 	  FROM unnest(keys, hashes, rhashes) x(k, h, rh);
@@ -892,8 +896,7 @@ BEGIN
 	-- gone from the table (no inputs hash): forgotten; NULL request: skipped
 	IF array_position(hashes, NULL) IS NOT NULL THEN
 		DELETE FROM queryclaw.enrichment_rows r
-		 WHERE r.enrichment = d.id
-		   AND r.key = ANY (ARRAY(SELECT x.k FROM unnest(keys, hashes) x(k, h) WHERE x.h IS NULL));
+		 WHERE r.ctid = ANY (ARRAY(SELECT x.t FROM unnest(ctids, hashes) x(t, h) WHERE x.h IS NULL));
 	END IF;
 	IF array_position(rhashes, NULL) IS NOT NULL THEN
 		UPDATE queryclaw.enrichment_rows r
@@ -901,9 +904,8 @@ BEGIN
 			   definition_hash = d.definition_hash,
 			   request_hash = NULL, request_id = NULL, error = NULL, sqlstate = NULL,
 			   enriched_at = now()
-		 WHERE r.enrichment = d.id
-		   AND r.key = ANY (ARRAY(SELECT x.k FROM unnest(keys, hashes, rhashes) x(k, h, rh)
-								   WHERE x.h IS NOT NULL AND x.rh IS NULL));
+		 WHERE r.ctid = ANY (ARRAY(SELECT x.t FROM unnest(ctids, hashes, rhashes) x(t, h, rh)
+									WHERE x.h IS NOT NULL AND x.rh IS NULL));
 	END IF;
 
 	-- the calls the batch's requests already have.  Locked: a call's
@@ -975,8 +977,7 @@ BEGIN
 	   SET state = 'running', request_id = (asked ->> (batch -> r.key::text ->> 1))::bigint,
 		   request_hash = batch -> r.key::text ->> 1, inputs_hash = batch -> r.key::text ->> 0,
 		   definition_hash = d.definition_hash
-	 WHERE r.enrichment = d.id
-	   AND r.key = ANY (ARRAY(SELECT x.k FROM unnest(keys, rhashes) x(k, rh) WHERE asked ? x.rh));
+	 WHERE r.ctid = ANY (ARRAY(SELECT x.t FROM unnest(ctids, rhashes) x(t, rh) WHERE asked ? x.rh));
 	IF array_length(failed_hashes, 1) > 0 THEN
 		failed := (SELECT jsonb_object_agg(f.rh, jsonb_build_array(f.err, f.code))
 					 FROM unnest(failed_hashes, failed_errors, failed_codes) f(rh, err, code));
@@ -985,8 +986,7 @@ BEGIN
 			   sqlstate = failed -> (batch -> r.key::text ->> 1) ->> 1, attempts = attempts + 1,
 			   request_id = NULL, request_hash = batch -> r.key::text ->> 1,
 			   inputs_hash = batch -> r.key::text ->> 0, definition_hash = d.definition_hash
-		 WHERE r.enrichment = d.id
-		   AND r.key = ANY (ARRAY(SELECT x.k FROM unnest(keys, rhashes) x(k, rh) WHERE failed ? x.rh));
+		 WHERE r.ctid = ANY (ARRAY(SELECT x.t FROM unnest(ctids, rhashes) x(t, rh) WHERE failed ? x.rh));
 	END IF;
 
 	-- rows answered by a kept result
@@ -1112,6 +1112,10 @@ DECLARE
 	keys jsonb[];
 	hashes text[];
 BEGIN
+	-- Its rows are found by the request's id alone (unique: a request is
+	-- one enrichment's), through enrichment_rows_request_idx: with the
+	-- enrichment named too, the planner could take the primary key and
+	-- walk every row of an enrichment it believes small.
 	SELECT * INTO d FROM queryclaw.enrichment_definitions e
 	 WHERE e.id = (context ->> 'enrichment_id')::bigint;
 	IF NOT FOUND THEN
@@ -1127,7 +1131,7 @@ BEGIN
 	IF failure = 'cancelled' THEN
 		-- cancelled by hand (or its rows deleted): what waited for it is asked again
 		UPDATE queryclaw.enrichment_rows r SET state = 'stale', request_id = NULL
-		 WHERE r.enrichment = d.id AND r.request_id = enrichment_done.id AND r.state = 'running';
+		 WHERE r.request_id = enrichment_done.id AND r.state = 'running';
 		RETURN;
 	END IF;
 	IF failure IS NULL AND enrichment_done.result ->> 'ok' = 'false' THEN
@@ -1139,7 +1143,7 @@ BEGIN
 		UPDATE queryclaw.enrichment_rows r
 		   SET state = 'failed', error = failure, sqlstate = code, request_id = NULL,
 			   attempts = attempts + 1
-		 WHERE r.enrichment = d.id AND r.request_id = enrichment_done.id AND r.state = 'running';
+		 WHERE r.request_id = enrichment_done.id AND r.state = 'running';
 		UPDATE queryclaw.enrichment_definitions e SET last_error = failure WHERE e.id = d.id;
 		RETURN;
 	END IF;
@@ -1161,7 +1165,7 @@ BEGIN
 		-- apply raised on this result: row by row, failing those that raise
 		SELECT array_agg(r.key), array_agg(r.inputs_hash) INTO keys, hashes
 		  FROM queryclaw.enrichment_rows r
-		 WHERE r.enrichment = d.id AND r.request_id = enrichment_done.id AND r.state = 'running';
+		 WHERE r.request_id = enrichment_done.id AND r.state = 'running';
 		PERFORM queryclaw.enrichment_apply_rows(d, enrichment_done.result, keys, hashes);
 	END;
 END
@@ -1710,7 +1714,7 @@ COMMENT ON FUNCTION queryclaw.enrichment_citus_rows(queryclaw.enrichment_definit
 -- prunes to this node's shards (NULLs for a row gone from the table).
 CREATE FUNCTION queryclaw.enrichment_citus_pick(d queryclaw.enrichment_definitions, n integer,
 												one_key jsonb,
-												OUT keys jsonb[], OUT hashes text[],
+												OUT keys jsonb[], OUT ctids tid[], OUT hashes text[],
 												OUT requests jsonb[], OUT rhashes text[])
 LANGUAGE plpgsql VOLATILE SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
@@ -1720,8 +1724,8 @@ DECLARE
 	got_hashes text[];
 	got_requests jsonb[];
 BEGIN
-	SELECT array_agg(s.key) INTO keys
-	  FROM (SELECT r.key FROM queryclaw.enrichment_rows r
+	SELECT array_agg(s.key), array_agg(s.ctid) INTO keys, ctids
+	  FROM (SELECT r.key, r.ctid FROM queryclaw.enrichment_rows r
 			 WHERE r.enrichment = d.id AND r.state = 'stale' AND (one_key IS NULL OR r.key = one_key)
 			 LIMIT n FOR UPDATE SKIP LOCKED) s;
 	IF keys IS NULL THEN
@@ -1769,8 +1773,7 @@ BEGIN
 	 WHERE e.id = enrichment_citus_apply_request.enrichment;
 	SELECT array_agg(r.key), array_agg(r.inputs_hash) INTO keys, hashes
 	  FROM queryclaw.enrichment_rows r
-	 WHERE r.enrichment = d.id AND r.request_id = enrichment_citus_apply_request.request_id
-	   AND r.state = 'running';
+	 WHERE r.request_id = enrichment_citus_apply_request.request_id AND r.state = 'running';
 	PERFORM queryclaw.enrichment_apply_rows(d, result, keys, hashes);
 	RETURN coalesce(array_length(keys, 1), 0);
 END

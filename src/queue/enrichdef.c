@@ -587,10 +587,11 @@ make_planned_twin(const Definition *d, const char *fn)
  * written only while its inputs hash as when it was asked, then marked
  * done (or stale again, when its inputs changed meanwhile); returns the
  * rows written.  Both its reads of enrichment_rows find the rows by the
- * request id (the same rows: one snapshot), so that whatever the planner
- * believes of the enrichment's row count (nothing, for a new one, until
- * ANALYZE), it can only take the request's index, never walk every row of
- * the enrichment.  enrichment_<id>_apply(result, key, inputs_hash): one row,
+ * request id alone (the same rows: one snapshot; a request is one
+ * enrichment's), so that whatever the planner believes of the
+ * enrichment's row count (a handful, for a new one, until ANALYZE), it can
+ * only take the request's index, never walk every row of the enrichment
+ * by the primary key.  enrichment_<id>_apply(result, key, inputs_hash): one row,
  * for a kept result and for the rows of a result that apply raised on,
  * which are then tried one by one.  The row is found by its key through
  * jsonb_populate_record, so by the primary key's index.
@@ -617,8 +618,7 @@ make_apply(const Definition *d, const char *source)
 				 " WITH qc_pending AS (SELECT qc_r.key AS qc_row_key, qc_r.inputs_hash AS qc_row_hash, %s"
 				 "   FROM queryclaw.enrichment_rows qc_r,"
 				 "        pg_catalog.jsonb_populate_record(NULL::%s, qc_r.key) qc_key"
-				 "  WHERE qc_r.enrichment OPERATOR(pg_catalog.=) " INT64_FORMAT
-				 "    AND qc_r.request_id OPERATOR(pg_catalog.=) $2"
+				 "  WHERE qc_r.request_id OPERATOR(pg_catalog.=) $2"
 				 "    AND qc_r.state OPERATOR(pg_catalog.=) 'running'),"
 				 " qc_applied AS (UPDATE %s SET %s\n"
 				 "   FROM qc_pending WHERE (%s) OPERATOR(pg_catalog.=) (%s)"
@@ -631,12 +631,11 @@ make_apply(const Definition *d, const char *source)
 				 "       enriched_at = CASE WHEN qc_r.key IN (SELECT qc_row_key FROM qc_applied)"
 				 "                     THEN pg_catalog.now() ELSE qc_r.enriched_at END"
 				 "  WHERE qc_r.request_id OPERATOR(pg_catalog.=) $2"
-				 "    AND qc_r.state OPERATOR(pg_catalog.=) 'running'"
-				 "    AND qc_r.enrichment OPERATOR(pg_catalog.=) " INT64_FORMAT " RETURNING 1)"
+				 "    AND qc_r.state OPERATOR(pg_catalog.=) 'running' RETURNING 1)"
 				 " SELECT pg_catalog.count(*) AS qc_written FROM qc_applied; END",
-				 fn, key_aliases(d->keys, "qc_key.", true), source, d->id, source, d->apply,
+				 fn, key_aliases(d->keys, "qc_key.", true), source, source, d->apply,
 				 column_list(d->keys, psprintf("%s.", source)), key_aliases(d->keys, "qc_pending.", false),
-				 hash, d->id));
+				 hash));
 	give_to_owner("FUNCTION", psprintf("%s(pg_catalog.jsonb, pg_catalog.int8)", fn), d);
 	make_planned_twin(d, fn);
 }
