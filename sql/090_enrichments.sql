@@ -355,6 +355,14 @@ RESET ROLE;
 SELECT qc_test.audit_flush() AS flushed;
 SET ROLE qc_enr_alice;
 SELECT count(*) AS audited FROM queryclaw.my_audit WHERE detail ->> 'enrichment' = 'many';
+-- results kept past cache_ttl leave at the feed's next turn, fresh ones stay
+SELECT count(*) AS calls_kept FROM queryclaw.enrichment_calls WHERE state = 'done';
+UPDATE queryclaw.enrichment_calls SET expires_at = now() - interval '1 minute', request_id = NULL
+ WHERE request_hash IN (SELECT request_hash FROM queryclaw.enrichment_calls
+                         WHERE state = 'done' ORDER BY request_hash LIMIT 3);
+SELECT queryclaw.enrichment_tidy(d) FROM queryclaw.enrichment_definitions d WHERE d.name = 'many';
+SELECT count(*) AS calls_kept, count(*) FILTER (WHERE expires_at < now()) AS expired_kept
+  FROM queryclaw.enrichment_calls WHERE state = 'done';
 -- a dropped table takes its enrichment with it
 SET client_min_messages = warning;
 DROP TABLE many CASCADE;

@@ -19,9 +19,9 @@
 -- kept for cache_ttl), so that rows asking the same thing share one call.
 --
 -- Everything an enrichment does runs as its owner: create_enrichment and
--- the functions beside it as the calling role, the feeder and the write-
--- back in the async worker as the owner (a role's session, as a
--- callback's).  So the three tables are written by their owners, each row
+-- the functions beside it as the calling role, the feed in the enrichment
+-- worker and the write-back in the callback workers as the owner (a
+-- role's session, as a callback's).  So the three tables are written by their owners, each row
 -- visible and writable to the owner alone (row-level security, matched by
 -- OID): what an owner changes by hand in its own rows can only make its
 -- own enrichment do what the owner could do anyway.  The triggers on the
@@ -150,7 +150,7 @@ BEGIN
 					   t || '_own_update', t, mine);
 		EXECUTE format('CREATE POLICY %I ON queryclaw.%I FOR SELECT TO queryclaw_admin USING (true)',
 					   t || '_admin', t);
-		-- the async worker finds the enrichments with work to do
+		-- the enrichment worker finds the enrichments with work to do
 		EXECUTE format('GRANT SELECT, UPDATE ON queryclaw.%I TO queryclaw_writer', t);
 		EXECUTE format('CREATE POLICY %I ON queryclaw.%I TO queryclaw_writer USING (true)',
 					   t || '_writer', t);
@@ -217,8 +217,8 @@ LANGUAGE C VOLATILE PARALLEL UNSAFE;
 -- Internal: the enrichment's view and write-back function, made (again)
 -- from its definition row by the extension's owner once the calling role
 -- is found to own it; returns the input columns.  enrichment_undefine
--- drops them.  enrichment_wake asks the async workers to look for stale
--- rows when the transaction commits.
+-- drops them.  enrichment_wake asks the enrichment worker to look for
+-- stale rows when the transaction commits.
 CREATE FUNCTION queryclaw.enrichment_define(enrichment bigint)
 RETURNS name[]
 AS 'MODULE_PATHNAME', 'enrichment_define'
@@ -1018,6 +1018,11 @@ $$;
 -- The enrichment's final requests leave queryclaw.requests once half the
 -- cap of them is there (a small enrichment's stay, for whoever looks, as
 -- any request's until async_retention), and calls that keep nothing go.
+-- Each statement reads only the calls it changes (the final ones, through
+-- enrichment_calls_final_idx; the expired ones, oldest first, through
+-- enrichment_calls_expiry_idx): the calls kept for cache_ttl grow with the
+-- table, and a walk of them at every turn made a backfill slower as it
+-- went.
 CREATE FUNCTION queryclaw.enrichment_tidy(d queryclaw.enrichment_definitions)
 RETURNS void
 LANGUAGE plpgsql VOLATILE SET search_path = pg_catalog, pg_temp AS $$
@@ -1026,19 +1031,27 @@ DECLARE
 							 WHERE c.enrichment = d.id AND c.state <> 'running'
 							   AND c.request_id IS NOT NULL
 							 LIMIT 4 * queryclaw.enrichment_in_flight_cap());
+	expired tid[];
 BEGIN
 	IF coalesce(array_length(final, 1), 0) >= queryclaw.enrichment_in_flight_cap() / 2 THEN
 		PERFORM queryclaw.enrichment_purge(final);
+		DELETE FROM queryclaw.enrichment_calls c
+		 WHERE c.enrichment = d.id AND c.request_id = ANY (final) AND c.state <> 'running'
+		   AND c.state = 'spent';
 		UPDATE queryclaw.enrichment_calls c SET request_id = NULL
 		 WHERE c.enrichment = d.id AND c.request_id = ANY (final) AND c.state <> 'running';
 	END IF;
-	DELETE FROM queryclaw.enrichment_calls c
-	 WHERE c.enrichment = d.id AND c.request_id IS NULL
-	   AND (c.state = 'spent' OR (c.state = 'done' AND c.expires_at < now()));
+	expired := ARRAY(SELECT c.ctid FROM queryclaw.enrichment_calls c
+					  WHERE c.enrichment = d.id AND c.state = 'done' AND c.expires_at < now()
+						AND c.request_id IS NULL
+					  ORDER BY c.expires_at LIMIT queryclaw.enrichment_in_flight_cap());
+	IF array_length(expired, 1) > 0 THEN
+		DELETE FROM queryclaw.enrichment_calls c WHERE c.ctid = ANY (expired);
+	END IF;
 END
 $$;
 
--- Run by the async workers as the enrichment's owner (a role's session,
+-- Run by the enrichment worker as the enrichment's owner (a role's session,
 -- as a callback is), whenever it may have stale rows: walk the backfill
 -- on, ask what is stale, up to the cap of requests in flight.  A row
 -- whose request expression raises is failed alone.
@@ -1297,7 +1310,7 @@ COMMENT ON FUNCTION queryclaw.enrichment_embed_async(text, text, regprocedure, j
 COMMENT ON FUNCTION queryclaw.enrichment_enqueue(queryclaw.enrichment_definitions, jsonb, text) IS
 'Internal to enrichments: queue one request as the enrichment''s owner.';
 COMMENT ON FUNCTION queryclaw.enrichment_feed(bigint) IS
-'Internal to enrichments: walk the backfill on and ask what is stale; run by the async workers as the owner.';
+'Internal to enrichments: walk the backfill on and ask what is stale; run by the enrichment worker as the owner.';
 COMMENT ON FUNCTION queryclaw.enrichment_find(text) IS
 'Internal to enrichments: the calling role''s enrichment of that name.';
 COMMENT ON FUNCTION queryclaw.enrichment_for_trigger(text, oid) IS
@@ -1331,7 +1344,7 @@ COMMENT ON FUNCTION queryclaw.enrichment_triggers_make(queryclaw.enrichment_defi
 COMMENT ON FUNCTION queryclaw.enrichment_undefine(bigint) IS
 'Internal to enrichments: drop an enrichment''s view and write-back function.';
 COMMENT ON FUNCTION queryclaw.enrichment_wake() IS
-'Internal to enrichments: wake the async workers when the transaction commits.';
+'Internal to enrichments: wake the enrichment worker when the transaction commits.';
 COMMENT ON FUNCTION queryclaw.enrichment_walk(queryclaw.enrichment_definitions, integer) IS
 'Internal to enrichments: the next piece of the backfill.';
 --
@@ -1344,7 +1357,7 @@ COMMENT ON FUNCTION queryclaw.enrichment_walk(queryclaw.enrichment_definitions, 
 -- (enrichment_citus_share, then enrichment_citus_accept there, as the
 -- owner): each worker makes its own view and write-back, walks the rows of
 -- its own shards for the backfill, and keeps their states in its own
--- enrichment_rows, filled by the shards' triggers.  Its async workers ask
+-- enrichment_rows, filled by the shards' triggers.  Its workers ask
 -- for them and write the results back through Citus (enrichcitus.c makes
 -- the write-back Citus routes to the row's shard).  pause, resume, retry
 -- and drop on the coordinator reach the workers' copies at commit, refresh
