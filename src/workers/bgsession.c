@@ -121,12 +121,16 @@ static const struct
 	 * plan), when the queue may be empty, freshly vacuumed or a million rows
 	 * long.  With these, a scan in an index's order is chosen wherever one
 	 * fits, never a scan of a role's every request and a sort because the
-	 * statistics of a drained queue promise one row; and no JIT compilation
-	 * of a statement that reads a few rows.
+	 * statistics of a drained queue promise one row (nor another index's
+	 * rows in an incremental sort: the look for roles with due requests read
+	 * a paused role's every waiting request through requests_role_open_idx
+	 * and sorted them on the second key); and no JIT compilation of a
+	 * statement that reads a few rows.
 	 */
 	{"enable_seqscan", "off"},
 	{"enable_bitmapscan", "off"},
 	{"enable_sort", "off"},
+	{"enable_incremental_sort", "off"},
 	{"jit", "off"},
 };
 

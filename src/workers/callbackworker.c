@@ -265,31 +265,36 @@ due_of(List *due, int64 id)
  * read what the callbacks need of those still due (not taken by another
  * worker, not retried since); those are taken.  One statement for the
  * batch, its rows named by their ids alone, so that only the primary
- * key's index fits, whatever the statistics say.
+ * key's index fits, whatever the statistics say: the mark it checks is a
+ * parameter, for with the mark written out the generic plan read
+ * requests_callback_due_idx whole instead (its predicate), through the
+ * entries of every request made final since the last VACUUM that a
+ * snapshot open elsewhere keeps from being dead to all.
  */
 static void
 take_due(void *arg)
 {
 	static SPIPlanPtr plan = NULL;
 	List	   *due = arg;
-	Oid			type = INT8ARRAYOID;
+	Oid			types[2] = {INT8ARRAYOID, TEXTOID};
 	Datum	   *ids = palloc(Max(list_length(due), 1) * sizeof(Datum));
 	int			n = 0;
-	Datum		value;
+	Datum		values[2];
 	ListCell   *lc;
 
 	foreach(lc, due)
 		ids[n++] = Int64GetDatum(((Due *) lfirst(lc))->id);
-	value = qc_queue_array(ids, NULL, n, INT8OID);
+	values[0] = qc_queue_array(ids, NULL, n, INT8OID);
+	values[1] = CStringGetTextDatum(QC_WAITING_CALLBACK);
 	qc_queue_plan(&plan,
 				  "SELECT q.id, q.state OPERATOR(pg_catalog.=) 'cancelled', q.callback, q.context,"
 				  " q.result, q.error FROM queryclaw.requests q"
 				  " WHERE q.id OPERATOR(pg_catalog.=) ANY ($1)"
-				  " AND q.waiting OPERATOR(pg_catalog.=) '" QC_WAITING_CALLBACK "'"
+				  " AND q.waiting OPERATOR(pg_catalog.=) $2"
 				  " AND q.state OPERATOR(pg_catalog.=) ANY ('{running,cancelled}'::pg_catalog.text[])"
 				  " FOR UPDATE SKIP LOCKED",
-				  1, &type);
-	if (SPI_execute_plan(plan, &value, NULL, false, 0) != SPI_OK_SELECT)
+				  2, types);
+	if (SPI_execute_plan(plan, values, NULL, false, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not read queryclaw.requests");
 	for (uint64 i = 0; i < SPI_processed; i++)
 	{
