@@ -58,6 +58,7 @@
 #include "llmjob.h"
 #include "policy.h"
 #include "proclookup.h"
+#include "qinsert.h"
 #include "queue.h"
 #include "redact.h"
 #include "response.h"
@@ -218,92 +219,37 @@ check_url(QcCall *call)
 }
 
 /*
- * Insert the request as the tables' owner; returns its id.  The caller's
- * arguments callback (argno) and context (argno + 1) are common to the
- * three functions.  call is the request as its synchronous twin would make
- * it (NULL for the model's loop, whose calls are not known yet): the
- * statement's text is kept as that call's audit row would keep it, for
- * the audit rows of its attempts.
+ * Insert the request as the tables' owner (qinsert.c); returns its id.  The
+ * caller's arguments callback (argno) and context (argno + 1) are common
+ * to the three functions.  call is the request as its synchronous twin
+ * would make it (NULL for the model's loop, whose calls are not known
+ * yet): the statement's text is kept as that call's audit row would keep
+ * it, for the audit rows of its attempts.
  */
 static int64
 insert_request(FunctionCallInfo fcinfo, const char *func, RequestJson *r, int argno,
 			   const char *idempotency_key, const QcCall *call)
 {
-	static SPIPlanPtr insert_plan = NULL;
-	static SPIPlanPtr secret_plan = NULL;
-	Oid			types[10] = {REGROLEOID, TEXTOID, JSONBOID, TEXTOID, JSONBOID, TEXTOID,
-	BOOLOID, TEXTOID, TEXTOID, INT8OID};
-	Datum		values[10];
-	char		nulls[10] = {' ', ' ', ' ', 'n', 'n', 'n', ' ', 'n', 'n', ' '};
-	Oid			role = GetUserId();
-	char	   *query = qc_audit_statement(call);
-	QcQueueAsOwner save;
-	bool		isnull;
+	QcRequestRow row = {0};
 	int64		id;
 
+	row.role = GetUserId();
+	row.func = func;
+	row.query = qc_audit_statement(call);
 	/* the model's loop has no call yet: refused here like one */
 	qc_call_check_allowed(func);
-	values[0] = ObjectIdGetDatum(role);
-	values[1] = CStringGetTextDatum(func);
-	values[2] = JsonbPGetDatum(request_end(&r->shown));
+	row.request = request_end(&r->shown);
 	if (!PG_ARGISNULL(argno))
-	{
-		values[3] = CStringGetTextDatum(qc_queue_check_callback(PG_GETARG_OID(argno)));
-		nulls[3] = ' ';
-	}
+		row.callback = qc_queue_check_callback(PG_GETARG_OID(argno));
 	if (!PG_ARGISNULL(argno + 1))
-	{
-		values[4] = PG_GETARG_DATUM(argno + 1);
-		nulls[4] = ' ';
-	}
-	if (idempotency_key != NULL)
-	{
-		values[5] = CStringGetTextDatum(idempotency_key);
-		nulls[5] = ' ';
-	}
-	values[6] = BoolGetDatum(r->redacted);
-	if (query != NULL)
-	{
-		values[7] = CStringGetTextDatum(query);
-		nulls[7] = ' ';
-	}
+		row.context = PG_GETARG_JSONB_P(argno + 1);
+	row.idempotency_key = idempotency_key;
+	if (r->redacted)
+		row.given = request_end(&r->given);
 	/* a role paused at login waits from the start, and says so */
 	if (!qc_enabled)
-	{
-		values[8] = CStringGetTextDatum(qc_queue_paused_reason(role));
-		nulls[8] = ' ';
-	}
-
-	/* the node's own range of ids (queue.h) */
-	values[9] = Int64GetDatum(qc_queue_id_base());
-
-	qc_queue_begin_as_owner(&save);
-	qc_queue_admit(role);
-	qc_queue_plan(&insert_plan,
-				  "INSERT INTO queryclaw.requests"
-				  " (id, role, func, request, callback, context, idempotency_key, redacted, query,"
-				  " waiting) OVERRIDING SYSTEM VALUE"
-				  " VALUES ($10 OPERATOR(pg_catalog.+)"
-				  " pg_catalog.nextval('queryclaw.requests_id_seq'::pg_catalog.regclass),"
-				  " $1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING id", 10, types);
-	if (SPI_execute_plan(insert_plan, values, nulls, false, 1) != SPI_OK_INSERT_RETURNING ||
-		SPI_processed != 1)
-		elog(ERROR, "could not insert a request");
-	id = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
-	if (r->redacted)
-	{
-		Oid			secret_types[2] = {INT8OID, JSONBOID};
-		Datum		secret_values[2];
-
-		qc_queue_plan(&secret_plan,
-					  "INSERT INTO queryclaw.request_secrets (id, request) VALUES ($1, $2)",
-					  2, secret_types);
-		secret_values[0] = Int64GetDatum(id);
-		secret_values[1] = JsonbPGetDatum(request_end(&r->given));
-		if (SPI_execute_plan(secret_plan, secret_values, NULL, false, 0) != SPI_OK_INSERT)
-			elog(ERROR, "could not insert a request");
-	}
-	qc_queue_end_as_owner(&save);
+		row.waiting = qc_queue_paused_reason(row.role);
+	id = qc_queue_insert(&row);
 	qc_queue_wake_at_commit(false);
 	return id;
 }
