@@ -40,7 +40,6 @@
 #include "postgres.h"
 
 #include "catalog/pg_type.h"
-#include "executor/spi.h"
 #include "fmgr.h"
 #include "miscadmin.h"
 #include "utils/acl.h"
@@ -48,6 +47,7 @@
 #include "utils/builtins.h"
 #include "utils/json.h"
 #include "utils/jsonb.h"
+#include "utils/numeric.h"
 
 #include "api.h"
 #include "audit.h"
@@ -76,12 +76,14 @@ PG_FUNCTION_INFO_V1(enrichment_embed_async);
 
 /*
  * A request's arguments as two JSON objects built side by side: as given
- * (for the worker) and as shown (redacted, for requests.request).
+ * (JSON text, for the worker and for a constructor's result) and as shown
+ * (redacted, for requests.request), built as jsonb: a statement queues
+ * thousands, and the text would only be parsed again.
  */
 typedef struct RequestJson
 {
 	StringInfoData given;
-	StringInfoData shown;
+	JsonbParseState *shown;
 	bool		redacted;		/* the two differ */
 } RequestJson;
 
@@ -89,9 +91,9 @@ static void
 request_begin(RequestJson *r)
 {
 	initStringInfo(&r->given);
-	initStringInfo(&r->shown);
 	appendStringInfoChar(&r->given, '{');
-	appendStringInfoChar(&r->shown, '{');
+	r->shown = NULL;
+	(void) pushJsonbValue(&r->shown, WJB_BEGIN_OBJECT, NULL);
 	r->redacted = false;
 }
 
@@ -104,14 +106,38 @@ append_key(StringInfo s, const char *key)
 	appendStringInfoString(s, ": ");
 }
 
+/* Push key and value to the shown object. */
+static void
+shown_member(RequestJson *r, const char *key, JsonbValue *value)
+{
+	JsonbValue	k;
+
+	k.type = jbvString;
+	k.val.string.val = unconstify(char *, key);
+	k.val.string.len = strlen(key);
+	(void) pushJsonbValue(&r->shown, WJB_KEY, &k);
+	(void) pushJsonbValue(&r->shown, WJB_VALUE, value);
+}
+
 /* key: JSON text, given and shown (the same text when shown is NULL). */
 static void
 request_json(RequestJson *r, const char *key, const char *given, const char *shown)
 {
+	Jsonb	   *value = DatumGetJsonbP(DirectFunctionCall1(jsonb_in,
+														   CStringGetDatum(shown ? shown : given)));
+	JsonbValue	v;
+
 	append_key(&r->given, key);
 	appendStringInfoString(&r->given, given);
-	append_key(&r->shown, key);
-	appendStringInfoString(&r->shown, shown ? shown : given);
+	if (JB_ROOT_IS_SCALAR(value))
+		(void) JsonbExtractScalar(&value->root, &v);
+	else
+	{
+		v.type = jbvBinary;
+		v.val.binary.data = &value->root;
+		v.val.binary.len = VARSIZE(value) - VARHDRSZ;
+	}
+	shown_member(r, key, &v);
 	r->redacted |= shown != NULL && strcmp(given, shown) != 0;
 }
 
@@ -119,20 +145,34 @@ request_json(RequestJson *r, const char *key, const char *given, const char *sho
 static void
 request_text(RequestJson *r, const char *key, const char *given, const char *shown)
 {
-	StringInfoData g;
-	StringInfoData s;
+	JsonbValue	v;
 
-	initStringInfo(&g);
-	escape_json(&g, given);
-	initStringInfo(&s);
-	escape_json(&s, shown);
-	request_json(r, key, g.data, s.data);
+	/* as jsonb_in refuses a string longer than jsonb holds */
+	if (strlen(shown) > JENTRY_OFFLENMASK)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("string too long to represent as jsonb string"),
+				 errdetail("Due to an implementation restriction, jsonb strings cannot exceed %d bytes.",
+						   JENTRY_OFFLENMASK)));
+	append_key(&r->given, key);
+	escape_json(&r->given, given);
+	v.type = jbvString;
+	v.val.string.val = unconstify(char *, shown);
+	v.val.string.len = strlen(shown);
+	shown_member(r, key, &v);
+	r->redacted |= strcmp(given, shown) != 0;
 }
 
 static void
 request_int(RequestJson *r, const char *key, int32 value)
 {
-	request_json(r, key, psprintf("%d", value), NULL);
+	JsonbValue	v;
+
+	append_key(&r->given, key);
+	appendStringInfo(&r->given, "%d", value);
+	v.type = jbvNumeric;
+	v.val.numeric = DatumGetNumeric(DirectFunctionCall1(int4_numeric, Int32GetDatum(value)));
+	shown_member(r, key, &v);
 }
 
 /*
@@ -178,11 +218,19 @@ shown_headers(Jsonb *headers)
 	return s.data;
 }
 
+/* The arguments as given. */
 static Jsonb *
-request_end(StringInfo s)
+request_end(RequestJson *r)
 {
-	appendStringInfoChar(s, '}');
-	return DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(s->data)));
+	appendStringInfoChar(&r->given, '}');
+	return DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(r->given.data)));
+}
+
+/* The arguments as shown. */
+static Jsonb *
+request_shown(RequestJson *r)
+{
+	return JsonbValueToJsonb(pushJsonbValue(&r->shown, WJB_END_OBJECT, NULL));
 }
 
 /*
@@ -238,14 +286,14 @@ insert_request(FunctionCallInfo fcinfo, const char *func, RequestJson *r, int ar
 	row.query = qc_audit_statement(call);
 	/* the model's loop has no call yet: refused here like one */
 	qc_call_check_allowed(func);
-	row.request = request_end(&r->shown);
+	row.request = request_shown(r);
 	if (!PG_ARGISNULL(argno))
 		row.callback = qc_queue_check_callback(PG_GETARG_OID(argno));
 	if (!PG_ARGISNULL(argno + 1))
 		row.context = PG_GETARG_JSONB_P(argno + 1);
 	row.idempotency_key = idempotency_key;
 	if (r->redacted)
-		row.given = request_end(&r->given);
+		row.given = request_end(r);
 	/* a role paused at login waits from the start, and says so */
 	if (!qc_enabled)
 		row.waiting = qc_queue_paused_reason(row.role);
@@ -278,7 +326,7 @@ static Datum
 constructed(RequestJson *r, const char *func)
 {
 	request_text(r, "func", func, func);
-	return JsonbPGetDatum(request_end(&r->given));
+	return JsonbPGetDatum(request_end(r));
 }
 
 /*
