@@ -128,6 +128,13 @@ SELECT qc_test.try($$SELECT queryclaw.api_call_async(qc_test.url('/a/' || g))
 SELECT qc_test.try($$SELECT queryclaw.api_call_async(qc_test.url('/a/' || g))
   FROM generate_series(1, 3) g$$) AS three;
 RESET ROLE;
+-- the role switched row by row with no command between the requests (the
+-- function above runs a statement, which moves the command counter): each
+-- count sees the rows the statement queued before it
+DELETE FROM queryclaw.requests WHERE role IN ('qc_many_alice', 'qc_many_bob');
+SELECT qc_test.try($$SELECT g, set_config('role', CASE WHEN g % 2 = 1 THEN 'qc_many_alice' ELSE 'qc_many_bob' END, true),
+       queryclaw.api_call_async(qc_test.url('/r/' || g))
+  FROM generate_series(1, 8) g$$) AS switched_row_by_row;
 RESET queryclaw.max_queued_per_role;
 
 --
