@@ -114,7 +114,10 @@ typedef struct Target
 
 static Target *target = NULL;
 
-/* The table has what the direct insert passes by: this transaction uses the statement. */
+/*
+ * The table has what the direct insert would pass by: until the next
+ * utility statement, this transaction's rows go through the statement.
+ */
 static bool by_statement = false;
 
 static ProcessUtility_hook_type prev_utility_hook = NULL;
@@ -211,7 +214,7 @@ direct_insert_fits(Relation rel)
 	return check_enable_rls(RelationGetRelid(rel), rel->rd_rel->relowner, true) != RLS_ENABLED;
 }
 
-/* Where each column the enqueue writes is: 42P01's kin when one is missing. */
+/* Where each column the enqueue writes is; 55000 when one is missing. */
 static void
 find_columns(Target *t, TupleDesc desc)
 {
