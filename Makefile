@@ -65,6 +65,7 @@ OBJS = \
 	src/queue/queue.o \
 	src/queue/callbackhints.o \
 	src/queue/enqueue.o \
+	src/queue/qinsert.o \
 	src/queue/qwait.o \
 	src/queue/qretry.o \
 	src/queue/enrichdef.o \

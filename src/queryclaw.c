@@ -70,6 +70,7 @@
 #include "guc.h"
 #include "hostrate.h"
 #include "onerror.h"
+#include "qinsert.h"
 #include "queue.h"
 #include "ratelimit.h"
 #include "serversfdw.h"
@@ -102,6 +103,7 @@ _PG_init(void)
 	qc_budget_init();
 	qc_hostrate_init();
 	qc_queue_init();
+	qc_queue_insert_init();
 	qc_callback_hints_init();
 	qc_asyncworker_init();
 	qc_cluster_init();

@@ -596,7 +596,7 @@ skip_userinfo(const char *authority)
 
 /* qc_redact_url(), noting in *hidden (if not NULL) what it hid */
 static char *
-redact_url(const char *url, List **hidden)
+redact_url_uncached(const char *url, List **hidden)
 {
 	StringInfoData out;
 	const char *authority = authority_start(url);
@@ -610,7 +610,7 @@ redact_url(const char *url, List **hidden)
 	 * userinfo is gone; if what is left reads as a URL, it is one.
 	 */
 	if (authority == url && host != url && authority_start(host) != host)
-		return redact_url(host, hidden);
+		return redact_url_uncached(host, hidden);
 	if (authority == url)
 		path = host;
 	initStringInfo(&out);
@@ -634,6 +634,62 @@ redact_url(const char *url, List **hidden)
 		append_params(&out, query + 1, end, "&;", hidden);
 	}
 	return escape_controls(out.data);
+}
+
+/*
+ * The last URL redacted, what it became and what it hid, in
+ * TopMemoryContext: a queued request's URL is redacted for its row and
+ * again for the secrets of its statement's text (qc_call_secrets), and a
+ * statement queues thousands.
+ */
+static struct
+{
+	char	   *url;
+	char	   *redacted;
+	int			nhidden;
+	char	  **hidden;
+}			last_url;
+
+/* Forget the last URL: an error while remembering the next leaves none. */
+static void
+forget_last_url(void)
+{
+	if (last_url.url == NULL)
+		return;
+	pfree(last_url.url);
+	last_url.url = NULL;
+	pfree(last_url.redacted);
+	for (int i = 0; i < last_url.nhidden; i++)
+		pfree(last_url.hidden[i]);
+	if (last_url.hidden != NULL)
+		pfree(last_url.hidden);
+}
+
+static char *
+redact_url(const char *url, List **hidden)
+{
+	if (last_url.url == NULL || strcmp(last_url.url, url) != 0)
+	{
+		List	   *found = NIL;
+		char	   *redacted = redact_url_uncached(url, &found);
+		MemoryContext old;
+		ListCell   *lc;
+
+		forget_last_url();
+		last_url.nhidden = 0;
+		last_url.hidden = NULL;
+		old = MemoryContextSwitchTo(TopMemoryContext);
+		last_url.redacted = pstrdup(redacted);
+		if (found != NIL)
+			last_url.hidden = palloc(list_length(found) * sizeof(char *));
+		foreach(lc, found)
+			last_url.hidden[last_url.nhidden++] = pstrdup(lfirst(lc));
+		last_url.url = pstrdup(url);
+		MemoryContextSwitchTo(old);
+	}
+	for (int i = 0; hidden != NULL && i < last_url.nhidden; i++)
+		*hidden = lappend(*hidden, pstrdup(last_url.hidden[i]));
+	return pstrdup(last_url.redacted);
 }
 
 static const char *replace_remembered(const char *text);

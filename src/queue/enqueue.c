@@ -40,7 +40,6 @@
 #include "postgres.h"
 
 #include "catalog/pg_type.h"
-#include "executor/spi.h"
 #include "fmgr.h"
 #include "miscadmin.h"
 #include "utils/acl.h"
@@ -48,6 +47,7 @@
 #include "utils/builtins.h"
 #include "utils/json.h"
 #include "utils/jsonb.h"
+#include "utils/numeric.h"
 
 #include "api.h"
 #include "audit.h"
@@ -58,6 +58,7 @@
 #include "llmjob.h"
 #include "policy.h"
 #include "proclookup.h"
+#include "qinsert.h"
 #include "queue.h"
 #include "redact.h"
 #include "response.h"
@@ -75,12 +76,14 @@ PG_FUNCTION_INFO_V1(enrichment_embed_async);
 
 /*
  * A request's arguments as two JSON objects built side by side: as given
- * (for the worker) and as shown (redacted, for requests.request).
+ * (JSON text, for the worker and for a constructor's result) and as shown
+ * (redacted, for requests.request), built as jsonb: a statement queues
+ * thousands, and the text would only be parsed again.
  */
 typedef struct RequestJson
 {
 	StringInfoData given;
-	StringInfoData shown;
+	JsonbParseState *shown;
 	bool		redacted;		/* the two differ */
 } RequestJson;
 
@@ -88,9 +91,9 @@ static void
 request_begin(RequestJson *r)
 {
 	initStringInfo(&r->given);
-	initStringInfo(&r->shown);
 	appendStringInfoChar(&r->given, '{');
-	appendStringInfoChar(&r->shown, '{');
+	r->shown = NULL;
+	(void) pushJsonbValue(&r->shown, WJB_BEGIN_OBJECT, NULL);
 	r->redacted = false;
 }
 
@@ -103,14 +106,38 @@ append_key(StringInfo s, const char *key)
 	appendStringInfoString(s, ": ");
 }
 
+/* Push key and value to the shown object. */
+static void
+shown_member(RequestJson *r, const char *key, JsonbValue *value)
+{
+	JsonbValue	k;
+
+	k.type = jbvString;
+	k.val.string.val = unconstify(char *, key);
+	k.val.string.len = strlen(key);
+	(void) pushJsonbValue(&r->shown, WJB_KEY, &k);
+	(void) pushJsonbValue(&r->shown, WJB_VALUE, value);
+}
+
 /* key: JSON text, given and shown (the same text when shown is NULL). */
 static void
 request_json(RequestJson *r, const char *key, const char *given, const char *shown)
 {
+	Jsonb	   *value = DatumGetJsonbP(DirectFunctionCall1(jsonb_in,
+														   CStringGetDatum(shown ? shown : given)));
+	JsonbValue	v;
+
 	append_key(&r->given, key);
 	appendStringInfoString(&r->given, given);
-	append_key(&r->shown, key);
-	appendStringInfoString(&r->shown, shown ? shown : given);
+	if (JB_ROOT_IS_SCALAR(value))
+		(void) JsonbExtractScalar(&value->root, &v);
+	else
+	{
+		v.type = jbvBinary;
+		v.val.binary.data = &value->root;
+		v.val.binary.len = VARSIZE(value) - VARHDRSZ;
+	}
+	shown_member(r, key, &v);
 	r->redacted |= shown != NULL && strcmp(given, shown) != 0;
 }
 
@@ -118,20 +145,34 @@ request_json(RequestJson *r, const char *key, const char *given, const char *sho
 static void
 request_text(RequestJson *r, const char *key, const char *given, const char *shown)
 {
-	StringInfoData g;
-	StringInfoData s;
+	JsonbValue	v;
 
-	initStringInfo(&g);
-	escape_json(&g, given);
-	initStringInfo(&s);
-	escape_json(&s, shown);
-	request_json(r, key, g.data, s.data);
+	/* as jsonb_in refuses a string longer than jsonb holds */
+	if (strlen(shown) > JENTRY_OFFLENMASK)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("string too long to represent as jsonb string"),
+				 errdetail("Due to an implementation restriction, jsonb strings cannot exceed %d bytes.",
+						   JENTRY_OFFLENMASK)));
+	append_key(&r->given, key);
+	escape_json(&r->given, given);
+	v.type = jbvString;
+	v.val.string.val = unconstify(char *, shown);
+	v.val.string.len = strlen(shown);
+	shown_member(r, key, &v);
+	r->redacted |= strcmp(given, shown) != 0;
 }
 
 static void
 request_int(RequestJson *r, const char *key, int32 value)
 {
-	request_json(r, key, psprintf("%d", value), NULL);
+	JsonbValue	v;
+
+	append_key(&r->given, key);
+	appendStringInfo(&r->given, "%d", value);
+	v.type = jbvNumeric;
+	v.val.numeric = DatumGetNumeric(DirectFunctionCall1(int4_numeric, Int32GetDatum(value)));
+	shown_member(r, key, &v);
 }
 
 /*
@@ -177,11 +218,19 @@ shown_headers(Jsonb *headers)
 	return s.data;
 }
 
+/* The arguments as given. */
 static Jsonb *
-request_end(StringInfo s)
+request_end(RequestJson *r)
 {
-	appendStringInfoChar(s, '}');
-	return DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(s->data)));
+	appendStringInfoChar(&r->given, '}');
+	return DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(r->given.data)));
+}
+
+/* The arguments as shown. */
+static Jsonb *
+request_shown(RequestJson *r)
+{
+	return JsonbValueToJsonb(pushJsonbValue(&r->shown, WJB_END_OBJECT, NULL));
 }
 
 /*
@@ -218,92 +267,37 @@ check_url(QcCall *call)
 }
 
 /*
- * Insert the request as the tables' owner; returns its id.  The caller's
- * arguments callback (argno) and context (argno + 1) are common to the
- * three functions.  call is the request as its synchronous twin would make
- * it (NULL for the model's loop, whose calls are not known yet): the
- * statement's text is kept as that call's audit row would keep it, for
- * the audit rows of its attempts.
+ * Insert the request as the tables' owner (qinsert.c); returns its id.  The
+ * caller's arguments callback (argno) and context (argno + 1) are common
+ * to the three functions.  call is the request as its synchronous twin
+ * would make it (NULL for the model's loop, whose calls are not known
+ * yet): the statement's text is kept as that call's audit row would keep
+ * it, for the audit rows of its attempts.
  */
 static int64
 insert_request(FunctionCallInfo fcinfo, const char *func, RequestJson *r, int argno,
 			   const char *idempotency_key, const QcCall *call)
 {
-	static SPIPlanPtr insert_plan = NULL;
-	static SPIPlanPtr secret_plan = NULL;
-	Oid			types[10] = {REGROLEOID, TEXTOID, JSONBOID, TEXTOID, JSONBOID, TEXTOID,
-	BOOLOID, TEXTOID, TEXTOID, INT8OID};
-	Datum		values[10];
-	char		nulls[10] = {' ', ' ', ' ', 'n', 'n', 'n', ' ', 'n', 'n', ' '};
-	Oid			role = GetUserId();
-	char	   *query = qc_audit_statement(call);
-	QcQueueAsOwner save;
-	bool		isnull;
+	QcRequestRow row = {0};
 	int64		id;
 
+	row.role = GetUserId();
+	row.func = func;
+	row.query = qc_audit_statement(call);
 	/* the model's loop has no call yet: refused here like one */
 	qc_call_check_allowed(func);
-	values[0] = ObjectIdGetDatum(role);
-	values[1] = CStringGetTextDatum(func);
-	values[2] = JsonbPGetDatum(request_end(&r->shown));
+	row.request = request_shown(r);
 	if (!PG_ARGISNULL(argno))
-	{
-		values[3] = CStringGetTextDatum(qc_queue_check_callback(PG_GETARG_OID(argno)));
-		nulls[3] = ' ';
-	}
+		row.callback = qc_queue_check_callback(PG_GETARG_OID(argno));
 	if (!PG_ARGISNULL(argno + 1))
-	{
-		values[4] = PG_GETARG_DATUM(argno + 1);
-		nulls[4] = ' ';
-	}
-	if (idempotency_key != NULL)
-	{
-		values[5] = CStringGetTextDatum(idempotency_key);
-		nulls[5] = ' ';
-	}
-	values[6] = BoolGetDatum(r->redacted);
-	if (query != NULL)
-	{
-		values[7] = CStringGetTextDatum(query);
-		nulls[7] = ' ';
-	}
+		row.context = PG_GETARG_JSONB_P(argno + 1);
+	row.idempotency_key = idempotency_key;
+	if (r->redacted)
+		row.given = request_end(r);
 	/* a role paused at login waits from the start, and says so */
 	if (!qc_enabled)
-	{
-		values[8] = CStringGetTextDatum(qc_queue_paused_reason(role));
-		nulls[8] = ' ';
-	}
-
-	/* the node's own range of ids (queue.h) */
-	values[9] = Int64GetDatum(qc_queue_id_base());
-
-	qc_queue_begin_as_owner(&save);
-	qc_queue_admit(role);
-	qc_queue_plan(&insert_plan,
-				  "INSERT INTO queryclaw.requests"
-				  " (id, role, func, request, callback, context, idempotency_key, redacted, query,"
-				  " waiting) OVERRIDING SYSTEM VALUE"
-				  " VALUES ($10 OPERATOR(pg_catalog.+)"
-				  " pg_catalog.nextval('queryclaw.requests_id_seq'::pg_catalog.regclass),"
-				  " $1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING id", 10, types);
-	if (SPI_execute_plan(insert_plan, values, nulls, false, 1) != SPI_OK_INSERT_RETURNING ||
-		SPI_processed != 1)
-		elog(ERROR, "could not insert a request");
-	id = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
-	if (r->redacted)
-	{
-		Oid			secret_types[2] = {INT8OID, JSONBOID};
-		Datum		secret_values[2];
-
-		qc_queue_plan(&secret_plan,
-					  "INSERT INTO queryclaw.request_secrets (id, request) VALUES ($1, $2)",
-					  2, secret_types);
-		secret_values[0] = Int64GetDatum(id);
-		secret_values[1] = JsonbPGetDatum(request_end(&r->given));
-		if (SPI_execute_plan(secret_plan, secret_values, NULL, false, 0) != SPI_OK_INSERT)
-			elog(ERROR, "could not insert a request");
-	}
-	qc_queue_end_as_owner(&save);
+		row.waiting = qc_queue_paused_reason(row.role);
+	id = qc_queue_insert(&row);
 	qc_queue_wake_at_commit(false);
 	return id;
 }
@@ -332,7 +326,7 @@ static Datum
 constructed(RequestJson *r, const char *func)
 {
 	request_text(r, "func", func, func);
-	return JsonbPGetDatum(request_end(&r->given));
+	return JsonbPGetDatum(request_end(r));
 }
 
 /*

@@ -400,7 +400,16 @@ count_open(Oid role, int limit)
 	Oid			types[2] = {REGROLEOID, INT4OID};
 	Datum		args[2] = {ObjectIdGetDatum(role), Int32GetDatum(limit)};
 	bool		isnull;
+	int64		count;
 
+	/*
+	 * This transaction's requests count too, those its statement under way
+	 * queued included: they carry the statement's command id, which a
+	 * snapshot sees once the counter has moved past it.
+	 */
+	CommandCounterIncrement();
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
 	/* through requests_role_open_idx, whose predicate this repeats */
 	qc_queue_plan(&plan,
 				  "SELECT pg_catalog.count(*) FROM (SELECT FROM queryclaw.requests r"
@@ -411,7 +420,9 @@ count_open(Oid role, int limit)
 	if (SPI_execute_snapshot(plan, args, NULL, GetLatestSnapshot(), InvalidSnapshot,
 							 true, false, 1) != SPI_OK_SELECT || SPI_processed != 1)
 		elog(ERROR, "could not count requests");
-	return DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	count = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	SPI_finish();
+	return count;
 }
 
 /*

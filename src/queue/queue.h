@@ -165,8 +165,8 @@ extern Oid	qc_queue_table_owner(void);
 
 /*
  * Admit one more request of role's (queryclaw.max_queued_per_role): 53400
- * when the role has that many unfinished ones.  The caller is connected to
- * SPI as the table's owner.  The count is read once per transaction,
+ * when the role has that many unfinished ones.  The caller runs as the
+ * table's owner.  The count is read once per transaction,
  * under the role's enqueue lock (held to the end of the transaction, so
  * that concurrent transactions of the role count one after the other),
  * and then kept up by this backend.

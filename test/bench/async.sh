@@ -224,13 +224,13 @@ measure() {
 # One line of the summary: the min / median of each figure of run $1
 # (labelled $2, if given).
 summary() {
-	local name=$1 label=${2:-$1} callback="-"
+	local name=$1 label=${2:-$1} callback="-" target=""
 	# shellcheck disable=SC2086
-	[[ $name == pg_net* ]] || callback=$(min_median 0 ${fig[$name callback]})
+	[[ $name == pg_net* ]] || callback=$(min_median 0 ${fig[$name callback]}) target=" (target at most 15)"
 	# shellcheck disable=SC2086
-	printf '%-40s %s s  %sx the floor  worker CPU %s us/req (waited %s s)  callback worker %s  enqueue %s us/req\n' "$label" \
+	printf '%-40s %s s  %sx the floor  worker CPU %s us/req (waited %s s)  callback worker %s  enqueue %s us/req%s\n' "$label" \
 		"$(min_median 2 ${fig[$name s]})" "$(min_median 2 ${fig[$name x]})" "$(min_median 0 ${fig[$name async]})" \
-		"$(min_median 2 ${fig[$name waited]})" "$callback" "$(min_median 1 ${fig[$name enqueue]})"
+		"$(min_median 2 ${fig[$name waited]})" "$callback" "$(min_median 1 ${fig[$name enqueue]})" "$target"
 }
 
 echo "machine: $(nproc) cores ($(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -1)), load $(cut -d' ' -f1-3 /proc/loadavg); $("$QC_BINDIR/postgres" --version); nginx $(nginx -v 2>&1 | sed 's/.*\///')"
