@@ -100,7 +100,8 @@ read_due(void *arg)
 					"  OR EXISTS"
 					"  (SELECT 1 FROM queryclaw.enrichment_rows r"
 					"	 WHERE r.enrichment OPERATOR(pg_catalog.=) d.id"
-					"	   AND r.state OPERATOR(pg_catalog.=) 'stale'))"
+					"	   AND r.state OPERATOR(pg_catalog.=) 'stale'"
+					"	 ORDER BY r.key DESC LIMIT 1))"
 					" ORDER BY pg_catalog.random() LIMIT " CppAsString2(QC_ENRICH_FEED_BATCH),
 					true, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not read the enrichments");
