@@ -371,6 +371,25 @@ SELECT count(*) AS enrichments_left FROM queryclaw.enrichments;
 RESET ROLE;
 SELECT qc_test.requests_served() AS calls_served;
 
+-- a request expression that calls the network itself fails its row, with
+-- the reason: the worker that feeds enrichments sends nothing
+SELECT qc_test.reset_requests();
+CREATE TABLE fetching (id int PRIMARY KEY, answer text);
+INSERT INTO fetching VALUES (1);
+ALTER TABLE fetching OWNER TO qc_enr_alice;
+SET ROLE qc_enr_alice;
+SELECT queryclaw.create_enrichment('fetching', 'fetching',
+    request => $$queryclaw.api_call_request(qc_test.url('/echo?k=' ||
+                   (queryclaw.api_call(qc_test.url('/echo?inside')) ->> 'status')))$$,
+    apply => $$answer = result #>> '{body,query,k}'$$);
+SELECT qc_test.enriched('fetching');
+SELECT r.state, r.sqlstate, r.error, f.answer
+  FROM queryclaw.enrichment_rows r JOIN fetching f ON f.id = (r.key ->> 'id')::int;
+SELECT queryclaw.drop_enrichment('fetching');
+RESET ROLE;
+SELECT qc_test.requests_served() AS calls_served;
+DROP TABLE fetching;
+
 DROP TABLE companies, no_key;
 DROP FUNCTION qc_test.enriched(text), qc_test.enr_flaky_count(text);
 DROP OWNED BY qc_enr_alice, qc_enr_bob;

@@ -132,16 +132,31 @@ call_abandoned(QcCall *call, void *arg)
 	return run->watch->abandoned(call, run->arg);
 }
 
-/* On in a callback worker: see qc_call_refuse_sending. */
-static bool sending_refused = false;
+/* Set in a callback worker and the enrichment worker: see qc_call_refuse_sending. */
+static QcSendingRefusal sending_refused = QC_SENDING_ALLOWED;
 
-bool
-qc_call_refuse_sending(bool on)
+void
+qc_call_refuse_sending(QcSendingRefusal refusal)
 {
-	bool		previous = sending_refused;
+	sending_refused = refusal;
+}
 
-	sending_refused = on;
-	return previous;
+/* The refusal of a run of calls (func: the first's) where sending is refused. */
+static void
+refuse_sending(const char *func)
+{
+	if (sending_refused == QC_SENDING_IN_ENRICHMENT)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("%s cannot send a request inside an enrichment's request expression", func),
+				 errdetail("The request expression is evaluated in the worker that feeds the enrichments of every role: it may read the database, not wait for the network."),
+				 errhint("Make the call the enrichment's request (web_fetch_request, api_call_request, llm_request), or fill the column it reads with an enrichment of its own.")));
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("%s cannot send a request inside a callback of an asynchronous request",
+					func),
+			 errdetail("A callback runs in the transaction that records its request's final state, in a worker that runs the callbacks of every role: it may read and write the database and queue requests, not wait for the network."),
+			 errhint("Queue the request from the callback instead, with api_call_async, web_fetch_async or llm_chat_tools_async and a callback of its own.")));
 }
 
 static void
@@ -150,13 +165,8 @@ run_calls(QcCall **calls, int ncalls, int concurrency, CallRun *run)
 	QcTransportHooks hooks = {admit_call, call_ended, call_interrupted,
 		run->watch ? watch_calls : NULL, run->watch ? call_abandoned : NULL, NULL, run};
 
-	if (sending_refused && ncalls > 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("%s cannot send a request inside a callback of an asynchronous request",
-						calls[0]->func),
-				 errdetail("A callback runs in the transaction that records its request's final state, in a worker that runs the callbacks of every role: it may read and write the database and queue requests, not wait for the network."),
-				 errhint("Queue the request from the callback instead, with api_call_async, web_fetch_async or llm_chat_tools_async and a callback of its own.")));
+	if (sending_refused != QC_SENDING_ALLOWED && ncalls > 0)
+		refuse_sending(calls[0]->func);
 	qc_http_execute_many(calls, ncalls, concurrency, &hooks);
 }
 

@@ -24,14 +24,20 @@
 #include "http.h"
 
 /*
- * While on, this backend sends no request: it runs the callbacks of
- * asynchronous requests (a callback worker), which may queue requests but
- * not wait for the network.  Every run of calls (qc_call_run and the
- * others below, but the fed run) then raises 55000 before anything is
- * admitted or sent, with a hint to queue the request instead.  Returns the
- * setting it replaces.
+ * In a worker that runs the SQL of every role and must not wait for the
+ * network (a callback worker, the enrichment worker), every run of calls
+ * (qc_call_run and the others below, but the fed run) raises 55000 before
+ * anything is admitted or sent, saying where it was asked from, with a
+ * hint to queue the request instead.
  */
-extern bool qc_call_refuse_sending(bool on);
+typedef enum QcSendingRefusal
+{
+	QC_SENDING_ALLOWED = 0,
+	QC_SENDING_IN_CALLBACK,		/* a callback of an asynchronous request */
+	QC_SENDING_IN_ENRICHMENT	/* an enrichment's request expression */
+} QcSendingRefusal;
+
+extern void qc_call_refuse_sending(QcSendingRefusal refusal);
 
 /* Called as each call of a batch ends, in completion order. */
 typedef void (*QcCallDone) (QcCall *call, void *arg);

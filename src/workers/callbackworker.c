@@ -604,7 +604,7 @@ qc_callback_worker_main(Datum main_arg)
 
 	qc_bgsession_start(qc_database);
 	qc_queue_attach_callback_worker(slot);
-	(void) qc_call_refuse_sending(true);
+	qc_call_refuse_sending(QC_SENDING_IN_CALLBACK);
 	cxt = AllocSetContextCreate(TopMemoryContext, "queryclaw callbacks",
 								ALLOCSET_DEFAULT_SIZES);
 	ereport(LOG,

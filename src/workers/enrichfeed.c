@@ -275,7 +275,7 @@ qc_enrich_worker_main(Datum main_arg)
 
 	qc_bgsession_start(qc_database);
 	qc_queue_attach_enrich_worker();
-	(void) qc_call_refuse_sending(true);
+	qc_call_refuse_sending(QC_SENDING_IN_ENRICHMENT);
 	cxt = AllocSetContextCreate(TopMemoryContext, "queryclaw enrichments",
 								ALLOCSET_DEFAULT_SIZES);
 	ereport(LOG,
