@@ -834,8 +834,6 @@ DECLARE
 	requests jsonb[];
 	rhashes text[];
 	known jsonb;				-- request hash -> its call, for those the batch names
-	asked_hashes text[] := '{}';	-- request hash -> request id, for the rows
-	asked_ids bigint[] := '{}';
 	new_hashes text[];			-- distinct requests without a call, to ask
 	new_requests jsonb[];
 	new_sent text[];			-- those asked, and their request ids
@@ -931,10 +929,6 @@ BEGIN
 		  WHERE c.enrichment = d.id AND c.request_hash = h.rh
 			FOR SHARE) c;
 	known := coalesce(known, '{}');
-	-- those on their way answer their rows too
-	SELECT coalesce(array_agg(k.key), '{}'), coalesce(array_agg((k.value ->> 'id')::bigint), '{}')
-	  INTO asked_hashes, asked_ids
-	  FROM jsonb_each(known) k WHERE k.value ->> 'state' = 'running';
 
 	-- one call for each distinct request that has none on its way and no
 	-- kept result: all in one statement; if one raises (a request the
@@ -973,16 +967,17 @@ BEGIN
 		END LOOP;
 	END;
 	made := coalesce(array_length(new_sent, 1), 0);
-	asked_hashes := asked_hashes || new_sent;
-	asked_ids := asked_ids || new_ids;
 
 	INSERT INTO queryclaw.enrichment_calls AS c (enrichment, owner, request_hash, request_id, state)
 	SELECT d.id, d.owner, x.rh, x.rid, 'running'
 	  FROM unnest(new_sent, new_ids) x(rh, rid)
 	ON CONFLICT (enrichment, request_hash) DO UPDATE
 	   SET request_id = EXCLUDED.request_id, state = 'running', result = NULL, expires_at = NULL;
-	asked := coalesce((SELECT jsonb_object_agg(a.rh, a.rid) FROM unnest(asked_hashes, asked_ids) a(rh, rid)),
-					  '{}');
+	-- the rows' calls: those on their way already, and those just made
+	asked := coalesce((SELECT jsonb_object_agg(k.key, k.value -> 'id') FROM jsonb_each(known) k
+						WHERE k.value ->> 'state' = 'running'), '{}')
+		|| coalesce((SELECT jsonb_object_agg(a.rh, a.rid) FROM unnest(new_sent, new_ids) a(rh, rid)),
+					'{}');
 	UPDATE queryclaw.enrichment_rows r
 	   SET state = 'running', request_id = (asked ->> (batch -> r.key::text ->> 1))::bigint,
 		   request_hash = batch -> r.key::text ->> 1, inputs_hash = batch -> r.key::text ->> 0,
@@ -1009,7 +1004,7 @@ BEGIN
 			PERFORM queryclaw.enrichment_apply_rows(d,
 				(SELECT c.result FROM queryclaw.enrichment_calls c
 				  WHERE c.enrichment = d.id
-					AND c.request_hash = rhashes[array_position(keys, cached_keys[i])]),
+					AND c.request_hash = batch -> cached_keys[i]::text ->> 1),
 				ARRAY[cached_keys[i]], ARRAY[cached_hashes[i]]);
 		END LOOP;
 	END IF;

@@ -23,13 +23,14 @@
  * responses unread.  Here it takes the other core, as the callback
  * workers take the write-backs.  Like them it sends nothing itself
  * (qc_call_refuse_sending): a request expression that calls the network
- * is refused with a hint to queue instead.
+ * fails its row, saying so.
  *
  * It looks every QC_ENRICH_LOOK_MS; while an enrichment has rows to ask
  * but a full window of requests, every QC_ENRICH_FEED_BUSY_MS; and at
  * once again after a turn that asked for rows: a backfill's requests are
- * topped up a quarter of its window at a time, as they end.  A trigger that made rows stale, and create, resume, retry
- * and refresh, wake it at commit (enrichment_wake).
+ * topped up a quarter of its window at a time, as they end.  A trigger
+ * that made rows stale, and create, resume, retry and refresh, wake it at
+ * commit (enrichment_wake).
  *
  *-------------------------------------------------------------------------
  */
@@ -163,7 +164,6 @@ typedef struct Pass
 {
 	DueList		list;
 	int			at;				/* the one to feed */
-	ErrorData  *failure;		/* what stopped its feed */
 } Pass;
 
 /* As the worker: the enrichments with something to ask, if 0.3 is there. */
@@ -190,25 +190,26 @@ feed_one(void *arg)
 	Pass	   *pass = arg;
 	Due		   *due = &pass->list.due[pass->at];
 	static TimestampTz quiet_until = 0;
+	ErrorData  *failure = qc_subxact_try(feed, due);
 	Failure		f;
 
-	pass->failure = qc_subxact_try(feed, due);
 	qc_role_forget_callback();
-	if (pass->failure == NULL)
+	if (failure == NULL)
 		return;
 	due->asked = -1;
 	f.id = due->id;
-	f.message = psprintf("feed failed: %s", pass->failure->message);
+	f.message = psprintf("feed failed: %s", failure->message);
 	/* its owner sees it in last_error; the log hears of it once a minute */
 	if (GetCurrentTimestamp() >= quiet_until)
 	{
 		ereport(WARNING,
 				(errmsg("enrichment " INT64_FORMAT " could not be fed: %s",
-						f.id, pass->failure->message),
+						f.id, failure->message),
 				 errdetail("Failures of enrichments are logged once a minute at most; queryclaw.enrichments shows each one's last error.")));
 		quiet_until = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), 60 * 1000);
 	}
 	qc_async_as_writer(record_failure, &f);
+	FreeErrorData(failure);
 }
 
 /* What a pass found. */
