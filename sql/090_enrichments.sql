@@ -390,6 +390,38 @@ RESET ROLE;
 SELECT qc_test.requests_served() AS calls_served;
 DROP TABLE fetching;
 
+-- Results are written back many at a time: a result that apply raises on
+-- fails its row alone, and a column of the table called result neither
+-- hides the request's result from apply nor is written.
+SELECT qc_test.reset_requests();
+CREATE TABLE together (id int PRIMARY KEY, k text, result text, n int);
+INSERT INTO together
+SELECT i, CASE WHEN i = 7 THEN 'seven' ELSE i::text END, 'a column' FROM generate_series(1, 200) i;
+ALTER TABLE together OWNER TO qc_enr_alice;
+SET ROLE qc_enr_alice;
+SELECT queryclaw.create_enrichment('together', 'together',
+    request => $$queryclaw.api_call_request(qc_test.url('/echo?k=' || k))$$,
+    apply => $$n = (result #>> '{body,query,k}')::int$$);
+SELECT qc_test.enriched('together');
+SELECT count(*) FILTER (WHERE n = id) AS written, count(*) FILTER (WHERE n IS NULL) AS unwritten,
+       count(*) FILTER (WHERE result = 'a column') AS column_kept
+  FROM together;
+SELECT key, state, sqlstate, error FROM queryclaw.enrichment_rows WHERE state <> 'done';
+-- where the role may not run the batch's function, each result is
+-- written back on its own
+RESET ROLE;
+REVOKE EXECUTE ON FUNCTION queryclaw.enrichment_done_many(bigint[], jsonb[], text[], jsonb[]) FROM PUBLIC;
+SET ROLE qc_enr_alice;
+UPDATE together SET k = (id * 10)::text WHERE id <= 50;
+SELECT qc_test.enriched('together');
+SELECT count(*) FILTER (WHERE n = id * 10) AS rewritten FROM together WHERE id <= 50;
+SELECT done, failed FROM queryclaw.enrichments WHERE name = 'together';
+RESET ROLE;
+GRANT EXECUTE ON FUNCTION queryclaw.enrichment_done_many(bigint[], jsonb[], text[], jsonb[]) TO PUBLIC;
+SET client_min_messages = warning;
+DROP TABLE together CASCADE;
+RESET client_min_messages;
+
 DROP TABLE companies, no_key;
 DROP FUNCTION qc_test.enriched(text), qc_test.enr_flaky_count(text);
 DROP OWNED BY qc_enr_alice, qc_enr_bob;

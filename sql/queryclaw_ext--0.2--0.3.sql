@@ -1127,8 +1127,6 @@ DECLARE
 	rhash text := context ->> 'request_hash';
 	failure text := error;
 	code text;
-	keys jsonb[];
-	hashes text[];
 BEGIN
 	-- Its rows are found by the request's id alone (unique: a request is
 	-- one enrichment's), through enrichment_rows_request_idx: with the
@@ -1139,8 +1137,7 @@ BEGIN
 	IF NOT FOUND THEN
 		RETURN;
 	END IF;
-	IF failure IS NOT NULL OR d.cache_ttl = interval '0'
-		OR enrichment_done.result ->> 'ok' = 'false' THEN
+	IF failure IS NOT NULL OR enrichment_done.result ->> 'ok' = 'false' THEN
 		-- nothing to keep: a row asking the same later asks anew (the
 		-- call stays, spent, until its request leaves queryclaw.requests)
 		UPDATE queryclaw.enrichment_calls c SET state = 'spent', result = NULL, expires_at = NULL
@@ -1165,27 +1162,97 @@ BEGIN
 		UPDATE queryclaw.enrichment_definitions e SET last_error = failure WHERE e.id = d.id;
 		RETURN;
 	END IF;
-	IF d.cache_ttl > interval '0' THEN
+	PERFORM queryclaw.enrichment_keep(d, ARRAY[enrichment_done.id], ARRAY[enrichment_done.result],
+									  ARRAY[rhash]);
+	PERFORM queryclaw.enrichment_write(d, ARRAY[enrichment_done.id], ARRAY[enrichment_done.result]);
+END
+$$;
+
+-- The results of d's requests ids, answered: each call keeps its result
+-- for cache_ttl (hashes: the requests' hashes), and the tokens they cost
+-- are counted.
+CREATE FUNCTION queryclaw.enrichment_keep(d queryclaw.enrichment_definitions, ids bigint[],
+										  results jsonb[], hashes text[])
+RETURNS void
+LANGUAGE plpgsql VOLATILE SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+	-- one call at a time, each by the primary key: without statistics of
+	-- the enrichment column (on purpose), a statement for them all walks
+	-- every call of the enrichment
+	FOR i IN 1 .. coalesce(array_length(ids, 1), 0) LOOP
 		UPDATE queryclaw.enrichment_calls c
-		   SET state = 'done', result = enrichment_done.result, expires_at = now() + d.cache_ttl
-		 WHERE c.enrichment = d.id AND c.request_hash = rhash AND c.request_id = enrichment_done.id;
-	END IF;
-	IF (enrichment_done.result #>> '{usage,total_tokens}') IS NOT NULL THEN
-		UPDATE queryclaw.enrichment_definitions e
-		   SET tokens = tokens + (enrichment_done.result #>> '{usage,total_tokens}')::bigint
-		 WHERE e.id = d.id;
-	END IF;
+		   SET state = CASE WHEN d.cache_ttl > interval '0' THEN 'done' ELSE 'spent' END,
+			   result = CASE WHEN d.cache_ttl > interval '0' THEN results[i] END,
+			   expires_at = CASE WHEN d.cache_ttl > interval '0' THEN now() + d.cache_ttl END
+		 WHERE c.enrichment = d.id AND c.request_hash = hashes[i] AND c.request_id = ids[i];
+	END LOOP;
+	UPDATE queryclaw.enrichment_definitions e
+	   SET tokens = tokens + t.n
+	  FROM (SELECT sum((r #>> '{usage,total_tokens}')::bigint) AS n FROM unnest(results) r) t
+	 WHERE e.id = d.id AND t.n IS NOT NULL;
+END
+$$;
+
+-- Write the results of d's requests ids into every row waiting for them,
+-- in one statement; when apply raises, request by request, then row by
+-- row, failing those that raise.
+CREATE FUNCTION queryclaw.enrichment_write(d queryclaw.enrichment_definitions, ids bigint[],
+										   results jsonb[])
+RETURNS void
+LANGUAGE plpgsql VOLATILE SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+	keys jsonb[];
+	hashes text[];
+BEGIN
 	BEGIN
-		-- every row waiting for it, in one statement
 		EXECUTE format('SELECT queryclaw.%I($1, $2, true)', 'enrichment_' || d.id || '_apply_request')
-			USING enrichment_done.result, enrichment_done.id;
+			USING results, ids;
+		RETURN;
 	EXCEPTION WHEN OTHERS THEN
-		-- apply raised on this result: row by row, failing those that raise
-		SELECT array_agg(r.key), array_agg(r.inputs_hash) INTO keys, hashes
-		  FROM queryclaw.enrichment_rows r
-		 WHERE r.request_id = enrichment_done.id AND r.state = 'running';
-		PERFORM queryclaw.enrichment_apply_rows(d, enrichment_done.result, keys, hashes);
+		IF array_length(ids, 1) > 1 THEN
+			FOR i IN 1 .. array_length(ids, 1) LOOP
+				PERFORM queryclaw.enrichment_write(d, ARRAY[ids[i]], ARRAY[results[i]]);
+			END LOOP;
+			RETURN;
+		END IF;
 	END;
+	SELECT array_agg(r.key), array_agg(r.inputs_hash) INTO keys, hashes
+	  FROM queryclaw.enrichment_rows r
+	 WHERE r.request_id = ids[1] AND r.state = 'running';
+	PERFORM queryclaw.enrichment_apply_rows(d, results[1], keys, hashes);
+END
+$$;
+
+-- What the callback workers call instead of enrichment_done for a batch
+-- of a role's requests (ids, with their results, errors and contexts, as
+-- each callback would be given them), in one transaction: the answered
+-- requests of each enrichment are written back together, the rest one by
+-- one as enrichment_done does.
+CREATE FUNCTION queryclaw.enrichment_done_many(ids bigint[], results jsonb[], errors text[],
+											   contexts jsonb[])
+RETURNS void
+LANGUAGE plpgsql VOLATILE SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+	d queryclaw.enrichment_definitions;
+	answered record;
+BEGIN
+	FOR answered IN
+		SELECT (x.context ->> 'enrichment_id')::bigint AS enrichment, array_agg(x.id) AS ids,
+			   array_agg(x.result) AS results, array_agg(x.context ->> 'request_hash') AS hashes
+		  FROM ROWS FROM (unnest(ids), unnest(results), unnest(errors), unnest(contexts))
+			   x(id, result, error, context)
+		 WHERE x.error IS NULL AND x.result ->> 'ok' IS DISTINCT FROM 'false'
+		 GROUP BY 1
+	LOOP
+		SELECT * INTO d FROM queryclaw.enrichment_definitions e WHERE e.id = answered.enrichment;
+		CONTINUE WHEN NOT FOUND;
+		PERFORM queryclaw.enrichment_keep(d, answered.ids, answered.results, answered.hashes);
+		PERFORM queryclaw.enrichment_write(d, answered.ids, answered.results);
+	END LOOP;
+	PERFORM queryclaw.enrichment_done(x.id, x.result, x.error, x.context)
+	   FROM ROWS FROM (unnest(ids), unnest(results), unnest(errors), unnest(contexts))
+			x(id, result, error, context)
+	  WHERE x.error IS NOT NULL OR x.result ->> 'ok' = 'false';
 END
 $$;
 
@@ -1310,6 +1377,12 @@ COMMENT ON FUNCTION queryclaw.enrichment_define(bigint) IS
 'Internal to enrichments: check a definition''s texts and make its view and write-back function; returns its inputs.';
 COMMENT ON FUNCTION queryclaw.enrichment_done(bigint, jsonb, text, jsonb) IS
 'Internal to enrichments: the callback of every request an enrichment queues.';
+COMMENT ON FUNCTION queryclaw.enrichment_done_many(bigint[], jsonb[], text[], jsonb[]) IS
+'Internal to enrichments: enrichment_done for a batch of requests, the answered ones written back together.';
+COMMENT ON FUNCTION queryclaw.enrichment_keep(queryclaw.enrichment_definitions, bigint[], jsonb[], text[]) IS
+'Internal to enrichments: keep answered requests'' results for cache_ttl and count their tokens.';
+COMMENT ON FUNCTION queryclaw.enrichment_write(queryclaw.enrichment_definitions, bigint[], jsonb[]) IS
+'Internal to enrichments: write answered requests'' results into their rows through the enrichment''s apply.';
 COMMENT ON FUNCTION queryclaw.enrichment_embed_async(text, text, regprocedure, jsonb) IS
 'Internal to enrichments: queue an embedding request as the enrichment''s owner.';
 COMMENT ON FUNCTION queryclaw.enrichment_enqueue(queryclaw.enrichment_definitions, jsonb, text) IS
@@ -1779,25 +1852,30 @@ COMMENT ON FUNCTION queryclaw.enrichment_citus_pick(queryclaw.enrichment_definit
 -- A result written into the rows of a request one by one, through the
 -- enrichment's write-back (enrichment_<id>_apply_request of a distributed
 -- table's enrichment); returns how many rows waited for it.
-CREATE FUNCTION queryclaw.enrichment_citus_apply_request(enrichment bigint, result jsonb, request_id bigint)
+CREATE FUNCTION queryclaw.enrichment_citus_apply_request(enrichment bigint, results jsonb[],
+														 request_ids bigint[])
 RETURNS bigint
 LANGUAGE plpgsql VOLATILE SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
 	d queryclaw.enrichment_definitions;
 	keys jsonb[];
 	hashes text[];
+	n bigint := 0;
 BEGIN
 	SELECT * INTO d FROM queryclaw.enrichment_definitions e
 	 WHERE e.id = enrichment_citus_apply_request.enrichment;
-	SELECT array_agg(r.key), array_agg(r.inputs_hash) INTO keys, hashes
-	  FROM queryclaw.enrichment_rows r
-	 WHERE r.request_id = enrichment_citus_apply_request.request_id AND r.state = 'running';
-	PERFORM queryclaw.enrichment_apply_rows(d, result, keys, hashes);
-	RETURN coalesce(array_length(keys, 1), 0);
+	FOR i IN 1 .. coalesce(array_length(request_ids, 1), 0) LOOP
+		SELECT array_agg(r.key), array_agg(r.inputs_hash) INTO keys, hashes
+		  FROM queryclaw.enrichment_rows r
+		 WHERE r.request_id = request_ids[i] AND r.state = 'running';
+		PERFORM queryclaw.enrichment_apply_rows(d, results[i], keys, hashes);
+		n := n + coalesce(array_length(keys, 1), 0);
+	END LOOP;
+	RETURN n;
 END
 $$;
-COMMENT ON FUNCTION queryclaw.enrichment_citus_apply_request(bigint, jsonb, bigint) IS
-'Internal to enrichments: write a result into its rows of a distributed table, one by one.';
+COMMENT ON FUNCTION queryclaw.enrichment_citus_apply_request(bigint, jsonb[], bigint[]) IS
+'Internal to enrichments: write results into their rows of a distributed table, one by one.';
 
 -- On the coordinator: each worker's counts of d's rows (as the caller
 -- reads them there) and counters, one jsonb per worker.

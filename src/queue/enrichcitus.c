@@ -26,8 +26,8 @@
  * qualified, is the one the PL/pgSQL function runs.  The row lock keeps a
  * change of the row's inputs from slipping between the check and the
  * write: such a change waits for the write-back's commit, then makes the
- * row stale again.  enrichment_<id>_apply_request writes the rows of a
- * request one by one through it.
+ * row stale again.  enrichment_<id>_apply_request writes the rows of
+ * requests one by one through it.
  *
  * A reference or Citus local table is enriched on the coordinator alone,
  * from its own copy of the rows (its placement), written back through
@@ -174,13 +174,13 @@ qc_enrich_citus_make(int64 id, Oid source, const char *source_name, const char *
 	to_owner(psprintf("%s(pg_catalog.jsonb, pg_catalog.jsonb, pg_catalog.text)", apply_fn), owner);
 
 	/* a request's rows, one by one through it */
-	run(psprintf("DROP FUNCTION %s_request(pg_catalog.jsonb, pg_catalog.int8, pg_catalog.bool)", apply_fn));
-	run(psprintf("CREATE FUNCTION %s_request(result pg_catalog.jsonb, request_id pg_catalog.int8,"
+	run(psprintf("DROP FUNCTION %s_request(pg_catalog.jsonb[], pg_catalog.int8[], pg_catalog.bool)", apply_fn));
+	run(psprintf("CREATE FUNCTION %s_request(results pg_catalog.jsonb[], request_ids pg_catalog.int8[],"
 				 " planned pg_catalog.bool) RETURNS pg_catalog.int8 LANGUAGE sql SECURITY INVOKER"
 				 " SET search_path = pg_catalog, pg_temp"
 				 " AS 'SELECT queryclaw.enrichment_citus_apply_request(" INT64_FORMAT ", $1, $2)'",
 				 apply_fn, id));
-	to_owner(psprintf("%s_request(pg_catalog.jsonb, pg_catalog.int8, pg_catalog.bool)", apply_fn), owner);
+	to_owner(psprintf("%s_request(pg_catalog.jsonb[], pg_catalog.int8[], pg_catalog.bool)", apply_fn), owner);
 }
 
 /*

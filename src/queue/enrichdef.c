@@ -204,6 +204,65 @@ check_apply_text(const char *apply)
 	return writes;
 }
 
+/*
+ * apply with every reference to result (an unqualified column reference of
+ * that one name) written as qualifier.result: in the write-back, result is
+ * a column of the rows being written, each row's own, and a column of the
+ * source that happens to be called result must neither hide it nor make
+ * it ambiguous.  The raw parser gives each reference's place in the text.
+ */
+typedef struct ResultRefs
+{
+	List	   *places;			/* byte offsets in the parsed text */
+} ResultRefs;
+
+static bool
+find_result_refs(Node *node, ResultRefs *refs)
+{
+	if (node == NULL)
+		return false;
+	if (IsA(node, ColumnRef))
+	{
+		ColumnRef  *ref = (ColumnRef *) node;
+
+		if (list_length(ref->fields) == 1 && IsA(linitial(ref->fields), String) &&
+			strcmp(strVal(linitial(ref->fields)), "result") == 0 && ref->location >= 0)
+			refs->places = lappend_int(refs->places, ref->location);
+		return false;
+	}
+	return raw_expression_tree_walker(node, find_result_refs, refs);
+}
+
+static int
+compare_places(const ListCell *a, const ListCell *b)
+{
+	return lfirst_int(a) - lfirst_int(b);
+}
+
+static char *
+qualify_result(const char *apply, const char *qualifier)
+{
+	const char *prefix = "UPDATE qc_source SET ";
+	char	   *sql = psprintf("%s%s\n", prefix, apply);
+	UpdateStmt *u = (UpdateStmt *) parse_one(sql, "apply");
+	ResultRefs	refs = {NIL};
+	StringInfoData s;
+	int			from = strlen(prefix);
+	ListCell   *lc;
+
+	(void) find_result_refs((Node *) u->targetList, &refs);
+	list_sort(refs.places, compare_places);
+	initStringInfo(&s);
+	foreach(lc, refs.places)
+	{
+		appendBinaryStringInfo(&s, sql + from, lfirst_int(lc) - from);
+		appendStringInfo(&s, "%s.", qualifier);
+		from = lfirst_int(lc);
+	}
+	appendStringInfoString(&s, sql + from);
+	return s.data;
+}
+
 /* ---- the source table ---- */
 
 /* The source's primary key columns; 22023 unless it has one. */
@@ -499,8 +558,8 @@ drop_objects(const Definition *d)
 	run(psprintf("DROP VIEW IF EXISTS %s, %s", object_name(d, "request"), object_name(d, "inputs")));
 	run(psprintf("DROP FUNCTION IF EXISTS %s(pg_catalog.jsonb, pg_catalog.jsonb, pg_catalog.text)",
 				 object_name(d, "apply")));
-	run(psprintf("DROP FUNCTION IF EXISTS %s(pg_catalog.jsonb, pg_catalog.int8), "
-				 "%s(pg_catalog.jsonb, pg_catalog.int8, pg_catalog.bool)",
+	run(psprintf("DROP FUNCTION IF EXISTS %s(pg_catalog.jsonb[], pg_catalog.int8[]), "
+				 "%s(pg_catalog.jsonb[], pg_catalog.int8[], pg_catalog.bool)",
 				 object_name(d, "apply_request"), object_name(d, "apply_request")));
 	run(psprintf("DROP FUNCTION IF EXISTS %s", object_name(d, "write")));	/* enrichcitus.c */
 }
@@ -539,7 +598,7 @@ make_views(Definition *d, const char *source)
 /*
  * The write-back of a request runs once a result: as a SQL function its
  * statement would be planned again at every call.  Its twin,
- * enrichment_<id>_apply_request(result, request_id, planned), is a PL/pgSQL
+ * enrichment_<id>_apply_request(results, request_ids, planned), is a PL/pgSQL
  * function whose statement is the SQL function's as PostgreSQL itself
  * deparses it with only pg_catalog on the search_path (every other name
  * qualified, as pg_dump writes it), run with that search_path: so it names
@@ -560,7 +619,7 @@ make_planned_twin(const Definition *d, const char *fn)
 	(void) set_config_option("search_path", "pg_catalog", PGC_USERSET, PGC_S_SESSION,
 							 GUC_ACTION_SAVE, true, 0, false);
 	sql_fn = DatumGetObjectId(DirectFunctionCall1(regprocedurein,
-												  CStringGetDatum(psprintf("%s(jsonb,int8)", fn))));
+												  CStringGetDatum(psprintf("%s(jsonb[],int8[])", fn))));
 	body = TextDatumGetCString(DirectFunctionCall1(pg_get_function_sqlbody,
 												   ObjectIdGetDatum(sql_fn)));
 	start = strstr(body, "BEGIN ATOMIC");
@@ -571,30 +630,31 @@ make_planned_twin(const Definition *d, const char *fn)
 	*end = '\0';
 	written += strlen(" AS qc_written");
 	start += strlen("BEGIN ATOMIC");
-	run(psprintf("CREATE FUNCTION %s(result pg_catalog.jsonb, request_id pg_catalog.int8,"
+	run(psprintf("CREATE FUNCTION %s(results pg_catalog.jsonb[], request_ids pg_catalog.int8[],"
 				 " planned pg_catalog.bool) RETURNS pg_catalog.int8 LANGUAGE plpgsql SECURITY INVOKER"
 				 " SET search_path = pg_catalog, pg_temp AS %s",
 				 fn, quote_literal_cstr(psprintf("#variable_conflict use_column\n"
 												 "DECLARE qc_n pg_catalog.int8;\nBEGIN\n%.*s INTO qc_n%s;\n"
 												 "RETURN qc_n;\nEND",
 												 (int) (written - start), start, written))));
-	give_to_owner("FUNCTION", psprintf("%s(pg_catalog.jsonb, pg_catalog.int8, pg_catalog.bool)", fn), d);
+	give_to_owner("FUNCTION", psprintf("%s(pg_catalog.jsonb[], pg_catalog.int8[], pg_catalog.bool)", fn), d);
 }
 
 /*
- * The write-back, in two forms.  enrichment_<id>_apply_request(result,
- * request_id): every row waiting for that request, in one statement, each
- * written only while its inputs hash as when it was asked, then marked
- * done (or stale again, when its inputs changed meanwhile); returns the
- * rows written.  Both its reads of enrichment_rows find the rows by the
- * request id alone (the same rows: one snapshot; a request is one
- * enrichment's), so that whatever the planner believes of the
+ * The write-back, in two forms, each reading result as a column of
+ * qc_pending (qualify_result).  enrichment_<id>_apply_request(results,
+ * request_ids): every row waiting for those requests, each with its own
+ * request's result, in one statement, each written only while its inputs
+ * hash as when it was asked, then marked done (or stale again, when its
+ * inputs changed meanwhile); returns the rows written.  Both its reads of
+ * enrichment_rows find the rows by the request ids alone, as an array (a
+ * request is one enrichment's), so that whatever the planner believes of the
  * enrichment's row count (a handful, for a new one, until ANALYZE), it can
- * only take the request's index, never walk every row of the enrichment
- * by the primary key.  enrichment_<id>_apply(result, key, inputs_hash): one row,
- * for a kept result and for the rows of a result that apply raised on,
- * which are then tried one by one.  The row is found by its key through
- * jsonb_populate_record, so by the primary key's index.
+ * only take the requests' index, never walk every row of the enrichment
+ * by the primary key.  enrichment_<id>_apply(result, key, inputs_hash): one
+ * row, for a kept result and for the rows of a result that apply raised
+ * on, which are then tried one by one.  The row is found by its key
+ * through jsonb_populate_record, so by the primary key's index.
  */
 static void
 make_apply(const Definition *d, const char *source)
@@ -602,23 +662,26 @@ make_apply(const Definition *d, const char *source)
 	char	   *fn = object_name(d, "apply");
 	char	   *keys = column_list(d->keys, "");
 	char	   *hash = psprintf("pg_catalog.md5(ROW(%s)::pg_catalog.text)", column_list(d->inputs, ""));
+	char	   *apply = qualify_result(d->apply, "qc_pending");
 
 	run(psprintf("CREATE FUNCTION %s(result pg_catalog.jsonb, key pg_catalog.jsonb, inputs_hash pg_catalog.text)"
 				 " RETURNS pg_catalog.int8 LANGUAGE sql SECURITY INVOKER BEGIN ATOMIC"
 				 " WITH qc_applied AS (UPDATE %s SET %s\n"
+				 " FROM (SELECT $1 AS result) qc_pending"
 				 " WHERE (%s) OPERATOR(pg_catalog.=) (SELECT %s FROM pg_catalog.jsonb_populate_record(NULL::%s, $2) qc_key)"
 				 " AND %s OPERATOR(pg_catalog.=) $3 RETURNING 1)"
 				 " SELECT pg_catalog.count(*) FROM qc_applied; END",
-				 fn, source, d->apply, keys, column_list(d->keys, "qc_key."), source, hash));
+				 fn, source, apply, keys, column_list(d->keys, "qc_key."), source, hash));
 	give_to_owner("FUNCTION", psprintf("%s(pg_catalog.jsonb, pg_catalog.jsonb, pg_catalog.text)", fn), d);
 
 	fn = object_name(d, "apply_request");
-	run(psprintf("CREATE FUNCTION %s(result pg_catalog.jsonb, request_id pg_catalog.int8)"
+	run(psprintf("CREATE FUNCTION %s(results pg_catalog.jsonb[], request_ids pg_catalog.int8[])"
 				 " RETURNS pg_catalog.int8 LANGUAGE sql SECURITY INVOKER BEGIN ATOMIC"
-				 " WITH qc_pending AS (SELECT qc_r.key AS qc_row_key, qc_r.inputs_hash AS qc_row_hash, %s"
+				 " WITH qc_pending AS (SELECT qc_r.key AS qc_row_key, qc_r.inputs_hash AS qc_row_hash,"
+				 "        ($1)[pg_catalog.array_position($2, qc_r.request_id)] AS result, %s"
 				 "   FROM queryclaw.enrichment_rows qc_r,"
 				 "        pg_catalog.jsonb_populate_record(NULL::%s, qc_r.key) qc_key"
-				 "  WHERE qc_r.request_id OPERATOR(pg_catalog.=) $2"
+				 "  WHERE qc_r.request_id OPERATOR(pg_catalog.=) ANY ($2)"
 				 "    AND qc_r.state OPERATOR(pg_catalog.=) 'running'),"
 				 " qc_applied AS (UPDATE %s SET %s\n"
 				 "   FROM qc_pending WHERE (%s) OPERATOR(pg_catalog.=) (%s)"
@@ -630,13 +693,13 @@ make_apply(const Definition *d, const char *source)
 				 "       attempts = qc_r.attempts OPERATOR(pg_catalog.+) 1,"
 				 "       enriched_at = CASE WHEN qc_r.key IN (SELECT qc_row_key FROM qc_applied)"
 				 "                     THEN pg_catalog.now() ELSE qc_r.enriched_at END"
-				 "  WHERE qc_r.request_id OPERATOR(pg_catalog.=) $2"
+				 "  WHERE qc_r.request_id OPERATOR(pg_catalog.=) ANY ($2)"
 				 "    AND qc_r.state OPERATOR(pg_catalog.=) 'running' RETURNING 1)"
 				 " SELECT pg_catalog.count(*) AS qc_written FROM qc_applied; END",
-				 fn, key_aliases(d->keys, "qc_key.", true), source, source, d->apply,
+				 fn, key_aliases(d->keys, "qc_key.", true), source, source, apply,
 				 column_list(d->keys, psprintf("%s.", source)), key_aliases(d->keys, "qc_pending.", false),
 				 hash));
-	give_to_owner("FUNCTION", psprintf("%s(pg_catalog.jsonb, pg_catalog.int8)", fn), d);
+	give_to_owner("FUNCTION", psprintf("%s(pg_catalog.jsonb[], pg_catalog.int8[])", fn), d);
 	make_planned_twin(d, fn);
 }
 

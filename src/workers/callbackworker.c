@@ -33,6 +33,12 @@
  *   failed with its error, the result kept (a cancelled one stays
  *   cancelled).  EXECUTE on it is checked again as it runs; a role dropped
  *   since fails the request.
+ * - The write-backs of enrichments (enrichment_done) of one role taken in
+ *   a transaction are called together, in one subtransaction, through
+ *   enrichment_done_many, which writes each enrichment's answered results
+ *   back in one statement: called one by one, their statements cost three
+ *   times what a short hand-written callback does.  If that call fails,
+ *   each is called on its own, as any callback.
  * - A callback may queue requests (api_call_async...), but sends none:
  *   qc_call_refuse_sending is on in these workers, so none of queryclaw's
  *   network functions waits for the network inside the transaction that
@@ -120,9 +126,9 @@ typedef struct Batch
 	bool		slow;			/* its callbacks took the whole slice */
 	int			wanted;			/* due callbacks asked for */
 	int			found;			/* due callbacks seen */
-	int			seen;			/* of which it looked at so many */
 	int			done;			/* requests made final */
 	QcCallbackHint hints[QC_CALLBACK_BATCH];	/* those taken from the hints */
+	bool		used[QC_CALLBACK_BATCH];	/* the due one at each place was seen or called */
 } Batch;
 
 /*
@@ -309,6 +315,8 @@ take_due(void *arg)
 		d->cancelled = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc,
 												  2, &isnull));
 		d->callback = SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 3);
+		/* looked up as the worker: the role's search_path plays no part */
+		d->fn = d->callback ? qc_proc_by_signature(d->callback) : InvalidOid;
 		d->context = jsonb_column(i, 4);
 		d->result = d->cancelled ? NULL : jsonb_column(i, 5);
 		d->error = SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 6);
@@ -385,10 +393,11 @@ call_callback(void *arg)
 						   d->cancelled ? "cancelled" : d->error, d->context);
 }
 
-/* One attempt at a taken request's callback, with its role's settings. */
+/* One attempt at call(arg) as a role, with its settings. */
 typedef struct Attempt
 {
-	Due		   *d;
+	void		(*call) (void *arg);
+	void	   *arg;
 	const QcRoleSettings *settings;
 } Attempt;
 
@@ -397,7 +406,7 @@ attempt_callback(void *arg)
 {
 	Attempt    *a = arg;
 
-	qc_role_run_callback(a->settings, call_callback, a->d);
+	qc_role_run_callback(a->settings, a->call, a->arg);
 }
 
 /*
@@ -409,7 +418,7 @@ attempt_callback(void *arg)
 static void
 call_due(Due *d, const QcRoleSettings *settings, MemoryContext cxt)
 {
-	Attempt		a = {d, settings};
+	Attempt		a = {call_callback, d, settings};
 
 	d->called = true;
 	if (settings == NULL)
@@ -421,8 +430,6 @@ call_due(Due *d, const QcRoleSettings *settings, MemoryContext cxt)
 	}
 	if (d->callback == NULL)
 		return;
-	/* looked up as the worker: the role's search_path plays no part */
-	d->fn = qc_proc_by_signature(d->callback);
 	for (int tries = 1;; tries++)
 	{
 		ErrorData  *edata = qc_subxact_try(attempt_callback, &a);
@@ -441,6 +448,106 @@ call_due(Due *d, const QcRoleSettings *settings, MemoryContext cxt)
 		}
 		FreeErrorData(edata);
 	}
+}
+
+/*
+ * An enrichment's write-back (the callback of every request an enrichment
+ * queues) costs a few statements of its own a request.  Those of one role
+ * taken in the same transaction are called together: enrichment_done_many
+ * writes each enrichment's answered results back in one statement.
+ */
+#define QC_WRITE_BACK		"queryclaw.enrichment_done(bigint,jsonb,text,jsonb)"
+#define QC_WRITE_BACKS		"queryclaw.enrichment_done_many(bigint[],jsonb[],text[],jsonb[])"
+
+/* enrichment_done, looked up once per transaction by run_batch */
+static Oid	write_back_fn = InvalidOid;
+
+static bool
+is_write_back(const Due *d)
+{
+	return d->taken && !d->called && OidIsValid(d->fn) && d->fn == write_back_fn;
+}
+
+/* One role's write-backs, and enrichment_done_many. */
+typedef struct WriteBacks
+{
+	List	   *group;			/* of Due */
+	Oid			fn;
+} WriteBacks;
+
+/* As the role, in its scope: the write-backs of w in one call. */
+static void
+call_write_backs(void *arg)
+{
+	WriteBacks *w = arg;
+	int			n = list_length(w->group);
+	Oid			types[4] = {INT8OID, JSONBOID, TEXTOID, JSONBOID};
+	Datum	   *values[4];
+	bool	   *nulls[4];
+	ListCell   *lc;
+
+	for (int k = 0; k < 4; k++)
+	{
+		values[k] = palloc0(n * sizeof(Datum));
+		nulls[k] = palloc0(n * sizeof(bool));
+	}
+	foreach(lc, w->group)
+	{
+		Due		   *d = lfirst(lc);
+		int			i = foreach_current_index(lc);
+		const char *error = d->cancelled ? "cancelled" : d->error;
+
+		values[0][i] = Int64GetDatum(d->id);
+		values[1][i] = PointerGetDatum(d->result);
+		nulls[1][i] = d->result == NULL;
+		values[2][i] = error ? CStringGetTextDatum(error) : (Datum) 0;
+		nulls[2][i] = error == NULL;
+		values[3][i] = PointerGetDatum(d->context);
+		nulls[3][i] = d->context == NULL;
+	}
+	(void) OidFunctionCall4(w->fn, qc_queue_array(values[0], nulls[0], n, types[0]),
+							qc_queue_array(values[1], nulls[1], n, types[1]),
+							qc_queue_array(values[2], nulls[2], n, types[2]),
+							qc_queue_array(values[3], nulls[3], n, types[3]));
+}
+
+/*
+ * Call the write-backs taken in due of its role from place from on
+ * together (settings: the role's, not NULL), in one subtransaction, if
+ * the role may still run both functions (looked up as the worker); when
+ * it may not, or that fails, each on its own, as call_due calls any
+ * callback.  Returns how many were called.
+ */
+static int
+call_write_backs_of(List *due, int from, const QcRoleSettings *settings, MemoryContext cxt)
+{
+	Oid			role = ((Due *) list_nth(due, from))->role;
+	WriteBacks	w = {NIL, qc_proc_by_signature(QC_WRITE_BACKS)};
+	Attempt		a = {call_write_backs, &w, settings};
+	ErrorData  *edata = NULL;
+	bool		together = false;
+	ListCell   *lc;
+
+	for (int i = from; i < list_length(due); i++)
+		if (((Due *) list_nth(due, i))->role == role && is_write_back(list_nth(due, i)))
+			w.group = lappend(w.group, list_nth(due, i));
+	if (OidIsValid(w.fn) && qc_proc_executable(w.fn, role) &&
+		qc_proc_executable(write_back_fn, role))
+	{
+		edata = qc_subxact_try(attempt_callback, &a);
+		qc_role_forget_callback();
+		together = edata == NULL;
+	}
+	foreach(lc, w.group)
+	{
+		if (together)
+			((Due *) lfirst(lc))->called = true;
+		else
+			call_due(lfirst(lc), settings, cxt);
+	}
+	if (edata != NULL)
+		FreeErrorData(edata);
+	return list_length(w.group);
 }
 
 /* The stored settings of role, read once per transaction (NULL: no such role). */
@@ -504,6 +611,7 @@ run_batch(void *arg)
 	List	   *due = NIL;
 	List	   *roles = NIL;
 	bool		sliced = false;
+	const QcRoleSettings *settings;
 	ListCell   *lc;
 
 	if (!OidIsValid(qc_async_statement_role()))
@@ -520,6 +628,7 @@ run_batch(void *arg)
 	b->found = list_length(due);
 	if (due != NIL)
 		qc_async_as_writer(take_due, due);
+	write_back_fn = qc_proc_by_signature(QC_WRITE_BACK);
 	one = AllocSetContextCreate(cxt, "queryclaw callback", ALLOCSET_DEFAULT_SIZES);
 	foreach(lc, due)
 	{
@@ -530,19 +639,40 @@ run_batch(void *arg)
 			b->cut = true;
 			break;
 		}
-		b->seen++;
-		if (!d->taken)
+		b->used[foreach_current_index(lc)] = true;
+		if (!d->taken || d->called)
 			continue;
+		settings = settings_of(&roles, d->role, cxt);
 		MemoryContextSwitchTo(one);
-		call_due(d, settings_of(&roles, d->role, cxt), cxt);
+		if (is_write_back(d) && settings != NULL)
+			b->done += call_write_backs_of(due, foreach_current_index(lc), settings, cxt);
+		else
+		{
+			call_due(d, settings, cxt);
+			b->done++;
+		}
 		note_served(d->role);
-		b->done++;
 		MemoryContextSwitchTo(cxt);
 		MemoryContextReset(one);
 		sliced = TimestampDifferenceExceeds(start, GetCurrentTimestamp(), QC_CALLBACK_SLICE_MS);
 	}
+	foreach(lc, due)
+		if (((Due *) lfirst(lc))->called)
+			b->used[foreach_current_index(lc)] = true;	/* a role's write-backs, together */
 	qc_async_as_writer(make_final, due);
 	b->slow = sliced;
+}
+
+/* The hints of b whose due callbacks were neither seen nor called, first in b->hints; how many. */
+static int
+unused_hints(Batch *b)
+{
+	int			n = 0;
+
+	for (int i = 0; i < b->found; i++)
+		if (!b->used[i])
+			b->hints[n++] = b->hints[i];
+	return n;
 }
 
 /*
@@ -563,8 +693,7 @@ safe_batch(Batch *b, MemoryContext cxt)
 	}
 	PG_END_TRY();
 	if (!b->read)
-		qc_callback_hints_return(b->hints + (b->failed ? 0 : b->seen),
-								 b->failed ? b->found : b->found - b->seen);
+		qc_callback_hints_return(b->hints, b->failed ? b->found : unused_hints(b));
 	must_read = b->failed || (b->read && (b->cut || b->found == b->wanted));
 	hints_wanted = b->slow ? 1 : QC_CALLBACK_BATCH;
 	if (b->done > 0 && !b->failed)
