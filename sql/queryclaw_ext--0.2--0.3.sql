@@ -122,16 +122,19 @@ CREATE INDEX enrichment_calls_final_idx ON queryclaw.enrichment_calls (enrichmen
 -- Each role reads and writes its own rows, matched by OID; it may create
 -- an enrichment only with EXECUTE on create_enrichment, and give its rows
 -- states and calls only for its own enrichments.
+-- Both are evaluated for every row a policy reads or writes: the first is
+-- C, and the second names everything by its schema and sets nothing (a
+-- SET clause costs each call a GUC nest level of its own).
 CREATE FUNCTION queryclaw.enrichment_me()
 RETURNS oid
-LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
-	SELECT r.oid FROM pg_roles r WHERE r.rolname = current_user
-$$;
+AS 'MODULE_PATHNAME', 'enrichment_me'
+LANGUAGE C STABLE PARALLEL SAFE;
 CREATE FUNCTION queryclaw.enrichment_mine(enrichment bigint)
 RETURNS boolean
-LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
+LANGUAGE sql STABLE AS $$
 	SELECT EXISTS (SELECT 1 FROM queryclaw.enrichment_definitions d
-					WHERE d.id = $1 AND d.owner::oid = queryclaw.enrichment_me())
+					WHERE d.id OPERATOR(pg_catalog.=) $1
+					  AND d.owner::pg_catalog.oid OPERATOR(pg_catalog.=) queryclaw.enrichment_me())
 $$;
 DO $$
 DECLARE

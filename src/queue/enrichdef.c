@@ -73,6 +73,7 @@
 PG_FUNCTION_INFO_V1(enrichment_define);
 PG_FUNCTION_INFO_V1(enrichment_undefine);
 PG_FUNCTION_INFO_V1(enrichment_wake);
+PG_FUNCTION_INFO_V1(enrichment_me);
 
 /* The request constructors, by the name of the function each stands for. */
 typedef enum RequestKind
@@ -848,4 +849,14 @@ enrichment_wake(PG_FUNCTION_ARGS)
 	if (qc_queue_shared() != NULL)
 		qc_queue_wake_enrich_worker_at_commit();
 	PG_RETURN_VOID();
+}
+
+/*
+ * enrichment_me() returns oid: the current user, as current_user names it,
+ * for the enrichment tables' row-level security (evaluated for every row).
+ */
+Datum
+enrichment_me(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_OID(GetUserId());
 }
