@@ -212,6 +212,13 @@ SELECT qc_test.try(format($$INSERT INTO queryclaw.enrichment_rows (enrichment, o
                            VALUES (%s, 'qc_enr_bob', '{"id": 99}', 'stale')$$, :echo_id)) AS bob_adds_a_row;
 SELECT qc_test.try(format($$INSERT INTO queryclaw.enrichment_rows (enrichment, owner, key, state)
                            VALUES (%s, 'qc_enr_alice', '{"id": 99}', 'stale')$$, :echo_id)) AS bob_adds_alices_row;
+-- nor moves a row or a call into it: whose it is, and of which
+-- enrichment, is written once
+SELECT qc_test.try(format('UPDATE queryclaw.enrichment_rows SET enrichment = %s', :echo_id)) AS bob_moves_a_row;
+SELECT qc_test.try($$UPDATE queryclaw.enrichment_rows SET owner = 'qc_enr_alice'$$) AS bob_gives_a_row;
+SELECT qc_test.try($$UPDATE queryclaw.enrichment_rows SET key = '{"id": 1}'$$) AS bob_rekeys_a_row;
+SELECT qc_test.try(format('UPDATE queryclaw.enrichment_calls SET enrichment = %s', :echo_id)) AS bob_moves_a_call;
+SELECT qc_test.try($$UPDATE queryclaw.enrichment_calls SET request_hash = 'x'$$) AS bob_rehashes_a_call;
 SELECT regexp_replace(qc_test.try(format('SELECT queryclaw.enrichment_define(%s)', :echo_id)),
                       '(enrichment[ _])[0-9]+', '\1N', 'g') AS bob_redefines;
 SELECT qc_test.try(format('SELECT queryclaw.enrichment_cancel(''{1}'', ''qc_enr_alice'')')) AS bob_cancels;

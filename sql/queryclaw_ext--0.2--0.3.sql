@@ -122,28 +122,44 @@ CREATE INDEX enrichment_calls_final_idx ON queryclaw.enrichment_calls (enrichmen
 -- Each role reads and writes its own rows, matched by OID; it may create
 -- an enrichment only with EXECUTE on create_enrichment, and give its rows
 -- states and calls only for its own enrichments.
--- Both are evaluated for every row a policy reads or writes: the first is
--- C, and the second names everything by its schema and sets nothing (a
--- SET clause costs each call a GUC nest level of its own).
+-- Both are evaluated for every row a policy reads or writes, so each is
+-- made to cost little: the first is C; the second is PL/pgSQL, whose
+-- statement is planned once a session (a SQL function's is parsed and
+-- planned again in every statement that calls it, before PostgreSQL 18),
+-- and sets nothing (a SET clause costs each call a GUC nest level of its
+-- own): every name in it is qualified instead.
 CREATE FUNCTION queryclaw.enrichment_me()
 RETURNS oid
 AS 'MODULE_PATHNAME', 'enrichment_me'
 LANGUAGE C STABLE PARALLEL SAFE;
 CREATE FUNCTION queryclaw.enrichment_mine(enrichment bigint)
 RETURNS boolean
-LANGUAGE sql STABLE AS $$
-	SELECT EXISTS (SELECT 1 FROM queryclaw.enrichment_definitions d
-					WHERE d.id OPERATOR(pg_catalog.=) $1
-					  AND d.owner::pg_catalog.oid OPERATOR(pg_catalog.=) queryclaw.enrichment_me())
+LANGUAGE plpgsql STABLE AS $$
+BEGIN
+	RETURN EXISTS (SELECT 1 FROM queryclaw.enrichment_definitions d
+					WHERE d.id OPERATOR(pg_catalog.=) enrichment_mine.enrichment
+					  AND d.owner::pg_catalog.oid OPERATOR(pg_catalog.=) queryclaw.enrichment_me());
+END
 $$;
+--
+-- A row of enrichment_rows or enrichment_calls is checked to be of one of
+-- the role's enrichments as it is inserted; the columns that say whose and
+-- of which enrichment it is (owner, enrichment, and the key or the
+-- request's hash) may not be updated, so an update needs no check but the
+-- owner's, and no row can be moved into another role's enrichment.
 DO $$
 DECLARE
 	t text;
 	mine text;
+	updatable text;
 BEGIN
 	FOREACH t IN ARRAY ARRAY['enrichment_definitions', 'enrichment_rows', 'enrichment_calls'] LOOP
+		updatable := CASE t
+			WHEN 'enrichment_rows' THEN 'UPDATE (state, inputs_hash, definition_hash, request_hash, request_id, attempts, error, sqlstate, enriched_at)'
+			WHEN 'enrichment_calls' THEN 'UPDATE (request_id, state, result, expires_at)'
+			ELSE 'UPDATE' END;
 		EXECUTE format('REVOKE ALL ON queryclaw.%I FROM PUBLIC', t);
-		EXECUTE format('GRANT SELECT, INSERT, UPDATE, DELETE ON queryclaw.%I TO PUBLIC', t);
+		EXECUTE format('GRANT SELECT, INSERT, DELETE, %s ON queryclaw.%I TO PUBLIC', updatable, t);
 		EXECUTE format('ALTER TABLE queryclaw.%I ENABLE ROW LEVEL SECURITY', t);
 		EXECUTE format('CREATE POLICY %I ON queryclaw.%I FOR SELECT USING (owner OPERATOR(pg_catalog.=) queryclaw.enrichment_me())',
 					   t || '_own_rows', t);
@@ -155,7 +171,8 @@ BEGIN
 		EXECUTE format('CREATE POLICY %I ON queryclaw.%I FOR INSERT WITH CHECK (owner OPERATOR(pg_catalog.=) queryclaw.enrichment_me() AND %s)',
 					   t || '_own_insert', t, mine);
 		EXECUTE format('CREATE POLICY %I ON queryclaw.%I FOR UPDATE USING (owner OPERATOR(pg_catalog.=) queryclaw.enrichment_me()) WITH CHECK (owner OPERATOR(pg_catalog.=) queryclaw.enrichment_me() AND %s)',
-					   t || '_own_update', t, mine);
+					   t || '_own_update', t,
+					   CASE t WHEN 'enrichment_definitions' THEN mine ELSE 'true' END);
 		EXECUTE format('CREATE POLICY %I ON queryclaw.%I FOR SELECT TO queryclaw_admin USING (true)',
 					   t || '_admin', t);
 		-- the enrichment worker finds the enrichments with work to do
