@@ -5,7 +5,9 @@
 # Starts Debian's nginx on a free loopback port (/delay answers after
 # 20 ms) and a scratch cluster with the library preloaded and one async
 # worker (64 in flight), then prints, for each part PARTS names (all
-# three by default):
+# three by default; the tables, the hand-written callback and the
+# enrichments belong to a role granted queryclaw_user, as a user's would,
+# so that row-level security costs what it costs them):
 #   backfill
 #     1. the floor: 10,000 GETs of /delay from curl, 64 in flight;
 #     2. the same 10,000 requests (one URL a row) queued with
@@ -57,7 +59,19 @@ INSERT INTO enriched SELECT * FROM hand;
 CREATE FUNCTION hand_done(id bigint, result jsonb, error text, context jsonb)
 RETURNS void LANGUAGE sql
 AS \$\$ UPDATE hand SET status = (result ->> 'status')::int WHERE id = (context ->> 'id')::int \$\$;
+-- what users are: a role granted queryclaw_user, under row-level security
+CREATE ROLE bench_owner;
+GRANT queryclaw_user TO bench_owner;
+-- its backend's CPU from /proc, and its own tables beside the enriched one
+GRANT pg_read_server_files TO bench_owner;
+GRANT EXECUTE ON FUNCTION pg_read_file(text) TO bench_owner;
+GRANT CREATE ON SCHEMA public TO bench_owner;
+ALTER TABLE hand OWNER TO bench_owner;
+ALTER TABLE enriched OWNER TO bench_owner;
+ALTER FUNCTION hand_done(bigint, jsonb, text, jsonb) OWNER TO bench_owner;
 SQL
+# SQL run as the tables' and the enrichments' owner
+as_owner() { qc_psql -q -d postgres -c "SET ROLE bench_owner" "$@"; }
 sleep 2
 echo "machine: $(nproc) cores; nginx $(nginx -v 2>&1 | sed 's/.*\///')"
 
@@ -75,7 +89,7 @@ if part backfill; then
 	echo "floor: 10000 GETs of a 20 ms endpoint from curl, 64 in flight: $floor s"
 
 	cpu=$(worker_cpu)
-	qc_psql -q -d postgres -c "SELECT count(queryclaw.api_call_async(url, callback => 'hand_done(bigint,jsonb,text,jsonb)',
+	as_owner -c "SELECT count(queryclaw.api_call_async(url, callback => 'hand_done(bigint,jsonb,text,jsonb)',
 	                                     context => jsonb_build_object('id', id))) FROM hand" >/dev/null
 	start=$(date +%s%N)
 	hand=$(seconds_until "(SELECT count(*) FROM hand WHERE status IS NULL) = 0" "$start")
@@ -84,7 +98,7 @@ if part backfill; then
 	qc_psql -q -d postgres -c "TRUNCATE queryclaw.requests CASCADE" -c "VACUUM ANALYZE queryclaw.requests"
 	cpu=$(worker_cpu)
 	start=$(date +%s%N)
-	qc_psql -q -d postgres -c "SELECT queryclaw.create_enrichment('bench', 'enriched',
+	as_owner -c "SELECT queryclaw.create_enrichment('bench', 'enriched',
 	        request => $bench_request, apply => $bench_apply)" >/dev/null
 	peak=0
 	while [ "$(qc_psql -At -d postgres -c "SELECT stale + running FROM queryclaw.enrichments")" != 0 ]; do
@@ -104,6 +118,7 @@ fi
 # "wall_ms cpu_ms" of statement $1, after $2 (not timed).
 ms_of() {
 	qc_psql -q -At -d postgres <<SQL | tail -1
+SET ROLE bench_owner;
 $2
 SELECT clock_timestamp() AS t0, $(qc_sql_cpu_ticks 'pg_backend_pid()') AS c0 \gset
 $1;
@@ -130,10 +145,10 @@ trigger_cost() {
 }
 if part triggers; then
 	if ! part backfill; then
-		qc_psql -q -d postgres -c "SELECT queryclaw.create_enrichment('bench', 'enriched',
+		as_owner -c "SELECT queryclaw.create_enrichment('bench', 'enriched',
 		        request => $bench_request, apply => $bench_apply, backfill => false)" >/dev/null
 	fi
-	qc_psql -q -d postgres -c "SELECT queryclaw.pause_enrichment('bench')" >/dev/null \
+	as_owner -c "SELECT queryclaw.pause_enrichment('bench')" >/dev/null \
 		-c "CREATE TABLE plain (LIKE enriched INCLUDING ALL)" \
 		-c "INSERT INTO plain SELECT * FROM enriched WHERE id <= 10000"
 	trigger_cost "live INSERT of 10000 rows (target 30)" \
@@ -144,19 +159,20 @@ if part triggers; then
 		"UPDATE enriched SET note = 'n' || id || random() WHERE id <= 10000" \
 		"UPDATE plain SET note = 'n' || id || random() WHERE id <= 10000" "VACUUM enriched;" "VACUUM plain;"
 fi
-qc_psql -q -d postgres -c "SELECT queryclaw.drop_enrichment(name) FROM queryclaw.enrichments" \
-	-c "TRUNCATE queryclaw.requests CASCADE" >/dev/null
+as_owner -c "SELECT queryclaw.drop_enrichment(name) FROM queryclaw.enrichments" >/dev/null
+qc_psql -q -d postgres -c "TRUNCATE queryclaw.requests CASCADE" >/dev/null
 
 # A big backfill: memory flat, the queue bounded, another role served.
 part big || exit 0
 qc_psql -q -d postgres <<SQL
 CREATE TABLE big (id int PRIMARY KEY, status int);
 INSERT INTO big SELECT generate_series(1, $BIG);
+ALTER TABLE big OWNER TO bench_owner;
 CREATE ROLE bench_other;
 GRANT EXECUTE ON FUNCTION queryclaw.api_call_async(text, text, jsonb, text, integer, regprocedure, jsonb, text),
                           queryclaw.wait(bigint[], interval) TO bench_other;
 SQL
-qc_psql -q -d postgres -c "SELECT queryclaw.create_enrichment('big', 'big',
+as_owner -c "SELECT queryclaw.create_enrichment('big', 'big',
         request => \$\$queryclaw.api_call_request('$base/small.json?row=' || id)\$\$,
         apply => \$\$status = (result ->> 'status')::int\$\$)" >/dev/null
 start=$(date +%s%N)
