@@ -68,3 +68,12 @@ SELECT queryclaw.api_call(qc_test.url('/echo'), headers => '["X-A", "1"]');
 SELECT queryclaw.api_call(qc_test.url('/echo'), headers => '{"X-A": {"nested": 1}}');
 SELECT queryclaw.api_call(qc_test.url('/echo'), max_chars => -5);
 SELECT queryclaw.api_call(NULL) IS NULL AS null_in_null_out;
+
+-- a JSON body of any shape is the body as jsonb, a scalar too, repeated
+-- keys as jsonb keeps them (the last); the result's members in jsonb's order
+SELECT b AS sent, r->'body' AS body, jsonb_typeof(r->'body') AS type
+  FROM unnest(ARRAY['42', '"word"', 'true', 'null', '[1, "2", {"a": 1, "a": 3.50}]']) AS b,
+       queryclaw.api_call(qc_test.url('/bytes?type=application/json&hex=' || encode(convert_to(b, 'UTF8'), 'hex'))) AS r;
+SELECT array(SELECT jsonb_object_keys(r)) AS members, r->'headers'->>'content-type' AS content_type,
+       jsonb_typeof(r->'elapsed_ms') AS elapsed
+  FROM queryclaw.api_call(qc_test.url('/bytes?type=application/json&hex=' || encode('{}', 'hex'))) AS r;

@@ -145,6 +145,19 @@ RESET queryclaw.llm_api_key;
 SELECT qc_test.audit_flush();
 SELECT query LIKE '%plainword4321%' AS key_stored FROM queryclaw.audit_log ORDER BY id;
 
+-- a header's value is redacted with the keys configured at the time of
+-- the call: the same value shown, then hidden once it is a key, then
+-- shown again (what was made of a value is remembered only with the keys
+-- it was made with)
+TRUNCATE queryclaw.audit_log;
+SELECT (queryclaw.api_call(qc_test.url('/hello'), headers => '{"X-Note": "plainword8765"}'))->'status' AS status;
+SET queryclaw.llm_api_key = 'plainword8765';
+SELECT (queryclaw.api_call(qc_test.url('/hello'), headers => '{"X-Note": "plainword8765"}'))->'status' AS status;
+RESET queryclaw.llm_api_key;
+SELECT (queryclaw.api_call(qc_test.url('/hello'), headers => '{"X-Note": "plainword8765"}'))->'status' AS status;
+SELECT qc_test.audit_flush();
+SELECT detail->'request_headers'->>'X-Note' AS note FROM queryclaw.audit_log ORDER BY id;
+
 -- Rows are committed by the worker, whatever becomes of the caller's
 -- transaction: a call in a transaction that rolls back, a refusal that
 -- aborts its transaction, an error caught by a PL/pgSQL block.

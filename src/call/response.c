@@ -27,6 +27,8 @@
 #include "utils/formatting.h"
 #include "utils/hsearch.h"
 #include "utils/json.h"
+#include "utils/jsonb.h"
+#include "utils/numeric.h"
 
 #include "compat.h"
 #include "content.h"
@@ -349,14 +351,90 @@ add_header(HTAB *table, HeaderEntry **kept, int *nkept, const char *line,
 }
 
 /*
- * Append the response headers (valid text, see http.c) as one object:
+ * The result object is built as jsonb directly, member by member, rather
+ * than written as JSON text and parsed back: the async worker makes one for
+ * every response.  What the text's parse made of each piece is made here:
+ * strings made valid in the server encoding as the whole text was
+ * (qc_valid_text: its pieces met only ASCII around them), numbers as
+ * numeric_in reads their text, a JSON document (a body, the metadata) as
+ * jsonb_in reads it; jsonb sorts the members as it did.
+ */
+static void
+push_key(JsonbParseState **st, const char *key)
+{
+	JsonbValue	v;
+
+	v.type = jbvString;
+	v.val.string.val = unconstify(char *, key);
+	v.val.string.len = strlen(key);
+	(void) pushJsonbValue(st, WJB_KEY, &v);
+}
+
+/* A member whose value is the string s (NULL: null). */
+static void
+push_string(JsonbParseState **st, const char *key, const char *s)
+{
+	JsonbValue	v;
+
+	push_key(st, key);
+	if (s == NULL)
+		v.type = jbvNull;
+	else
+	{
+		v.type = jbvString;
+		v.val.string.val = qc_valid_text(s);
+		v.val.string.len = strlen(v.val.string.val);
+	}
+	(void) pushJsonbValue(st, WJB_VALUE, &v);
+}
+
+static void
+push_bool(JsonbParseState **st, const char *key, bool b)
+{
+	JsonbValue	v;
+
+	push_key(st, key);
+	v.type = jbvBool;
+	v.val.boolean = b;
+	(void) pushJsonbValue(st, WJB_VALUE, &v);
+}
+
+/* A member whose value is the number written as text. */
+static void
+push_number(JsonbParseState **st, const char *key, const char *text)
+{
+	JsonbValue	v;
+
+	push_key(st, key);
+	v.type = jbvNumeric;
+	v.val.numeric = DatumGetNumeric(DirectFunctionCall3(numeric_in, CStringGetDatum(text),
+														ObjectIdGetDatum(InvalidOid),
+														Int32GetDatum(-1)));
+	(void) pushJsonbValue(st, WJB_VALUE, &v);
+}
+
+/* A member whose value is the JSON document json (one jsonb_in accepts). */
+static void
+push_document(JsonbParseState **st, const char *key, const char *json)
+{
+	Jsonb	   *doc = DatumGetJsonbP(DirectFunctionCall1(jsonb_in,
+														 CStringGetDatum(qc_valid_text(json))));
+	JsonbValue	v;
+
+	push_key(st, key);
+	qc_jsonb_as_value(doc, &v);
+	(void) pushJsonbValue(st, WJB_VALUE, &v);
+}
+
+/*
+ * Add the response headers (valid text, see http.c) as one object:
  * lower-case names, repeats joined with ", ".  Repeats are found through a
  * hash table, so the time is linear in the size of the header block.  The
  * first QC_MAX_HEADERS_KEPT names are kept; returns how many header lines
  * were left out for want of room.
  */
 static int
-append_headers_object(StringInfo out, const char *block)
+push_headers_object(JsonbParseState **st, const char *block)
 {
 	HASHCTL		ctl;
 	HTAB	   *table;
@@ -384,18 +462,16 @@ append_headers_object(StringInfo out, const char *block)
 		line = strchr(line, '\n');
 	}
 
-	appendStringInfoChar(out, '{');
+	push_key(st, "headers");
+	(void) pushJsonbValue(st, WJB_BEGIN_OBJECT, NULL);
 	for (int i = 0; i < nkept; i++)
 	{
 		HeaderEntry *e = kept[i];
 
-		if (i > 0)
-			appendStringInfoString(out, ", ");
-		escape_json(out, e->name);
-		appendStringInfoString(out, ": ");
-		escape_json(out, e->joined ? e->joined->data : pnstrdup(e->value, e->value_len));
+		push_string(st, qc_valid_text(e->name),
+					e->joined ? e->joined->data : pnstrdup(e->value, e->value_len));
 	}
-	appendStringInfoChar(out, '}');
+	(void) pushJsonbValue(st, WJB_END_OBJECT, NULL);
 	hash_destroy(table);
 	pfree(kept);
 	return dropped;
@@ -413,15 +489,15 @@ body_is_text(const QcCall *call)
 	return qc_is_utf8(call->response_body, call->response_len);
 }
 
-/* Append the body: jsonb, a string, or base64; sets chars and truncated. */
+/* Add the body: jsonb, a string, or base64; sets chars and truncated. */
 static void
-append_body(StringInfo out, QcCall *call)
+push_body(JsonbParseState **st, QcCall *call)
 {
 	char	   *text;
 
 	if (call->response_len == 0)
 	{
-		appendStringInfoString(out, "null");
+		push_string(st, "body", NULL);
 		call->chars = 0;
 		call->truncated = false;
 		return;
@@ -433,12 +509,12 @@ append_body(StringInfo out, QcCall *call)
 			!qc_exceeds_chars(text, call->max_chars) &&
 			qc_json_is_valid(text, strlen(text)))
 		{
-			appendStringInfoString(out, text);
+			push_document(st, "body", text);
 			call->chars = qc_count_chars(text);
 			call->truncated = false;
 			return;
 		}
-		escape_json(out, finish_text(call, text));
+		push_string(st, "body", finish_text(call, text));
 		return;
 	}
 	else
@@ -450,8 +526,8 @@ append_body(StringInfo out, QcCall *call)
 		int			n = qc_b64_encode(call->response_body, raw, encoded, enclen);
 
 		encoded[Max(n, 0)] = '\0';
-		escape_json(out, encoded);
-		appendStringInfoString(out, ", \"body_encoding\": \"base64\"");
+		push_string(st, "body", encoded);
+		push_string(st, "body_encoding", "base64");
 		call->chars = Max(n, 0);
 		call->truncated = raw < call->response_len || call->response_cut;
 	}
@@ -460,22 +536,19 @@ append_body(StringInfo out, QcCall *call)
 Jsonb *
 qc_response_jsonb(QcCall *call)
 {
-	StringInfoData out;
+	JsonbParseState *st = NULL;
+	JsonbValue *whole;
 	int			headers_dropped;
 
-	initStringInfo(&out);
-	appendStringInfo(&out, "{\"status\": %ld, \"ok\": %s, \"url\": ",
-					 call->status,
-					 qc_call_status_ok(call) ? "true" : "false");
-	escape_json(&out, call->final_url);
-	appendStringInfoString(&out, ", \"content_type\": ");
-	qc_json_append_string(&out, call->content_type);
-	appendStringInfoString(&out, ", \"headers\": ");
-	headers_dropped = append_headers_object(&out, call->response_headers);
+	(void) pushJsonbValue(&st, WJB_BEGIN_OBJECT, NULL);
+	push_number(&st, "status", psprintf("%ld", call->status));
+	push_bool(&st, "ok", qc_call_status_ok(call));
+	push_string(&st, "url", call->final_url);
+	push_string(&st, "content_type", call->content_type);
+	headers_dropped = push_headers_object(&st, call->response_headers);
 	if (headers_dropped > 0)
-		appendStringInfo(&out, ", \"headers_dropped\": %d", headers_dropped);
-	appendStringInfoString(&out, ", \"body\": ");
-	append_body(&out, call);
+		push_number(&st, "headers_dropped", psprintf("%d", headers_dropped));
+	push_body(&st, call);
 	call->truncated = call->truncated || headers_dropped > 0;
 	if (call->response_len > 0 && body_is_html(call))
 	{
@@ -485,15 +558,14 @@ qc_response_jsonb(QcCall *call)
 		(void) qc_html_convert(call->response_body, call->response_len,
 							   qc_content_type_charset(call->content_type),
 							   QC_HTML_NONE, call->final_url, &metadata);
-		appendStringInfo(&out, ", \"metadata\": %s", metadata);
+		push_document(&st, "metadata", metadata);
 	}
-	appendStringInfo(&out, ", \"truncated\": %s, \"elapsed_ms\": %.3f}",
-					 call->truncated ? "true" : "false", call->elapsed_ms);
+	push_bool(&st, "truncated", call->truncated);
+	push_number(&st, "elapsed_ms", psprintf("%.3f", call->elapsed_ms));
+	whole = pushJsonbValue(&st, WJB_END_OBJECT, NULL);
 
 	/* the body as jsonb, the metadata: converted too, so cleared again */
-	return qc_response_clear(DatumGetJsonbP(DirectFunctionCall1(jsonb_in,
-																CStringGetDatum(qc_valid_text(out.data)))),
-							 qc_call_mapping_secrets(call));
+	return qc_response_clear(JsonbValueToJsonb(whole), qc_call_mapping_secrets(call));
 }
 
 /* ---- results as the queue keeps them ---- */

@@ -140,6 +140,19 @@ qc_jsonb_parse(const char *text)
 	return DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(text)));
 }
 
+void
+qc_jsonb_as_value(Jsonb *j, JsonbValue *v)
+{
+	if (JB_ROOT_IS_SCALAR(j))
+		(void) JsonbExtractScalar(&j->root, v);
+	else
+	{
+		v->type = jbvBinary;
+		v->val.binary.data = &j->root;
+		v->val.binary.len = VARSIZE(j) - VARHDRSZ;
+	}
+}
+
 bool
 qc_jsonb_is_array(JsonbContainer *c)
 {

@@ -46,6 +46,12 @@ extern bool qc_jsonb_is_object(JsonbContainer *c);
 /* A value (scalar or container) as JSON text. */
 extern char *qc_jsonb_value_text(JsonbValue *v);
 
+/*
+ * j as one value to push into a document being built (pushJsonbValue): its
+ * scalar, or the whole container.
+ */
+extern void qc_jsonb_as_value(Jsonb *j, JsonbValue *v);
+
 /* Append value to out as a JSON string, or null when it is NULL. */
 extern void qc_json_append_string(StringInfo out, const char *value);
 

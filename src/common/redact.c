@@ -943,6 +943,22 @@ qc_redact_keys(const char *text)
 }
 
 /*
+ * Are the keys qc_redact_keys() uses now (keys: the three configured, and
+ * the remembered values by their count) those saved with something it
+ * redacted (saved, "" for none, and saved_count)?
+ */
+static bool
+keys_unchanged(char *const *saved, char *const *keys, uint64 saved_count)
+{
+	if (saved_count != remembered_count)
+		return false;
+	for (int i = 0; i < 3; i++)
+		if (strcmp(saved[i], keys[i] ? keys[i] : "") != 0)
+			return false;
+	return true;
+}
+
+/*
  * Note a secret header's value in *hidden: whole, and word by word, but
  * for the scheme of "Bearer …", which is no secret.
  */
@@ -1026,10 +1042,113 @@ qc_redact_secrets(const char *text, List *secrets)
 	return t == decoded ? text : t;
 }
 
+/*
+ * Header values redacted lately (qc_redact_header), with the keys they
+ * were redacted with, which the result depends on: the responses of a
+ * server repeat most of their headers (Server, Content-Type, Connection),
+ * and an async worker redacts those of thousands of responses a second.
+ * A direct-mapped cache: a name and value's hash picks the one slot that
+ * may hold them, and a new pair takes that slot.  In TopMemoryContext,
+ * emptied when the keys change; a long value is not kept.
+ */
+#define HEADER_MEMO_SLOTS 256
+#define HEADER_MEMO_VALUE_MAX 256
+
+typedef struct HeaderMemo
+{
+	char	   *pair;			/* name, '\0', value; NULL: empty */
+	size_t		len;
+	char	   *shown;
+} HeaderMemo;
+
+static struct
+{
+	HeaderMemo	slots[HEADER_MEMO_SLOTS];
+	char	   *keys[3];		/* NULL until first used */
+	uint64		remembered_count;
+}			header_memo;
+
+/* Empty the memo, for the keys configured now. */
+static void
+header_memo_reset(char *const *keys)
+{
+	MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
+
+	for (int i = 0; i < HEADER_MEMO_SLOTS; i++)
+	{
+		HeaderMemo *m = &header_memo.slots[i];
+
+		if (m->pair != NULL)
+		{
+			pfree(m->pair);
+			pfree(m->shown);
+			m->pair = NULL;
+		}
+	}
+	for (int i = 0; i < lengthof(header_memo.keys); i++)
+	{
+		if (header_memo.keys[i] != NULL)
+			pfree(header_memo.keys[i]);
+		header_memo.keys[i] = pstrdup(keys[i] ? keys[i] : "");
+	}
+	header_memo.remembered_count = remembered_count;
+	MemoryContextSwitchTo(old);
+}
+
+/* The FNV-1a hash of the len bytes at p. */
+static uint32
+fnv1a(const char *p, size_t len)
+{
+	uint32		h = 2166136261u;
+
+	for (size_t i = 0; i < len; i++)
+		h = (h ^ (unsigned char) p[i]) * 16777619u;
+	return h;
+}
+
 const char *
 qc_redact_header(const char *name, const char *value)
 {
-	return qc_name_is_secret(name, true) ? REDACTED : qc_redact_text(value);
+	char	   *const keys[] = {qc_llm_api_key, qc_search_api_key, qc_embed_api_key};
+	size_t		name_len = strlen(name);
+	size_t		len = name_len + 1 + strlen(value);
+	char	   *pair;
+	HeaderMemo *m;
+	const char *shown;
+	MemoryContext old;
+
+	StaticAssertStmt(lengthof(keys) == lengthof(header_memo.keys),
+					 "header_memo.keys must hold every key qc_redact_keys() uses");
+	if (len - name_len - 1 > HEADER_MEMO_VALUE_MAX)
+		return qc_name_is_secret(name, true) ? REDACTED : qc_redact_text(value);
+	if (header_memo.keys[0] == NULL ||
+		!keys_unchanged(header_memo.keys, keys, header_memo.remembered_count))
+		header_memo_reset(keys);
+	pair = palloc(len);
+	memcpy(pair, name, name_len + 1);
+	memcpy(pair + name_len + 1, value, len - name_len - 1);
+	m = &header_memo.slots[fnv1a(pair, len) % HEADER_MEMO_SLOTS];
+	if (m->pair != NULL && m->len == len && memcmp(m->pair, pair, len) == 0)
+	{
+		pfree(pair);
+		return pstrdup(m->shown);
+	}
+	shown = qc_name_is_secret(name, true) ? REDACTED : qc_redact_text(value);
+	/* the slot emptied first: an error while copying leaves it empty */
+	if (m->pair != NULL)
+	{
+		pfree(m->pair);
+		pfree(m->shown);
+		m->pair = NULL;
+	}
+	old = MemoryContextSwitchTo(TopMemoryContext);
+	m->shown = pstrdup(shown);
+	m->pair = palloc(len);
+	MemoryContextSwitchTo(old);
+	memcpy(m->pair, pair, len);
+	m->len = len;
+	pfree(pair);
+	return shown;
 }
 
 char *
@@ -1382,13 +1501,8 @@ static struct
 static bool
 statement_cached(const char *sql, char *const *keys)
 {
-	if (statement_cache.sql == NULL || strcmp(statement_cache.sql, sql) != 0 ||
-		statement_cache.remembered_count != remembered_count)
-		return false;
-	for (int i = 0; i < lengthof(statement_cache.keys); i++)
-		if (strcmp(statement_cache.keys[i], keys[i] ? keys[i] : "") != 0)
-			return false;
-	return true;
+	return statement_cache.sql != NULL && strcmp(statement_cache.sql, sql) == 0 &&
+		keys_unchanged(statement_cache.keys, keys, statement_cache.remembered_count);
 }
 
 char *

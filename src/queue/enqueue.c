@@ -55,6 +55,7 @@
 #include "compat.h"
 #include "guc.h"
 #include "http.h"
+#include "json.h"
 #include "llmjob.h"
 #include "policy.h"
 #include "proclookup.h"
@@ -129,14 +130,7 @@ request_json(RequestJson *r, const char *key, const char *given, const char *sho
 
 	append_key(&r->given, key);
 	appendStringInfoString(&r->given, given);
-	if (JB_ROOT_IS_SCALAR(value))
-		(void) JsonbExtractScalar(&value->root, &v);
-	else
-	{
-		v.type = jbvBinary;
-		v.val.binary.data = &value->root;
-		v.val.binary.len = VARSIZE(value) - VARHDRSZ;
-	}
+	qc_jsonb_as_value(value, &v);
 	shown_member(r, key, &v);
 	r->redacted |= shown != NULL && strcmp(given, shown) != 0;
 }

@@ -63,7 +63,11 @@
 #      QC_ASYNC_MEMORY_REQUESTS (50,000) more, in batches of 10,000: it grows
 #      while the caches and pools warm up, and should not grow after.
 # Only loopback is contacted.  It prints figures and asserts nothing.
-# QC_BENCH_QUICK=1 stops after 1b.
+# QC_BENCH_QUICK=1 stops after 1b.  While iterating on the worker:
+# QC_BENCH_CASES picks the throughput runs ("64-callback 64-none
+# 256-callback", all three unless told), QC_BENCH_PGNET=0 skips pg_net, and
+# QC_BENCH_PERF=FILE records the async worker with `perf record -g` into
+# FILE over the throughput runs.
 set -uo pipefail
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/benchlib.sh"
@@ -73,11 +77,18 @@ N=10000
 AUDIT_ROWS=${QC_BENCH_AUDIT_ROWS:-250000}
 PGNET_BATCHES=${QC_PGNET_BATCHES:-500 1000 2000}
 MEMORY_REQUESTS=${QC_ASYNC_MEMORY_REQUESTS:-50000}
+CASES=" ${QC_BENCH_CASES:-64-callback 64-none 256-callback} "
+# Is throughput case $1 among QC_BENCH_CASES?
+picked() { [[ $CASES == *" $1 "* ]]; }
 # no NOTICE of TRUNCATE's cascade in the figures
 export PGOPTIONS="-c client_min_messages=warning"
 
 qc_setup_bench_with_nginx || exit 1
-pgnet_install
+if [ "${QC_BENCH_PGNET:-1}" = 0 ]; then
+	PGNET_BUILD="" PGNET_SKIP="QC_BENCH_PGNET=0"
+else
+	pgnet_install
+fi
 preload=queryclaw_ext
 [ -n "$PGNET_BUILD" ] && preload=queryclaw_ext,pg_net
 # qc_pg_ctl gives the server proxy variables that name a dead port (ours
@@ -252,6 +263,11 @@ SQL
 echo "audit log before the measured runs: $(qc_psql -At -d postgres -c "SELECT count(*) FROM queryclaw.audit_log") rows"
 
 # 1. Throughput: the runs of an iteration in turn, each after its floor.
+perf_pid=""
+if [ -n "${QC_BENCH_PERF:-}" ]; then
+	perf record -g -o "$QC_BENCH_PERF" -p "$(worker_pid)" >/dev/null 2>&1 &
+	perf_pid=$!
+fi
 if [ -n "$PGNET_BUILD" ]; then
 	echo "pg_net: $(cat "$PGNET_BUILD/SOURCE" 2>/dev/null || echo "$PGNET_BUILD"), extension $(qc_psql -At -d postgres -c "SELECT extversion FROM pg_extension WHERE extname = 'pg_net'")"
 fi
@@ -259,13 +275,16 @@ for run in $(seq "$RUNS"); do
 	echo "run $run of $RUNS (load $(cut -d' ' -f1-3 /proc/loadavg)):"
 	base_us=$(plain_insert)
 	for kind in callback none; do
+		picked 64-$kind || continue
 		measure "64 in flight, $kind, fresh" fresh $kind 64
 		measure "64 in flight, $kind, drained" drained $kind 64
 	done
-	set_inflight 256
-	measure "256 in flight, callback, fresh" fresh callback 256
-	measure "256 in flight, callback, drained" drained callback 256
-	set_inflight 64
+	if picked 256-callback; then
+		set_inflight 256
+		measure "256 in flight, callback, fresh" fresh callback 256
+		measure "256 in flight, callback, drained" drained callback 256
+		set_inflight 64
+	fi
 	[ -n "$PGNET_BUILD" ] && for batch in $PGNET_BATCHES; do
 		qc_psql -q -d postgres -c "ALTER SYSTEM SET pg_net.batch_size = $batch" -c "SELECT pg_reload_conf()" >/dev/null
 		sleep 1
@@ -273,19 +292,23 @@ for run in $(seq "$RUNS"); do
 		measure "pg_net batch_size $batch, drained" drained pg_net 64
 	done
 done
+[ -n "$perf_pid" ] && kill -INT "$perf_pid" && wait "$perf_pid"
 served=$((1000 + RUNS * 6 * N))
 echo "audit log after them: $(qc_psql -At -d postgres -c "SELECT count(*) FROM queryclaw.audit_log") rows; async worker memory after $served requests: $(worker_rss)"
 
 echo "10000 api_call_async to a 20 ms endpoint, commit -> all final, min / median of $RUNS runs (waited: the"
 echo "seconds the async worker, or pg_net's, was ready to run but waited for a CPU that other work held):"
 for kind in callback none; do
+	picked 64-$kind || continue
 	summary "64 in flight, $kind, fresh"
 	summary "64 in flight, $kind, drained"
 done
-summary "256 in flight, callback, fresh"
-summary "256 in flight, callback, drained"
+if picked 256-callback; then
+	summary "256 in flight, callback, fresh"
+	summary "256 in flight, callback, drained"
+fi
 # shellcheck disable=SC2086
-echo "raw floor (floor.c), 10000 GETs: 64 connections $(min_median 2 ${fig[floor 64]}) s, 256 connections $(min_median 2 ${fig[floor 256]}) s"
+echo "raw floor (floor.c), 10000 GETs: 64 connections $(min_median 2 ${fig[floor 64]:-}) s, 256 connections $(min_median 2 ${fig[floor 256]:-}) s"
 if [ -n "$PGNET_BUILD" ]; then
 	best="" best_s=""
 	for batch in $PGNET_BATCHES; do

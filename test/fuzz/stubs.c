@@ -67,6 +67,13 @@ JsonbValueToJsonb(JsonbValue *val)
 	return NULL;
 }
 
+bool
+JsonbExtractScalar(JsonbContainer *jbc, JsonbValue *res)
+{
+	never_called("JsonbExtractScalar");
+	return false;
+}
+
 char *
 JsonbToCString(StringInfo out, JsonbContainer *in, int estimated_len)
 {
