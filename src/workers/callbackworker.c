@@ -128,7 +128,7 @@ typedef struct Batch
 	int			found;			/* due callbacks seen */
 	int			done;			/* requests made final */
 	QcCallbackHint hints[QC_CALLBACK_BATCH];	/* those taken from the hints */
-	bool		used[QC_CALLBACK_BATCH];	/* the due one at each place was seen or called */
+	bool		used[QC_CALLBACK_BATCH];	/* the due one there: seen or called */
 } Batch;
 
 /*
@@ -663,7 +663,10 @@ run_batch(void *arg)
 	b->slow = sliced;
 }
 
-/* The hints of b whose due callbacks were neither seen nor called, first in b->hints; how many. */
+/*
+ * Move the hints of b whose due callbacks were neither seen nor called to
+ * the front of b->hints; returns how many there are.
+ */
 static int
 unused_hints(Batch *b)
 {
