@@ -1052,19 +1052,28 @@ CREATE FUNCTION queryclaw.enrichment_tidy(d queryclaw.enrichment_definitions)
 RETURNS void
 LANGUAGE plpgsql VOLATILE SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
-	final bigint[] := ARRAY(SELECT c.request_id FROM queryclaw.enrichment_calls c
-							 WHERE c.enrichment = d.id AND c.state <> 'running'
-							   AND c.request_id IS NOT NULL
-							 LIMIT 4 * queryclaw.enrichment_in_flight_cap());
+	final bigint[];
+	final_rows tid[];
+	spent_rows tid[];
 	expired tid[];
 BEGIN
+	-- The calls whose requests are final, and the row versions read: the
+	-- statements below find them again by those (a TID scan).  Found by
+	-- enrichment_calls_final_idx, each walked every entry the calls
+	-- taken out of it since the last VACUUM left there: 50 ms a turn
+	-- 100,000 rows into a backfill, two thirds of the feed's time.
+	SELECT array_agg(c.request_id), array_agg(c.ctid), array_agg(c.ctid) FILTER (WHERE c.state = 'spent')
+	  INTO final, final_rows, spent_rows
+	  FROM (SELECT c.request_id, c.ctid, c.state FROM queryclaw.enrichment_calls c
+			 WHERE c.enrichment = d.id AND c.state <> 'running' AND c.request_id IS NOT NULL
+			 LIMIT 4 * queryclaw.enrichment_in_flight_cap()) c;
 	IF coalesce(array_length(final, 1), 0) >= queryclaw.enrichment_in_flight_cap() / 2 THEN
 		PERFORM queryclaw.enrichment_purge(final);
+		-- (a call asked again meanwhile is a new row version, and is left)
 		DELETE FROM queryclaw.enrichment_calls c
-		 WHERE c.enrichment = d.id AND c.request_id = ANY (final) AND c.state <> 'running'
-		   AND c.state = 'spent';
+		 WHERE c.ctid = ANY (spent_rows) AND c.state = 'spent' AND c.request_id IS NOT NULL;
 		UPDATE queryclaw.enrichment_calls c SET request_id = NULL
-		 WHERE c.enrichment = d.id AND c.request_id = ANY (final) AND c.state <> 'running';
+		 WHERE c.ctid = ANY (final_rows) AND c.state <> 'running' AND c.request_id IS NOT NULL;
 	END IF;
 	expired := ARRAY(SELECT c.ctid FROM queryclaw.enrichment_calls c
 					  WHERE c.enrichment = d.id AND c.state = 'done' AND c.expires_at < now()
