@@ -40,6 +40,7 @@ OBJS = \
 	src/functions/batch.o \
 	src/requests/check.o \
 	src/transport/resolve.o \
+	src/transport/events.o \
 	src/requests/chat.o \
 	src/requests/tools.o \
 	src/requests/search.o \

@@ -280,6 +280,30 @@ SELECT qc_test.wait_until($c$EXISTS (SELECT FROM pg_stat_activity
 SELECT backend_type, wait_event_type, datname = current_database() AS in_this_database
   FROM pg_stat_activity WHERE backend_type = 'queryclaw async worker';
 
+-- A callback dropped and created again between two requests (a new
+-- function of the same signature) is the new one: the workers remember a
+-- signature's function only until the catalogs change.
+TRUNCATE queryclaw.requests CASCADE;
+TRUNCATE qc_async_seen;
+SET ROLE qc_async_alice;
+SELECT queryclaw.api_call_async(qc_test.url('/json'), callback => 'qc_async_note(bigint,jsonb,text,jsonb)'::regprocedure,
+                                context => '{"n": "before"}') IS NOT NULL AS queued;
+RESET ROLE;
+SELECT qc_test.async_settled();
+DROP FUNCTION qc_async_note(bigint, jsonb, text, jsonb);
+CREATE FUNCTION qc_async_note(id bigint, result jsonb, error text, context jsonb)
+RETURNS void LANGUAGE sql
+AS $$ INSERT INTO qc_async_seen VALUES (id, result, error, context || '{"again": true}', current_user) $$;
+REVOKE EXECUTE ON FUNCTION qc_async_note(bigint, jsonb, text, jsonb) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION qc_async_note(bigint, jsonb, text, jsonb) TO qc_async_alice, qc_async_bob;
+SET ROLE qc_async_alice;
+SELECT queryclaw.api_call_async(qc_test.url('/json'), callback => 'qc_async_note(bigint,jsonb,text,jsonb)'::regprocedure,
+                                context => '{"n": "after"}') IS NOT NULL AS queued;
+RESET ROLE;
+SELECT qc_test.async_settled();
+SELECT r.context->>'n' AS n, r.state, r.error FROM queryclaw.requests r ORDER BY r.id;
+SELECT s.context->>'n' AS n, s.context->'again' AS again, s.by_role FROM qc_async_seen s ORDER BY s.id;
+
 TRUNCATE queryclaw.requests CASCADE;
 DROP TABLE qc_async_seen;
 DROP FUNCTION qc_async_note(bigint, jsonb, text, jsonb), qc_async_raise(bigint, jsonb, text, jsonb);

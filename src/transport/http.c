@@ -59,6 +59,7 @@
 #include "cluster.h"
 #include "compat.h"
 #include "content.h"
+#include "events.h"
 #include "guc.h"
 #include "http.h"
 #include "redact.h"
@@ -72,8 +73,9 @@
 /* Most addresses of one name that are checked and handed to libcurl. */
 #define QC_MAX_ADDRESSES 32
 
-/* The multi handle of the run under way (see take_pool). */
+/* The multi handle of the run under way (see take_pool), and its events. */
 static CURLM *qc_multi = NULL;
+static QcEvents *qc_events = NULL;
 
 /* State shared with the libcurl callbacks of one hop: plain C only. */
 typedef struct Transfer
@@ -613,13 +615,6 @@ launch_hop(Slot *slot, long remaining)
 		elog(ERROR, "could not start transfer: %s", curl_multi_strerror(mc));
 }
 
-/* A lookup thread has its answer: end the wait in wait_for_activity. */
-static void
-wake_transport(void *arg)
-{
-	curl_multi_wakeup((CURLM *) arg);
-}
-
 /*
  * "+host:port:addr,addr" for CURLOPT_RESOLVE: libcurl connects to these
  * addresses only ("+": the entry expires like a looked-up one).
@@ -700,7 +695,7 @@ resolve_hop(Slot *slot, bool others_resolving)
 	}
 	if (slot->lookup == NULL)
 	{
-		slot->lookup = qc_lookup_start(slot->hop.host, wake_transport, qc_multi, &error);
+		slot->lookup = qc_lookup_start(slot->hop.host, qc_events_wake, qc_events, &error);
 		if (slot->lookup == NULL && others_resolving)
 			return true;
 		if (slot->lookup == NULL)
@@ -1157,6 +1152,7 @@ feed_calls(Slot *slots, int nslots, Waiting *w, const QcTransportHooks *hooks)
 typedef struct Pool
 {
 	CURLM	   *multi;
+	QcEvents   *events;			/* multi's sockets and timer (events.c) */
 	Slot	   *slots;
 	int			size;
 } Pool;
@@ -1182,7 +1178,11 @@ take_pool(QcCall **calls, int ncalls, int n)
 				 errhint("Queue the request instead (api_call_async, web_fetch_async or llm_chat_tools_async), or make it in a statement of its own.")));
 	pool = &pools[runs];
 	if (pool->multi == NULL)
+	{
 		pool->multi = new_multi();
+		if ((pool->events = qc_events_attach(pool->multi)) == NULL)
+			elog(ERROR, "could not watch the transfers' sockets: %m");
+	}
 	if (n > pool->size)
 	{
 		Slot	   *bigger = MemoryContextAllocZero(TopMemoryContext, n * sizeof(Slot));
@@ -1221,8 +1221,9 @@ any_curl_resolving(Slot *slots, int nslots)
 }
 
 /*
- * curl_multi_perform(), with every signal blocked while it runs when it may
- * start a thread to look a name up.  Such a thread inherits the mask, so
+ * Run the transfers that have something to do (qc_events_run), with every
+ * signal blocked while it runs when it may start a thread to look a name
+ * up.  Such a thread inherits the mask, so
  * the backend's signal handlers never run in it: a statement timeout sends
  * SIGINT twice (to the process and to its group), and taken by two threads
  * the second would cancel the statement again once the first had been
@@ -1238,10 +1239,10 @@ perform(Slot *slots, int nslots, int *running)
 	CURLMcode	mc;
 
 	if (!any_curl_resolving(slots, nslots))
-		return curl_multi_perform(qc_multi, running);
+		return qc_events_run(qc_events, running);
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, &saved);
-	mc = curl_multi_perform(qc_multi, running);
+	mc = qc_events_run(qc_events, running);
 	pthread_sigmask(SIG_SETMASK, &saved, NULL);
 	return mc;
 }
@@ -1250,15 +1251,11 @@ perform(Slot *slots, int nslots, int *running)
 static void
 wait_for_activity(int ms)
 {
-	CURLMcode	mc;
-
 	CHECK_FOR_INTERRUPTS();
 	pgstat_report_wait_start(qc_wait_event(QC_WAIT_HTTP));
 	/* a signal (cancel, timeout) interrupts the poll at once */
-	mc = curl_multi_poll(qc_multi, NULL, 0, ms, NULL);
+	qc_events_wait(qc_events, ms);
 	pgstat_report_wait_end();
-	if (mc != CURLM_OK)
-		elog(ERROR, "transfer failed: %s", curl_multi_strerror(mc));
 }
 
 /*
@@ -1346,7 +1343,8 @@ qc_http_execute_many(QcCall **calls, int ncalls, int concurrency,
 	TimestampTz next_watch = 0;
 
 	ended->calls = palloc0(nslots * sizeof(QcCall *));
-	qc_multi = pools[runs++].multi;
+	qc_multi = pools[runs].multi;
+	qc_events = pools[runs++].events;
 	PG_TRY();
 	{
 		for (;;)
@@ -1397,6 +1395,7 @@ qc_http_execute_many(QcCall **calls, int ncalls, int concurrency,
 		}
 		runs--;
 		qc_multi = runs > 0 ? pools[runs - 1].multi : NULL;
+		qc_events = runs > 0 ? pools[runs - 1].events : NULL;
 	}
 	PG_END_TRY();
 	pfree(ended->calls);
