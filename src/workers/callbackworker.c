@@ -528,9 +528,9 @@ call_write_backs_of(List *due, int from, const QcRoleSettings *settings, MemoryC
 	bool		together = false;
 	ListCell   *lc;
 
-	for (int i = from; i < list_length(due); i++)
-		if (((Due *) list_nth(due, i))->role == role && is_write_back(list_nth(due, i)))
-			w.group = lappend(w.group, list_nth(due, i));
+	for_each_from(lc, due, from)
+		if (((Due *) lfirst(lc))->role == role && is_write_back(lfirst(lc)))
+			w.group = lappend(w.group, lfirst(lc));
 	if (OidIsValid(w.fn) && qc_proc_executable(w.fn, role) &&
 		qc_proc_executable(write_back_fn, role))
 	{
