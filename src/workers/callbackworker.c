@@ -38,7 +38,8 @@
  *   enrichment_done_many, which writes each enrichment's answered results
  *   back in one statement: called one by one, their statements cost three
  *   times what a short hand-written callback does.  If that call fails,
- *   each is called on its own, as any callback.
+ *   each is called on its own in its turn, as any callback (the slice
+ *   still bounds what another role waits for).
  * - A callback may queue requests (api_call_async...), but sends none:
  *   qc_call_refuse_sending is on in these workers, so none of queryclaw's
  *   network functions waits for the network inside the transaction that
@@ -114,6 +115,7 @@ typedef struct Due
 	bool		called;			/* its callback's turn came: made final */
 	char	   *failure;		/* the callback failed for good: why */
 	char	   *failure_state;	/* and its SQLSTATE */
+	bool		alone;			/* a write-back to call on its own */
 } Due;
 
 /* One transaction's work, and what it found. */
@@ -465,7 +467,7 @@ static Oid	write_back_fn = InvalidOid;
 static bool
 is_write_back(const Due *d)
 {
-	return d->taken && !d->called && OidIsValid(d->fn) && d->fn == write_back_fn;
+	return d->taken && !d->called && !d->alone && OidIsValid(d->fn) && d->fn == write_back_fn;
 }
 
 /* One role's write-backs, and enrichment_done_many. */
@@ -514,12 +516,13 @@ call_write_backs(void *arg)
 /*
  * Call the write-backs taken in due of its role from place from on
  * together (settings: the role's, not NULL), in one subtransaction, if
- * the role may still run both functions (looked up as the worker); when
- * it may not, or that fails, each on its own, as call_due calls any
- * callback.  Returns how many were called.
+ * the role may still run both functions (looked up as the worker).
+ * Returns how many were called; 0 when they were not, and then each is
+ * to be called on its own in its turn, as any callback, so that the
+ * slice bounds what another role waits for.
  */
 static int
-call_write_backs_of(List *due, int from, const QcRoleSettings *settings, MemoryContext cxt)
+call_write_backs_of(List *due, int from, const QcRoleSettings *settings)
 {
 	Oid			role = ((Due *) list_nth(due, from))->role;
 	WriteBacks	w = {NIL, qc_proc_by_signature(QC_WRITE_BACKS)};
@@ -543,11 +546,11 @@ call_write_backs_of(List *due, int from, const QcRoleSettings *settings, MemoryC
 		if (together)
 			((Due *) lfirst(lc))->called = true;
 		else
-			call_due(lfirst(lc), settings, cxt);
+			((Due *) lfirst(lc))->alone = true;
 	}
 	if (edata != NULL)
 		FreeErrorData(edata);
-	return list_length(w.group);
+	return together ? list_length(w.group) : 0;
 }
 
 /* The stored settings of role, read once per transaction (NULL: no such role). */
@@ -612,6 +615,7 @@ run_batch(void *arg)
 	List	   *roles = NIL;
 	bool		sliced = false;
 	const QcRoleSettings *settings;
+	int			called;
 	ListCell   *lc;
 
 	if (!OidIsValid(qc_async_statement_role()))
@@ -644,8 +648,9 @@ run_batch(void *arg)
 			continue;
 		settings = settings_of(&roles, d->role, cxt);
 		MemoryContextSwitchTo(one);
-		if (is_write_back(d) && settings != NULL)
-			b->done += call_write_backs_of(due, foreach_current_index(lc), settings, cxt);
+		if (is_write_back(d) && settings != NULL &&
+			(called = call_write_backs_of(due, foreach_current_index(lc), settings)) > 0)
+			b->done += called;
 		else
 		{
 			call_due(d, settings, cxt);
