@@ -2125,15 +2125,33 @@ COMMENT ON VIEW queryclaw.queue_status IS
 -- ('callback queued'; the request stays 'running' until the callback has
 -- run, a cancelled one 'cancelled' with finished_at unset), and a callback
 -- worker calls the callback and makes the request final in one
--- transaction.  The callback workers find those requests role by role
--- through this index, round-robin between roles.
-CREATE INDEX requests_callback_due_idx ON queryclaw.requests (role, id)
-	WHERE waiting = 'callback queued';
+-- transaction.  The callback workers find those requests role by role,
+-- round-robin between roles, through requests_running_idx below.
 -- cancelled requests whose callback 0.2's workers had still to call: the
 -- callback workers find them by the same mark
 UPDATE queryclaw.requests SET waiting = 'callback queued'
  WHERE state = 'cancelled' AND finished_at IS NULL AND callback IS NOT NULL;
 DROP INDEX queryclaw.requests_cancelled_idx;
+
+-- ---- A request's outcome recorded in place (a HOT update) ----
+--
+-- An async worker writes each request twice: its claim (queued to
+-- running) and its outcome.  When a callback is due, the outcome changes
+-- only result, error, sqlstate and waiting; with no index on those, nor
+-- on a predicate reading them, PostgreSQL can write the new row version
+-- beside the old one on its page without an entry in any index (a HOT
+-- update), where before each outcome added one to three indexes (and
+-- their clean-up of the versions it left).  So the requests on the wire
+-- or waiting for their callback have one index, which the claim fills,
+-- and which serves what requests_role_open_idx and the callback workers'
+-- index served: a role's running requests (max_queued_per_role counts
+-- them beside its waiting ones, in requests_role_due_idx), and the
+-- callbacks due (those of them that say so in waiting).  Half of each
+-- page is left free for those versions.
+DROP INDEX queryclaw.requests_role_open_idx;
+CREATE INDEX requests_running_idx ON queryclaw.requests (role, id)
+	WHERE state IN ('running', 'cancelled') AND finished_at IS NULL;
+ALTER TABLE queryclaw.requests SET (fillfactor = 50);
 
 COMMENT ON COLUMN queryclaw.requests.state IS
 'queued, running (on the wire; or answered, its callback due: waiting says callback queued), retrying, done, failed or cancelled.';

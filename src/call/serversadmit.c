@@ -181,7 +181,7 @@ apply(QcCall *call, QcServerUse *use)
 	}
 	call->headers = list_concat(kept, use->headers);
 	if (use->query != NULL)
-		call->url = add_query(call->url, use->query);
+		qc_call_set_url(call, add_query(call->url, use->query));
 	/* a server's limits only narrow the call's: its timeout only shortens */
 	if (use->opts.timeout_ms > 0 && use->opts.timeout_ms < call->timeout_ms)
 	{

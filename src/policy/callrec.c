@@ -14,6 +14,7 @@
 #include "postgres.h"
 
 #include "utils/builtins.h"
+#include "utils/memutils.h"
 #include "utils/timestamp.h"
 
 #include "callrec.h"
@@ -143,4 +144,40 @@ qc_call_error_text(const QcCall *call)
 		return NULL;
 	return call->error_detail ? psprintf("%s: %s", call->reason, call->error_detail) :
 		pstrdup(call->reason);
+}
+
+const QcUrl *
+qc_call_first_url(QcCall *call, char **error)
+{
+	if (call->first_url == NULL && call->first_url_error == NULL)
+	{
+		MemoryContext old = MemoryContextSwitchTo(GetMemoryChunkContext(call));
+		QcUrl	   *url = palloc(sizeof(QcUrl));
+		char	   *why;
+
+		if (qc_url_parse(call->url, url, &why))
+			call->first_url = url;
+		else
+			call->first_url_error = why;
+		MemoryContextSwitchTo(old);
+	}
+	*error = call->first_url_error;
+	return call->first_url;
+}
+
+void
+qc_call_set_url(QcCall *call, const char *url)
+{
+	call->url = url;
+	call->first_url = NULL;
+	call->first_url_error = NULL;
+}
+
+const char *
+qc_call_host(QcCall *call)
+{
+	char	   *error;
+	const QcUrl *url = qc_call_first_url(call, &error);
+
+	return url ? url->host : "";
 }

@@ -43,7 +43,9 @@ typedef struct QcCall
 	size_t		body_len;
 	int			max_chars;		/* effective limit on returned characters */
 	int			ord;			/* position in a batch (0-based) */
-	const char *host;			/* first hop's host, once known (http.c) */
+	/* the URL parsed, once someone asked (qc_call_first_url) */
+	const QcUrl *first_url;
+	char	   *first_url_error;
 	TimestampTz started;
 
 	/*
@@ -177,6 +179,19 @@ extern void qc_call_set_refusal(QcCall *call, const QcVerdict *verdict);
 
 /* "message: detail" of a failed call, for a batch's error column; or NULL. */
 extern char *qc_call_error_text(const QcCall *call);
+
+/*
+ * The call's URL as qc_url_parse reads it, or NULL with *error set; parsed
+ * once, in the call's own memory, for the admission of a request, its
+ * host's count and its first hop all read it.
+ */
+extern const QcUrl *qc_call_first_url(QcCall *call, char **error);
+
+/* A new URL for the call (a user mapping's query added), read again when asked. */
+extern void qc_call_set_url(QcCall *call, const char *url);
+
+/* The host of the call's first hop, "" when its URL does not parse. */
+extern const char *qc_call_host(QcCall *call);
 
 /*
  * The secrets of the call's user mapping, in every form a server may echo

@@ -410,12 +410,20 @@ count_open(Oid role, int limit)
 	CommandCounterIncrement();
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-	/* through requests_role_open_idx, whose predicate this repeats */
+	/*
+	 * The waiting ones through requests_role_due_idx, those on the wire or
+	 * whose callback is due through requests_running_idx: each repeats its
+	 * index's predicate.
+	 */
 	qc_queue_plan(&plan,
-				  "SELECT pg_catalog.count(*) FROM (SELECT FROM queryclaw.requests r"
-				  " WHERE r.role OPERATOR(pg_catalog.=) $1"
-				  " AND r.state OPERATOR(pg_catalog.=) ANY (ARRAY['queued', 'running', 'retrying'])"
-				  " LIMIT $2) s",
+				  "SELECT (SELECT pg_catalog.count(*) FROM (SELECT FROM queryclaw.requests r"
+				  "  WHERE r.role OPERATOR(pg_catalog.=) $1"
+				  "  AND r.state OPERATOR(pg_catalog.=) ANY (ARRAY['queued', 'retrying'])"
+				  "  LIMIT $2) w)"
+				  " OPERATOR(pg_catalog.+) (SELECT pg_catalog.count(*) FROM (SELECT FROM queryclaw.requests r"
+				  "  WHERE r.role OPERATOR(pg_catalog.=) $1 AND " QC_RUNNING_ROWS
+				  "  AND r.state OPERATOR(pg_catalog.=) 'running'"
+				  "  LIMIT $2) o)",
 				  2, types);
 	if (SPI_execute_snapshot(plan, args, NULL, GetLatestSnapshot(), InvalidSnapshot,
 							 true, false, 1) != SPI_OK_SELECT || SPI_processed != 1)

@@ -99,10 +99,15 @@ typedef struct QcQueueShared
 } QcQueueShared;
 
 /*
- * requests.waiting of a request whose callback is due (see above); the
- * index requests_callback_due_idx covers these rows.
+ * requests.waiting of a request whose callback is due (see above).  No
+ * index reads waiting, so that marking a request so is a HOT update; the
+ * callback workers find these requests through requests_running_idx,
+ * whose predicate QC_RUNNING_ROWS repeats (a query must, to use it).
  */
 #define QC_WAITING_CALLBACK "callback queued"
+#define QC_RUNNING_ROWS \
+	"r.state OPERATOR(pg_catalog.=) ANY ('{running,cancelled}'::pg_catalog.text[])" \
+	" AND r.finished_at IS NULL"
 
 /*
  * "roles(role)": the roles of the requests OF_ROLE selects ("SELECT
@@ -112,8 +117,8 @@ typedef struct QcQueueShared
  * roles, not of the requests; the last row's role is NULL.  THEN names the
  * index's next columns (", r.next_attempt_at"), so that only the index
  * meant serves the order, whatever the statistics say: with the role
- * alone, requests_role_open_idx served it too, and a look walked a role's
- * requests on the wire.
+ * alone, another index on the role (0.2's of open requests) served it
+ * too, and a look walked a role's requests on the wire.
  */
 #define QC_ROLES_OF(OF_ROLE, THEN) \
 	"WITH RECURSIVE roles(role) AS (" \

@@ -528,6 +528,23 @@ release_hop(Slot *slot)
 static void launch_hop(Slot *slot, long remaining);
 
 /*
+ * The hop's URL read into slot->hop: the first hop's as the call read it
+ * already (its host's admission and count).
+ */
+static bool
+parse_hop(Slot *slot, const char *target, char **error)
+{
+	const QcUrl *first;
+
+	if (slot->call->redirects > 0)
+		return qc_url_parse(target, &slot->hop, error);
+	first = qc_call_first_url(slot->call, error);
+	if (first != NULL)
+		slot->hop = *first;
+	return first != NULL;
+}
+
+/*
  * Check a hop's URL against the policy and start it.  Returns false when
  * the call ended (refused, invalid, out of time): it was recorded.
  */
@@ -542,7 +559,7 @@ start_hop(Slot *slot, const char *target)
 	/* see QcCall.trusted: the DBA's own endpoint, first hop only */
 	bool		trusted = call->trusted && call->redirects == 0;
 
-	if (!qc_url_parse(target, &slot->hop, &error))
+	if (!parse_hop(slot, target, &error))
 	{
 		qc_call_set_failure(call, QC_OUTCOME_ERROR, ERRCODE_INVALID_PARAMETER_VALUE,
 							call->redirects == 0 ? "invalid URL" : "redirect to an invalid URL",
@@ -854,18 +871,6 @@ end_call(Slot *slot, const QcTransportHooks *hooks)
 	call_done(call, hooks);
 }
 
-/* The host a call's first hop goes to ("" when its URL does not parse). */
-static const char *
-call_host(QcCall *call)
-{
-	QcUrl		url;
-	char	   *error;
-
-	if (call->host == NULL)
-		call->host = qc_url_parse(call->url, &url, &error) ? url.host : "";
-	return call->host;
-}
-
 /* Is another transfer to this call's host allowed now? */
 static bool
 host_has_room(Slot *slots, int nslots, QcCall *call)
@@ -876,12 +881,12 @@ host_has_room(Slot *slots, int nslots, QcCall *call)
 	/* no host can have too many (a single call): no URL is parsed for it */
 	if (nslots <= qc_cluster_share(qc_max_host_concurrency))
 		return true;
-	host = call_host(call);
+	host = qc_call_host(call);
 	/* an unparsable URL ends at once in start_hop, without a connection */
 	if (host[0] == '\0')
 		return true;
 	for (int i = 0; i < nslots; i++)
-		if (slots[i].call != NULL && strcmp(slots[i].call->host, host) == 0)
+		if (slots[i].call != NULL && strcmp(qc_call_host(slots[i].call), host) == 0)
 			busy++;
 	return busy < qc_cluster_share(qc_max_host_concurrency);
 }

@@ -332,8 +332,8 @@ qc_async_as_writer(void (*fn) (void *arg), void *arg)
  * by its id alone, after STMT_LOCK locked it and read its state: so that
  * the only index that fits is the primary key's, whatever the statistics
  * say.  (With "AND state = 'running'", the generic plan of a drained and
- * vacuumed queue scanned requests_role_open_idx whole, whose predicate
- * that implies.)
+ * vacuumed queue scanned 0.2's index of open requests whole, whose
+ * predicate that implies.)
  */
 enum
 {
@@ -812,19 +812,19 @@ static bool
 host_admits(QcAsyncRequest *r, QcCall *call)
 {
 	char	   *rate;
-	QcUrl		url;
-	char	   *error;
+	const char *host = qc_call_host(call);
 	TimestampTz now = GetCurrentTimestamp();
 	TimestampTz go_at;
 
-	if (take_promise(&host_promised, r->id) || !qc_url_parse(call->url, &url, &error) ||
-		qc_hostrate_admit(url.host, now, &go_at))
+	/* an unparsable URL ends at once in the transport */
+	if (take_promise(&host_promised, r->id) || host[0] == '\0' ||
+		qc_hostrate_admit(host, now, &go_at))
 		return true;
 	note_promise(&host_promised, r->id);
 	r->outcome = QC_ASYNC_WAIT;
 	r->next_at = go_at;
-	rate = qc_hostrate_limit_text(url.host);
-	r->waiting = psprintf("host rate limit %s=%s", url.host, rate ? rate : "?");
+	rate = qc_hostrate_limit_text(host);
+	r->waiting = psprintf("host rate limit %s=%s", host, rate ? rate : "?");
 	return false;
 }
 
@@ -910,33 +910,13 @@ host_load(Oid role, const char *host)
 }
 
 /*
- * The host a call goes to first, noted on the call (in its memory, which
- * outlives the transaction) for the transport.
- */
-static const char *
-first_host(QcCall *call)
-{
-	QcUrl		url;
-	char	   *error;
-
-	if (call->host == NULL)
-	{
-		MemoryContext old = MemoryContextSwitchTo(GetMemoryChunkContext(call));
-
-		call->host = qc_url_parse(call->url, &url, &error) ? url.host : "";
-		MemoryContextSwitchTo(old);
-	}
-	return call->host;
-}
-
-/*
  * Has the call's host room for one more call of this worker's?  Otherwise
  * the request waits (see HostLoad).
  */
 static bool
 host_has_room(QcAsyncRequest *r, QcCall *call)
 {
-	HostLoad   *h = host_load(r->role, first_host(call));
+	HostLoad   *h = host_load(r->role, qc_call_host(call));
 	int			cap = qc_cluster_share(Min(qc_max_host_concurrency, worker_host_cap));
 
 	if (h->out < cap)
@@ -976,7 +956,7 @@ void
 qc_async_call_ended(QcCall *call)
 {
 	QcAsyncFlight *f = call->owner;
-	HostLoad   *h = host_load(f->r->role, first_host(call));
+	HostLoad   *h = host_load(f->r->role, qc_call_host(call));
 	MemoryContext old = MemoryContextSwitchTo(f->cxt);
 
 	h->out--;
@@ -1019,7 +999,7 @@ send_call(QcAsyncFlight *f, QcCall *call, List **calls)
 	{
 		case QC_ADMIT_START:
 			f->out++;
-			h = host_load(f->r->role, first_host(call));
+			h = host_load(f->r->role, qc_call_host(call));
 			if (h->out++ == 0)
 				h->busy_since = GetCurrentTimestamp();
 			*calls = lappend(*calls, call);

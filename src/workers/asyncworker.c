@@ -129,7 +129,7 @@ static TimestampTz next_due = 0;	/* when the next queued request is due */
  * callback is due (queue.h): 'running' rows have no waiting otherwise.
  */
 #define ON_THE_WIRE \
-	"r.state OPERATOR(pg_catalog.=) 'running' AND r.waiting IS NULL"
+	QC_RUNNING_ROWS " AND r.state OPERATOR(pg_catalog.=) 'running' AND r.waiting IS NULL"
 
 /* A POST or PATCH without an idempotency key, which must not be sent twice. */
 #define UNREPEATABLE \

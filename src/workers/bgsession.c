@@ -123,7 +123,7 @@ static const struct
 	 * fits, never a scan of a role's every request and a sort because the
 	 * statistics of a drained queue promise one row (nor another index's
 	 * rows in an incremental sort: the look for roles with due requests read
-	 * a paused role's every waiting request through requests_role_open_idx
+	 * a paused role's every waiting request through 0.2's index of open requests
 	 * and sorted them on the second key); and no JIT compilation of a
 	 * statement that reads a few rows.
 	 */

@@ -199,10 +199,14 @@ served_array(void)
 	return n == 0 ? NULL : construct_array(values, n, OIDOID, sizeof(Oid), true, TYPALIGN_INT);
 }
 
-/* The role of a request whose callback is due (through requests_callback_due_idx). */
+/*
+ * The role of a request whose callback is due, through
+ * requests_running_idx: among a role's requests on the wire, those marked.
+ */
 #define DUE_OF_ROLE \
 	"SELECT r.role::pg_catalog.oid FROM queryclaw.requests r" \
-	" WHERE r.waiting OPERATOR(pg_catalog.=) '" QC_WAITING_CALLBACK "'"
+	" WHERE " QC_RUNNING_ROWS \
+	" AND r.waiting OPERATOR(pg_catalog.=) '" QC_WAITING_CALLBACK "'"
 
 /*
  * As the worker: up to QC_CALLBACK_BATCH due callbacks, as a List of Due,
@@ -222,10 +226,11 @@ claim_due(void *arg)
 	qc_queue_plan(&plan, QC_ROLES_OF(DUE_OF_ROLE, ", r.id")
 				  " SELECT c.id, g.role FROM roles g,"
 				  " LATERAL (SELECT d.id, pg_catalog.row_number() OVER (ORDER BY d.id) AS place"
-				  "   FROM (SELECT q.id FROM queryclaw.requests q"
-				  "    WHERE q.role::pg_catalog.oid OPERATOR(pg_catalog.=) g.role"
-				  "      AND q.waiting OPERATOR(pg_catalog.=) '" QC_WAITING_CALLBACK "'"
-				  "    ORDER BY q.id LIMIT $1) d) c"
+				  "   FROM (SELECT r.id FROM queryclaw.requests r"
+				  "    WHERE r.role::pg_catalog.oid OPERATOR(pg_catalog.=) g.role"
+				  "      AND " QC_RUNNING_ROWS
+				  "      AND r.waiting OPERATOR(pg_catalog.=) '" QC_WAITING_CALLBACK "'"
+				  "    ORDER BY r.id LIMIT $1) d) c"
 				  " WHERE g.role IS NOT NULL"
 				  " ORDER BY c.place, pg_catalog.array_position($2, g.role) NULLS FIRST, g.role"
 				  " LIMIT $1", 2, types);
@@ -274,8 +279,8 @@ due_of(List *due, int64 id)
  * worker, not retried since); those are taken.  One statement for the
  * batch, its rows named by their ids alone, so that only the primary
  * key's index fits, whatever the statistics say: the mark it checks is a
- * parameter, for with the mark written out the generic plan read
- * requests_callback_due_idx whole instead (its predicate), through the
+ * parameter, for with the mark written out the generic plan read the
+ * index of the marked rows whole instead (its predicate), through the
  * entries of every request made final since the last VACUUM that a
  * snapshot open elsewhere keeps from being dead to all.
  */
