@@ -406,10 +406,8 @@ static bool
 record_transfer_error(QcCall *call, Transfer *t, CURLcode rc, const char *url)
 {
 	QcVerdict	refusal;
-	/* libcurl's message may quote what the server sent */
-	const char *why = t->errbuf[0] ? qc_to_server_text(t->errbuf, strlen(t->errbuf), NULL) :
-		curl_easy_strerror(rc);
-	const char *shown = qc_redact_url(url);
+	const char *why;
+	const char *shown;
 
 	if (t->refused)
 	{
@@ -422,6 +420,10 @@ record_transfer_error(QcCall *call, Transfer *t, CURLcode rc, const char *url)
 		CHECK_FOR_INTERRUPTS();
 	if (rc == CURLE_OK || (rc == CURLE_WRITE_ERROR && t->body_cut))
 		return false;
+	/* libcurl's message may quote what the server sent */
+	why = t->errbuf[0] ? qc_to_server_text(t->errbuf, strlen(t->errbuf), NULL) :
+		curl_easy_strerror(rc);
+	shown = qc_redact_url(url);
 	if (t->out_of_memory)
 		qc_call_set_failure(call, QC_OUTCOME_ERROR, ERRCODE_OUT_OF_MEMORY,
 							"out of memory receiving the response", NULL, NULL);

@@ -46,6 +46,10 @@
 #      Its ratio is to the floor at 64 (batch_size is its only bound on
 #      the requests in flight).  Without a build it prints
 #      "pg_net: skipped: <why>".
+#      Each iteration also runs libcurl alone at 64 and 256 in flight
+#      (test/bench/curl_floor.c's in-flight mode: the same GETs through one
+#      multi handle, nothing else): its seconds, and its CPU a request, the
+#      part of the worker's that is libcurl's own.
 #   1b. a 20 ms request's time from COMMIT to final state while 60 requests
 #      to a 5 s endpoint (/slow) are on the wire;
 #   2. the wake latency: from the COMMIT of one request to its final state,
@@ -205,6 +209,17 @@ cpu_us() {
 # Figures of the measured runs: name -> the values of the runs.
 declare -A fig
 
+# libcurl alone at $1 in flight (curl_floor.c's in-flight mode: the same
+# GETs through one multi handle, nothing else), recorded: what the worker's
+# CPU a request holds that is libcurl's.
+curl_alone_bin="$QC_WORK/curl_floor"
+cc -O2 -o "$curl_alone_bin" "$QC_ROOT/test/bench/curl_floor.c" $(pkg-config --cflags --libs libcurl) || exit 1
+curl_alone() {
+	local s cpu
+	read -r s cpu <<<"$("$curl_alone_bin" "$base/delay" "$N" "$1")"
+	fig[curl $1 s]+="$s " fig[curl $1 cpu]+="$cpu "
+}
+
 # One measured run, named $1: the floor at $4 in flight, then the batch
 # (queue_batch $2 $3, or pgnet_batch $2 when $3 is pg_net); records the
 # seconds, the ratio to that floor, each worker's CPU and the enqueue, and
@@ -274,6 +289,8 @@ fi
 for run in $(seq "$RUNS"); do
 	echo "run $run of $RUNS (load $(cut -d' ' -f1-3 /proc/loadavg)):"
 	base_us=$(plain_insert)
+	curl_alone 64
+	picked 256-callback && curl_alone 256
 	for kind in callback none; do
 		picked 64-$kind || continue
 		measure "64 in flight, $kind, fresh" fresh $kind 64
@@ -309,6 +326,8 @@ if picked 256-callback; then
 fi
 # shellcheck disable=SC2086
 echo "raw floor (floor.c), 10000 GETs: 64 connections $(min_median 2 ${fig[floor 64]:-}) s, 256 connections $(min_median 2 ${fig[floor 256]:-}) s"
+# shellcheck disable=SC2086
+echo "libcurl alone (curl_floor.c, one multi handle), 10000 GETs: 64 in flight $(min_median 2 ${fig[curl 64 s]:-}) s, CPU $(min_median 0 ${fig[curl 64 cpu]:-}) us/req$(picked 256-callback && echo "; 256 in flight $(min_median 2 ${fig[curl 256 s]:-}) s, CPU $(min_median 0 ${fig[curl 256 cpu]:-}) us/req")"
 if [ -n "$PGNET_BUILD" ]; then
 	best="" best_s=""
 	for batch in $PGNET_BATCHES; do

@@ -10,10 +10,18 @@
  * any call of ours: throughput.sh prints it beside floor.c's.
  *
  *   curl_floor URL N    N GETs, one after the other: microseconds per request
+ *   curl_floor URL N INFLIGHT
+ *                       N GETs on INFLIGHT easy handles at once, each handle
+ *                       sent again as its response ends (its connection kept
+ *                       alive): seconds for all of them, and the CPU time
+ *                       the process took per request, in microseconds (user
+ *                       and system, from getrusage): what libcurl alone costs
+ *                       the async worker per request at that concurrency
  */
 #include <curl/curl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/resource.h>
 
 #include "benchclock.h"
 
@@ -50,6 +58,82 @@ get_once(CURLM *multi, CURL *easy)
 	curl_multi_remove_handle(multi, easy);
 }
 
+/* A handle for the in-flight mode, set up as main() sets its one up. */
+static CURL *
+new_easy(const char *url, size_t *bytes)
+{
+	CURL	   *easy = curl_easy_init();
+
+	curl_easy_setopt(easy, CURLOPT_URL, url);
+	curl_easy_setopt(easy, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(easy, CURLOPT_PROXY, "");
+	curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, count_bytes);
+	curl_easy_setopt(easy, CURLOPT_WRITEDATA, bytes);
+	curl_easy_setopt(easy, CURLOPT_HEADERFUNCTION, count_bytes);
+	curl_easy_setopt(easy, CURLOPT_HEADERDATA, bytes);
+	return easy;
+}
+
+static double
+cpu_seconds(void)
+{
+	struct rusage ru;
+
+	getrusage(RUSAGE_SELF, &ru);
+	return ru.ru_utime.tv_sec + ru.ru_stime.tv_sec +
+		(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+}
+
+/* N GETs, inflight at once on as many handles (see the header). */
+static void
+in_flight(const char *url, int n, int inflight)
+{
+	CURLM	   *multi = curl_multi_init();
+	size_t		bytes = 0;
+	int			sent = 0,
+				ended = 0,
+				running;
+	double		t0 = now_seconds(),
+				c0 = cpu_seconds();
+
+	curl_multi_setopt(multi, CURLMOPT_MAXCONNECTS, (long) inflight);
+	for (; sent < inflight && sent < n; sent++)
+		curl_multi_add_handle(multi, new_easy(url, &bytes));
+	while (ended < n)
+	{
+		CURLMsg    *msg;
+		int			left;
+
+		if (curl_multi_perform(multi, &running) != CURLM_OK)
+			exit(1);
+		while ((msg = curl_multi_info_read(multi, &left)) != NULL)
+		{
+			CURL	   *easy = msg->easy_handle;
+
+			if (msg->msg != CURLMSG_DONE)
+				continue;
+			if (msg->data.result != CURLE_OK)
+			{
+				fprintf(stderr, "curl_floor: %s\n", curl_easy_strerror(msg->data.result));
+				exit(1);
+			}
+			ended++;
+			curl_multi_remove_handle(multi, easy);
+			if (sent < n)
+			{
+				curl_multi_add_handle(multi, easy);
+				sent++;
+			}
+			else
+				curl_easy_cleanup(easy);
+		}
+		if (ended < n)
+			curl_multi_poll(multi, NULL, 0, 100, NULL);
+	}
+	printf("%.3f %.1f\n", now_seconds() - t0, (cpu_seconds() - c0) * 1e6 / n);
+	curl_multi_cleanup(multi);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -59,12 +143,19 @@ main(int argc, char **argv)
 	int			n;
 	double		t0;
 
-	if (argc != 3 || (n = atoi(argv[2])) <= 0)
+	if ((argc != 3 && argc != 4) || (n = atoi(argv[2])) <= 0 ||
+		(argc == 4 && atoi(argv[3]) <= 0))
 	{
-		fprintf(stderr, "usage: curl_floor URL N\n");
+		fprintf(stderr, "usage: curl_floor URL N [INFLIGHT]\n");
 		return 2;
 	}
 	curl_global_init(CURL_GLOBAL_ALL);
+	if (argc == 4)
+	{
+		in_flight(argv[1], n, atoi(argv[3]));
+		curl_global_cleanup();
+		return 0;
+	}
 	multi = curl_multi_init();
 	easy = curl_easy_init();
 	curl_easy_setopt(easy, CURLOPT_URL, argv[1]);
