@@ -163,37 +163,52 @@ sort_out_missing(QcAsyncRequest **missing, int n, List **held)
 			*held = lappend(*held, missing[i]);
 }
 
+/*
+ * The statement, with the deletion of the requests' secrets or without it
+ * (most requests have none: the statement then starts without a second
+ * table to write).
+ */
+#define HANDOFF(SECRETS) \
+	"WITH l AS (SELECT r.id, r.state FROM queryclaw.requests r" \
+	"  WHERE r.id OPERATOR(pg_catalog.=) ANY ($1) FOR UPDATE SKIP LOCKED)," \
+	" h AS (UPDATE queryclaw.requests r SET result = v.result, error = v.error," \
+	"  sqlstate = v.sqlstate," \
+	"  state = COALESCE(v.state, r.state)," \
+	"  finished_at = CASE WHEN v.state IS NOT NULL THEN pg_catalog.now() END," \
+	"  waiting = CASE WHEN v.state IS NULL THEN '" QC_WAITING_CALLBACK "' END" \
+	"  FROM ROWS FROM (pg_catalog.unnest($1), pg_catalog.unnest($2)," \
+	"   pg_catalog.unnest($3), pg_catalog.unnest($4), pg_catalog.unnest($6))" \
+	"   AS v(id, result, error, sqlstate, state)" \
+	"  WHERE r.id OPERATOR(pg_catalog.=) v.id" \
+	"  AND r.id OPERATOR(pg_catalog.=) ANY (ARRAY(SELECT l.id FROM l" \
+	"   WHERE l.state OPERATOR(pg_catalog.=) 'running')))" \
+	SECRETS \
+	" SELECT l.id, l.state FROM l"
+#define HANDOFF_SECRETS \
+	", s AS (DELETE FROM queryclaw.request_secrets x" \
+	"  WHERE x.id OPERATOR(pg_catalog.=) ANY ($5)" \
+	"  AND x.id OPERATOR(pg_catalog.=) ANY (ARRAY(SELECT l.id FROM l)))"
+
 void
 qc_handoff_record(QcAsyncRequest **rs, const bool *handed, int n, List **held)
 {
 	static SPIPlanPtr plan = NULL;
+	static SPIPlanPtr plan_no_secrets = NULL;
 	Oid			types[6] = {INT8ARRAYOID, JSONBARRAYOID, TEXTARRAYOID, TEXTARRAYOID,
 	INT8ARRAYOID, TEXTARRAYOID};
 	Datum		args[6];
 	QcAsyncRequest **missing = palloc(n * sizeof(QcAsyncRequest *));
 	int			nmissing = 0;
+	bool		secrets = false;
 
 	record_args(rs, handed, n, args);
-	qc_queue_plan(&plan,
-				  "WITH l AS (SELECT r.id, r.state FROM queryclaw.requests r"
-				  "  WHERE r.id OPERATOR(pg_catalog.=) ANY ($1) FOR UPDATE SKIP LOCKED),"
-				  " h AS (UPDATE queryclaw.requests r SET result = v.result, error = v.error,"
-				  "  sqlstate = v.sqlstate,"
-				  "  state = COALESCE(v.state, r.state),"
-				  "  finished_at = CASE WHEN v.state IS NOT NULL THEN pg_catalog.now() END,"
-				  "  waiting = CASE WHEN v.state IS NULL THEN '" QC_WAITING_CALLBACK "' END"
-				  "  FROM ROWS FROM (pg_catalog.unnest($1), pg_catalog.unnest($2),"
-				  "   pg_catalog.unnest($3), pg_catalog.unnest($4), pg_catalog.unnest($6))"
-				  "   AS v(id, result, error, sqlstate, state)"
-				  "  WHERE r.id OPERATOR(pg_catalog.=) v.id"
-				  "  AND r.id OPERATOR(pg_catalog.=) ANY (ARRAY(SELECT l.id FROM l"
-				  "   WHERE l.state OPERATOR(pg_catalog.=) 'running'))),"
-				  " s AS (DELETE FROM queryclaw.request_secrets x"
-				  "  WHERE x.id OPERATOR(pg_catalog.=) ANY ($5)"
-				  "  AND x.id OPERATOR(pg_catalog.=) ANY (ARRAY(SELECT l.id FROM l)))"
-				  " SELECT l.id, l.state FROM l",
-				  6, types);
-	if (SPI_execute_plan(plan, args, NULL, false, 0) != SPI_OK_SELECT)
+	for (int i = 0; i < n; i++)
+		secrets = secrets || rs[i]->has_secrets;
+	if (secrets)
+		qc_queue_plan(&plan, HANDOFF(HANDOFF_SECRETS), 6, types);
+	else
+		qc_queue_plan(&plan_no_secrets, HANDOFF(""), 6, types);
+	if (SPI_execute_plan(secrets ? plan : plan_no_secrets, args, NULL, false, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not update queryclaw.requests");
 	for (int i = 0; i < n; i++)
 	{
