@@ -171,6 +171,24 @@ SELECT r.state, r.attempts, r.error, r.sqlstate FROM queryclaw.requests r;
 
 TRUNCATE queryclaw.requests CASCADE;
 
+-- A request whose arguments no longer build a call fails alone: the calls
+-- of a claim are built together, and when one fails, each on its own.
+-- The stored method of one of alice's three requests is made invalid
+-- before they commit, as only a superuser could.
+BEGIN;
+SET LOCAL ROLE qc_async_alice;
+SELECT count(queryclaw.api_call_async(qc_test.url('/hello'), context => jsonb_build_object('n', n)))
+  FROM unnest(ARRAY['first', 'broken', 'last']) n;
+RESET ROLE;
+UPDATE queryclaw.requests SET request = jsonb_set(request, '{method}', '"BREW"')
+ WHERE context->>'n' = 'broken';
+COMMIT;
+SELECT qc_test.async_settled();
+SELECT r.context->>'n' AS n, r.state, r.result->'status' AS status, r.error, r.sqlstate
+  FROM queryclaw.requests r ORDER BY r.id;
+
+TRUNCATE queryclaw.requests CASCADE;
+
 -- Pauses make requests wait, never fail: with queryclaw.enabled off for
 -- alice, her requests stay queued, never claimed (not even for a moment:
 -- read every 10 ms for 1.5 s, over the worker's re-checks, the states seen
