@@ -56,8 +56,23 @@ SELECT outcome, elapsed_ms < 2000 AS cut_off, count(*)
 SELECT count(*) AS callbacks, count(*) FILTER (WHERE error = 'cancelled') AS cancelled
   FROM qc_cancel_seen;
 
+-- max_queued_per_role counts a request on the wire as unfinished: it is
+-- running (in requests_running_idx, not among the waiting requests)
+SELECT qc_test.reset_requests();
+SET ROLE qc_canceller;
+SELECT queryclaw.api_call_async(qc_test.url('/slow?ms=3000')) AS slow_id \gset
+RESET ROLE;
+SELECT qc_test.wait_until('qc_test.requests_served() = 1') AS on_the_wire;
+SELECT state, waiting FROM queryclaw.requests WHERE id = :slow_id;
+SET queryclaw.max_queued_per_role = 1;
+SET ROLE qc_canceller;
+SELECT qc_test.try($$SELECT queryclaw.api_call_async(qc_test.url('/hello'))$$) AS over_the_limit;
+SELECT queryclaw.cancel_requests(ARRAY[:slow_id]::bigint[]) AS cancelled;
+RESET ROLE;
+RESET queryclaw.max_queued_per_role;
+
 -- clean up
-DELETE FROM queryclaw.requests WHERE id = ANY (:'ids');
+DELETE FROM queryclaw.requests WHERE id = ANY (:'ids') OR id = :slow_id;
 DROP TABLE qc_cancel_seen;
 DROP FUNCTION qc_cancel_note;
 DROP OWNED BY qc_canceller;
