@@ -770,13 +770,12 @@ build_all(void *arg)
 	}
 }
 
-/* Is f a plain call (not a model's loop) still to be started? */
+/* Does r run as a job (a model's loop, an embedding) rather than one call? */
 static bool
-plain_pending(const QcAsyncFlight *f)
+runs_as_job(const QcAsyncRequest *r)
 {
-	return f->r->outcome == QC_ASYNC_PENDING &&
-		strcmp(f->r->func, QC_FUNC_LLM_CHAT_TOOLS_ASYNC) != 0 &&
-		strcmp(f->r->func, QC_FUNC_ENRICHMENT_EMBED_ASYNC) != 0;
+	return strcmp(r->func, QC_FUNC_LLM_CHAT_TOOLS_ASYNC) == 0 ||
+		strcmp(r->func, QC_FUNC_ENRICHMENT_EMBED_ASYNC) == 0;
 }
 
 /*
@@ -793,7 +792,7 @@ build_plain_calls(QcAsyncFlight **flights, int n)
 	QcCall	  **built = palloc0(n * sizeof(QcCall *));
 
 	for (int i = 0; i < n; i++)
-		if (plain_pending(flights[i]))
+		if (flights[i]->r->outcome == QC_ASYNC_PENDING && !runs_as_job(flights[i]->r))
 			b.flights[b.n++] = flights[i];
 	if (b.n > 0 && qc_subxact_try(build_all, &b) == NULL)
 		for (int i = 0, j = 0; i < n && j < b.n; i++)
@@ -1353,8 +1352,7 @@ start_flight(QcAsyncFlight *f, QcCall *built, List **calls)
 {
 	QcAsyncRequest *r = f->r;
 
-	if (strcmp(r->func, QC_FUNC_LLM_CHAT_TOOLS_ASYNC) == 0 ||
-		strcmp(r->func, QC_FUNC_ENRICHMENT_EMBED_ASYNC) == 0)
+	if (runs_as_job(r))
 	{
 		LlmStart	s = {r, NULL};
 		MemoryContext old = MemoryContextSwitchTo(f->cxt);

@@ -75,8 +75,9 @@ qc_handoff_forget(void)
 /*
  * The arguments of the statement below, built from the requests: the
  * state each is made (NULL: handed to the callback workers, its state kept).
+ * Returns whether any of them has secrets to delete.
  */
-static void
+static bool
 record_args(QcAsyncRequest **rs, const bool *handed, int n, Datum *args)
 {
 	Datum	   *ids = palloc(n * sizeof(Datum));
@@ -111,6 +112,7 @@ record_args(QcAsyncRequest **rs, const bool *handed, int n, Datum *args)
 	args[3] = qc_queue_array(sqlstates, no_sqlstate, n, TEXTOID);
 	args[4] = qc_queue_array(secret_ids, NULL, nsecrets, INT8OID);
 	args[5] = qc_queue_array(states, (bool *) handed, n, TEXTOID);
+	return nsecrets > 0;
 }
 
 /* The state of request id as the statement locked it, or NULL. */
@@ -199,11 +201,8 @@ qc_handoff_record(QcAsyncRequest **rs, const bool *handed, int n, List **held)
 	Datum		args[6];
 	QcAsyncRequest **missing = palloc(n * sizeof(QcAsyncRequest *));
 	int			nmissing = 0;
-	bool		secrets = false;
+	bool		secrets = record_args(rs, handed, n, args);
 
-	record_args(rs, handed, n, args);
-	for (int i = 0; i < n; i++)
-		secrets = secrets || rs[i]->has_secrets;
 	if (secrets)
 		qc_queue_plan(&plan, HANDOFF(HANDOFF_SECRETS), 6, types);
 	else

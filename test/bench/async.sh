@@ -212,8 +212,7 @@ declare -A fig
 # libcurl alone at $1 in flight (curl_floor.c's in-flight mode: the same
 # GETs through one multi handle, nothing else), recorded: what the worker's
 # CPU a request holds that is libcurl's.
-curl_alone_bin="$QC_WORK/curl_floor"
-cc -O2 -o "$curl_alone_bin" "$QC_ROOT/test/bench/curl_floor.c" $(pkg-config --cflags --libs libcurl) || exit 1
+curl_alone_bin=$(curl_floor_bin) || exit 1
 curl_alone() {
 	local s cpu
 	read -r s cpu <<<"$("$curl_alone_bin" "$base/delay" "$N" "$1")"

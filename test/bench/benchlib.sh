@@ -22,6 +22,14 @@ raw_floor() {
 	"$bin" 127.0.0.1 "$QC_NGINX_PORT" /delay "$1" "${2:-64}"
 }
 
+# The path of test/bench/curl_floor.c built against the system's libcurl
+# (built on first use).
+curl_floor_bin() {
+	local bin="$QC_WORK/curl_floor"
+	[ -x "$bin" ] || cc -O2 -o "$bin" "$QC_ROOT/test/bench/curl_floor.c" $(pkg-config --cflags --libs libcurl) || return 1
+	echo "$bin"
+}
+
 ratio() {
 	awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2fx", a / b }'
 }

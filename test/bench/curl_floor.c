@@ -58,7 +58,7 @@ get_once(CURLM *multi, CURL *easy)
 	curl_multi_remove_handle(multi, easy);
 }
 
-/* A handle for the in-flight mode, set up as main() sets its one up. */
+/* An easy handle for url, its body and header bytes counted into *bytes. */
 static CURL *
 new_easy(const char *url, size_t *bytes)
 {
@@ -157,14 +157,7 @@ main(int argc, char **argv)
 		return 0;
 	}
 	multi = curl_multi_init();
-	easy = curl_easy_init();
-	curl_easy_setopt(easy, CURLOPT_URL, argv[1]);
-	curl_easy_setopt(easy, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(easy, CURLOPT_PROXY, "");
-	curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, count_bytes);
-	curl_easy_setopt(easy, CURLOPT_WRITEDATA, &bytes);
-	curl_easy_setopt(easy, CURLOPT_HEADERFUNCTION, count_bytes);
-	curl_easy_setopt(easy, CURLOPT_HEADERDATA, &bytes);
+	easy = new_easy(argv[1], &bytes);
 
 	/* the first request opens the connection, as in floor.c */
 	get_once(multi, easy);

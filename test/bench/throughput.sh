@@ -18,6 +18,7 @@
 # asserts nothing.
 set -uo pipefail
 . "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/benchlib.sh"
 
 RUNS=${QC_RUNS:-5}
 
@@ -63,8 +64,7 @@ echo "machine: $(nproc) cores; nginx $(nginx -v 2>&1 | sed 's/.*\///'); median o
 # transport).  Our figures are also printed as their multiples.
 floor_bin="$QC_WORK/floor"
 cc -O2 -o "$floor_bin" "$(dirname "$0")/floor.c" || exit 1
-curl_floor_bin="$QC_WORK/curl_floor"
-cc -O2 -o "$curl_floor_bin" "$(dirname "$0")/curl_floor.c" $(pkg-config --cflags --libs libcurl) || exit 1
+curl_floor_bin=$(curl_floor_bin) || exit 1
 floor_median() {
 	local values=()
 	for _ in $(seq "$RUNS"); do
