@@ -926,9 +926,19 @@ typedef struct HostLoad
 {
 	HostLoadKey key;
 	int			out;
+	int			out_plain;		/* of those, admitted while ahead was false */
+	bool		ahead;			/* it admits calls claimed ahead
+								 * (ahead_allowed) */
 	double		mean_ms;		/* of its responses, smoothed; 0 before the first */
 	TimestampTz busy_since;		/* when out last went from none to one */
 } HostLoad;
+
+/*
+ * All hosts' calls out, and those of them admitted where calls claimed
+ * ahead were not (see qc_async_ahead_fits).
+ */
+static int	calls_out = 0;
+static int	calls_out_plain = 0;
 
 #define QC_HOST_MIN_WAIT_MS		10
 
@@ -956,10 +966,34 @@ host_load(Oid role, const char *host)
 	if (!found)
 	{
 		h->out = 0;
+		h->out_plain = 0;
+		h->ahead = false;
 		h->mean_ms = 0;
 		h->busy_since = 0;
 	}
 	return h;
+}
+
+int
+qc_async_ahead(void)
+{
+	return Min(qc_async_concurrency / 4, QC_ASYNC_AHEAD_MAX);
+}
+
+/*
+ * The calls a host admits beyond the role's cap: those claimed ahead, which
+ * wait in the transport, not on the wire, when the transport holds every
+ * role's calls to the host to the same cap (the role's max_host_concurrency
+ * is the worker's or more).  A role with a lower cap is held to it here
+ * alone, and a slow host's requests would wait a long time for the wire,
+ * shown as running.
+ */
+static int
+ahead_allowed(const HostLoad *h)
+{
+	bool		quick = h->mean_ms > 0 && h->mean_ms < QC_ASYNC_QUICK_HOST_MS;
+
+	return quick && qc_max_host_concurrency >= worker_host_cap ? qc_async_ahead() : 0;
 }
 
 /*
@@ -972,7 +1006,10 @@ host_has_room(QcAsyncRequest *r, QcCall *call)
 	HostLoad   *h = host_load(r->role, qc_call_host(call));
 	int			cap = qc_cluster_share(Min(qc_max_host_concurrency, worker_host_cap));
 
-	if (h->out < cap)
+	int			allowed = ahead_allowed(h);
+
+	h->ahead = allowed > 0;
+	if (h->out < cap + allowed)
 		return true;
 	/*
 	 * Before its first response, the host takes at least as long as its
@@ -985,6 +1022,20 @@ host_has_room(QcAsyncRequest *r, QcCall *call)
 			 psprintf("host concurrency %d reached", cap));
 	blocked_count++;
 	return false;
+}
+
+/*
+ * Would requests claimed ahead go out?  Only while every call out is to a
+ * host that admits them: otherwise a claim ahead would put its requests
+ * back for the host's concurrency (two row writes each, and while
+ * requests wait to come due again, another worker with free slots does not
+ * see them).  Counted as calls are admitted and end: a host's calls that
+ * end are taken from those admitted with ahead first.
+ */
+bool
+qc_async_ahead_fits(void)
+{
+	return calls_out > 0 && calls_out_plain == 0;
 }
 
 int
@@ -1000,6 +1051,8 @@ void
 qc_async_hosts_reset(void)
 {
 	blocked_count = 0;
+	calls_out = 0;
+	calls_out_plain = 0;
 	if (host_loads != NULL)
 		hash_destroy(host_loads);
 	host_loads = NULL;
@@ -1013,6 +1066,12 @@ qc_async_call_ended(QcCall *call)
 	MemoryContext old = MemoryContextSwitchTo(f->cxt);
 
 	h->out--;
+	calls_out--;
+	if (h->out_plain > h->out)
+	{
+		h->out_plain--;
+		calls_out_plain--;
+	}
 	if (call->status != 0)
 		h->mean_ms = h->mean_ms == 0 ? call->elapsed_ms :
 			0.8 * h->mean_ms + 0.2 * call->elapsed_ms;
@@ -1055,6 +1114,12 @@ send_call(QcAsyncFlight *f, QcCall *call, List **calls)
 			h = host_load(f->r->role, qc_call_host(call));
 			if (h->out++ == 0)
 				h->busy_since = GetCurrentTimestamp();
+			calls_out++;
+			if (!h->ahead)
+			{
+				h->out_plain++;
+				calls_out_plain++;
+			}
 			*calls = lappend(*calls, call);
 			MemoryContextSwitchTo(old);
 			return;

@@ -117,6 +117,21 @@ extern void qc_async_call_ended(QcCall *call);
 extern int	qc_async_blocked_count(void);
 
 /*
+ * How many requests a step may claim beyond the slots that are free, while
+ * a backlog lasts (asyncworker.c says why): a quarter of
+ * queryclaw.async_concurrency, at most QC_ASYNC_AHEAD_MAX.  A quick host
+ * (QC_ASYNC_QUICK_HOST_MS) admits as many beyond its role's
+ * max_host_concurrency where the transport holds the host to the same cap
+ * on the wire.
+ */
+#define QC_ASYNC_AHEAD_MAX		16
+#define QC_ASYNC_QUICK_HOST_MS	100
+extern int	qc_async_ahead(void);
+
+/* Would requests claimed ahead now go out (every call out is to such a host)? */
+extern bool qc_async_ahead_fits(void);
+
+/*
  * The earliest next_attempt_at of the requests put back (waiting or
  * retrying) since the last call, or 0: when the worker must look again.
  */

@@ -23,7 +23,18 @@
  *   round, and claims as many due requests as there are free slots:
  *   round-robin between the roles with due requests (one slot's turn
  *   each), oldest first within a role, never a paused role's.  A claimed
- *   request is 'running' and goes on the wire as the step commits.
+ *   request is 'running' and goes on the wire as the step commits, or
+ *   (claimed ahead, below) when a slot comes free.
+ * - While a backlog lasts, a step claims a few more requests than there
+ *   are free slots (qc_async_ahead: a quarter of the slots, at most 16),
+ *   and a slot that comes free takes one of those at once, without a
+ *   step.  The outcomes then gather for the next step, which comes when
+ *   the calls claimed ahead no longer fill the free slots, or
+ *   QC_ASYNC_GATHER_MS after the first of them, or at once when a commit
+ *   that queued (another role's request) or the chores call for it.  A
+ *   step's two statements cost about as much to start as to write ten
+ *   rows: at 64 in flight a step had recorded 8 or 9 outcomes, and a third
+ *   of the worker's CPU went to starting them (docs/performance.md).
  * - Every QC_ASYNC_CHORES_MS it also looks for requests cancelled while
  *   out (their transfers are aborted) and records outcomes a user's
  *   transaction held back; once a minute (or as often as the retention,
@@ -99,6 +110,8 @@
 #define QC_ASYNC_CHORES_MS		250 /* cancels, held-back outcomes */
 #define QC_ASYNC_PROBE			8	/* claimed beyond the calls that ended,
 									 * while hosts are at their limit */
+#define QC_ASYNC_GATHER_MS		2	/* longest an outcome waits for its step
+									 * while calls claimed ahead go out */
 #define QC_BLOCKED_LOOK_MS		100 /* and how often it then looks */
 #define QC_RETENTION_EVERY_MS	60000	/* or the retention, when shorter */
 #define QC_RETENTION_BATCH		10000
@@ -152,6 +165,8 @@ typedef struct Worker
 	bool		blocked;		/* its last claim put requests back for a
 								 * host's concurrency */
 	int			freed;			/* calls ended since the last claim */
+	TimestampTz ended_since;	/* the first call that ended since the last
+								 * step, or 0 */
 	int			rotation;		/* whose turn comes first at the next claim */
 	TimestampTz chores_at;
 } Worker;
@@ -845,6 +860,32 @@ service(void *arg)
 }
 
 /*
+ * How many requests a step claims beyond the free slots (see the file
+ * header): none while hosts are full (those would wait for them anyway),
+ * nor while a call is out to a host that would not admit them
+ * (qc_async_ahead_fits), nor when the worker stops.
+ */
+static int
+claim_ahead(void)
+{
+	return worker.blocked || qc_bgsession_stop || !qc_async_ahead_fits() ? 0 : qc_async_ahead();
+}
+
+/*
+ * May the step wait for more outcomes?  Yes while the calls claimed ahead
+ * fill every free slot, not for longer than QC_ASYNC_GATHER_MS after the
+ * first outcome, and not when nudged or the chores are due.
+ */
+static bool
+step_may_wait(TimestampTz now, bool nudged, int room)
+{
+	return !nudged && now < worker.chores_at && worker.unsent != NIL &&
+		list_length(worker.unsent) >= room &&
+		(worker.ended_since == 0 ||
+		 now < TimestampTzPlusMilliseconds(worker.ended_since, QC_ASYNC_GATHER_MS));
+}
+
+/*
  * The fed run's feed: a service step when something waits for one (an
  * outcome to record, a slot to fill with a due request, the chores), then
  * the calls to send, as many as there is room for.  A set latch (a commit
@@ -881,15 +922,17 @@ feed(QcCall **calls, int room, void *arg)
 		claim_roles_stale = true;
 	}
 	if (!qc_bgsession_stop && !worker.exhausted)
-		sv.room = room - list_length(worker.unsent);
+		sv.room = room - list_length(worker.unsent) + claim_ahead();
 	/*
 	 * While hosts are full, a claim takes what their ended calls freed, and
 	 * looks a little further when nudged (see claim).
 	 */
 	if (worker.blocked)
 		sv.room = Min(sv.room, worker.freed + (nudged ? QC_ASYNC_PROBE : 0));
-	if (sv.room > 0 || any_ready(now) || now >= worker.chores_at)
+	if (!step_may_wait(now, nudged, room) &&
+		(sv.room > 0 || any_ready(now) || now >= worker.chores_at))
 	{
+		worker.ended_since = 0;
 		in_transaction("running requests", service, &sv);
 		if (sv.done > 0)
 			qc_queue_notify_finished();
@@ -906,6 +949,8 @@ static void
 call_ended(QcCall *call, void *arg)
 {
 	worker.freed++;
+	if (worker.ended_since == 0)
+		worker.ended_since = GetCurrentTimestamp();
 	qc_async_call_ended(call);
 }
 

@@ -1,0 +1,53 @@
+--
+-- async_ahead: while a backlog lasts, the worker claims a few requests
+-- beyond its free slots for a quick host (one whose responses take less
+-- than 100 ms), and a slot that comes free takes one at once.  The host's
+-- cap still holds on the wire: the transport holds every role's calls to
+-- a host to the worker's max_host_concurrency, and a role whose own cap is
+-- lower is held to it by the worker's count alone, which then admits none
+-- beyond it.
+--
+-- qc_ahead_low's cap is 2, below the worker's 8; qc_ahead_full has the
+-- worker's.
+--
+CREATE ROLE qc_ahead_low;
+CREATE ROLE qc_ahead_full;
+GRANT USAGE ON SCHEMA qc_test TO qc_ahead_low, qc_ahead_full;
+GRANT EXECUTE ON FUNCTION
+    queryclaw.api_call_async(text, text, jsonb, text, integer, regprocedure, jsonb, text),
+    queryclaw.wait(bigint[], interval)
+    TO qc_ahead_low, qc_ahead_full;
+ALTER ROLE qc_ahead_low SET queryclaw.max_host_concurrency = 2;
+TRUNCATE queryclaw.requests CASCADE;
+SHOW queryclaw.max_host_concurrency;
+-- /stats counts the most /slow requests in progress at once
+CREATE FUNCTION qc_test.slow_peak_reset() RETURNS int LANGUAGE sql
+AS $$ SELECT ((queryclaw.api_call(qc_test.url('/stats/reset')))->'body'->>'slow_peak')::int $$;
+-- n requests to a quick host, as the caller
+CREATE FUNCTION qc_test.quick_burst(n int) RETURNS bigint[] LANGUAGE sql
+AS $$ SELECT array_agg(queryclaw.api_call_async(qc_test.url('/slow?ms=30')))
+        FROM generate_series(1, n) $$;
+
+-- a quick host, a role below the worker's cap: never more than 2 at once
+SELECT qc_test.slow_peak_reset() AS reset;
+SET ROLE qc_ahead_low;
+SELECT qc_test.quick_burst(60) AS ids \gset
+SELECT state, count(*) FROM queryclaw.wait(:'ids', '60 s') GROUP BY 1;
+RESET ROLE;
+SELECT qc_test.slow_peak() BETWEEN 1 AND 2 AS at_most_2_at_once;
+
+-- the worker's cap: never more than 8 at once
+SELECT qc_test.slow_peak_reset() AS reset;
+SET ROLE qc_ahead_full;
+SELECT qc_test.quick_burst(150) AS ids \gset
+SELECT state, count(*) FROM queryclaw.wait(:'ids', '60 s') GROUP BY 1;
+RESET ROLE;
+SELECT qc_test.slow_peak() BETWEEN 2 AND 8 AS at_most_8_at_once;
+
+-- clean up
+DROP FUNCTION qc_test.slow_peak_reset(), qc_test.quick_burst(int);
+TRUNCATE queryclaw.requests CASCADE;
+REVOKE ALL ON ALL FUNCTIONS IN SCHEMA queryclaw FROM qc_ahead_low, qc_ahead_full;
+REVOKE USAGE ON SCHEMA qc_test FROM qc_ahead_low, qc_ahead_full;
+ALTER ROLE qc_ahead_low RESET ALL;
+DROP ROLE qc_ahead_low, qc_ahead_full;
