@@ -926,16 +926,15 @@ typedef struct HostLoad
 {
 	HostLoadKey key;
 	int			out;
-	int			out_plain;		/* of those, admitted while ahead was false */
-	bool		ahead;			/* it admits calls claimed ahead
-								 * (ahead_allowed) */
+	bool		ahead;			/* it admits calls claimed ahead, as of its
+								 * last admission (ahead_allowed) */
 	double		mean_ms;		/* of its responses, smoothed; 0 before the first */
 	TimestampTz busy_since;		/* when out last went from none to one */
 } HostLoad;
 
 /*
- * All hosts' calls out, and those of them admitted where calls claimed
- * ahead were not (see qc_async_ahead_fits).
+ * All hosts' calls out, and those of them to hosts that do not admit calls
+ * claimed ahead (see qc_async_ahead_fits).
  */
 static int	calls_out = 0;
 static int	calls_out_plain = 0;
@@ -966,7 +965,6 @@ host_load(Oid role, const char *host)
 	if (!found)
 	{
 		h->out = 0;
-		h->out_plain = 0;
 		h->ahead = false;
 		h->mean_ms = 0;
 		h->busy_since = 0;
@@ -1005,10 +1003,14 @@ host_has_room(QcAsyncRequest *r, QcCall *call)
 {
 	HostLoad   *h = host_load(r->role, qc_call_host(call));
 	int			cap = qc_cluster_share(Min(qc_max_host_concurrency, worker_host_cap));
-
 	int			allowed = ahead_allowed(h);
 
-	h->ahead = allowed > 0;
+	/* its calls out count among those that keep the worker from claiming ahead */
+	if (h->ahead != (allowed > 0))
+	{
+		h->ahead = allowed > 0;
+		calls_out_plain += h->ahead ? -h->out : h->out;
+	}
 	if (h->out < cap + allowed)
 		return true;
 	/*
@@ -1029,8 +1031,8 @@ host_has_room(QcAsyncRequest *r, QcCall *call)
  * host that admits them: otherwise a claim ahead would put its requests
  * back for the host's concurrency (two row writes each, and while
  * requests wait to come due again, another worker with free slots does not
- * see them).  Counted as calls are admitted and end: a host's calls that
- * end are taken from those admitted with ahead first.
+ * see them).  Counted as calls are admitted and end, and as a host's
+ * verdict changes.
  */
 bool
 qc_async_ahead_fits(void)
@@ -1067,11 +1069,8 @@ qc_async_call_ended(QcCall *call)
 
 	h->out--;
 	calls_out--;
-	if (h->out_plain > h->out)
-	{
-		h->out_plain--;
+	if (!h->ahead)
 		calls_out_plain--;
-	}
 	if (call->status != 0)
 		h->mean_ms = h->mean_ms == 0 ? call->elapsed_ms :
 			0.8 * h->mean_ms + 0.2 * call->elapsed_ms;
@@ -1116,10 +1115,7 @@ send_call(QcAsyncFlight *f, QcCall *call, List **calls)
 				h->busy_since = GetCurrentTimestamp();
 			calls_out++;
 			if (!h->ahead)
-			{
-				h->out_plain++;
 				calls_out_plain++;
-			}
 			*calls = lappend(*calls, call);
 			MemoryContextSwitchTo(old);
 			return;
