@@ -44,6 +44,27 @@ SELECT state, count(*) FROM queryclaw.wait(:'ids', '60 s') GROUP BY 1;
 RESET ROLE;
 SELECT qc_test.slow_peak() BETWEEN 2 AND 8 AS at_most_8_at_once;
 
+-- Requests claimed ahead are running, not on the wire: more are running
+-- than the host's cap of 8, never more on the wire.  Cancelled before they
+-- go out, they end cancelled; none is left running.
+GRANT EXECUTE ON FUNCTION queryclaw.cancel_requests(bigint[]) TO qc_ahead_full;
+SELECT qc_test.slow_peak_reset() AS reset;
+SET ROLE qc_ahead_full;
+SELECT qc_test.quick_burst(300) AS ids \gset
+RESET ROLE;
+SELECT qc_test.wait_until(format('(SELECT count(*) > 8 FROM queryclaw.requests
+                                    WHERE id = ANY (%L) AND state = %L)', :'ids', 'running'))
+       AS more_running_than_on_the_wire;
+SET ROLE qc_ahead_full;
+SELECT queryclaw.cancel_requests(:'ids') > 0 AS cancelled_some;
+SELECT count(*) AS requests,
+       bool_and(state IN ('done', 'cancelled')) AS all_done_or_cancelled,
+       bool_and(state <> 'cancelled' OR (error = 'cancelled' AND sqlstate = '57014')) AS as_cancels_end,
+       count(*) FILTER (WHERE state = 'cancelled') > 0 AS some_cancelled
+  FROM queryclaw.wait(:'ids', '60 s');
+RESET ROLE;
+SELECT qc_test.slow_peak() BETWEEN 2 AND 8 AS at_most_8_at_once;
+
 -- clean up
 DROP FUNCTION qc_test.slow_peak_reset(), qc_test.quick_burst(int);
 TRUNCATE queryclaw.requests CASCADE;
