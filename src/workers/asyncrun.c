@@ -979,19 +979,21 @@ qc_async_ahead(void)
 }
 
 /*
- * The calls a host admits beyond the role's cap: those claimed ahead, which
- * wait in the transport, not on the wire, when the transport holds every
- * role's calls to the host to the same cap (the role's max_host_concurrency
- * is the worker's or more).  A role with a lower cap is held to it here
- * alone, and a slow host's requests would wait a long time for the wire,
- * shown as running.
+ * The calls a host admits beyond the role's cap of them: those claimed
+ * ahead, which wait in the transport, not on the wire, when the transport
+ * holds every role's calls to the host to the same cap (the role's
+ * max_host_concurrency is the worker's or more).  A role with a lower cap
+ * is held to it here alone, and a slow host's requests would wait a long
+ * time for the wire, shown as running.  No more than the cap: another
+ * role's call to the host, queued in the transport behind them, then waits
+ * at most one more of the host's turns.
  */
 static int
-ahead_allowed(const HostLoad *h)
+ahead_allowed(const HostLoad *h, int cap)
 {
 	bool		quick = h->mean_ms > 0 && h->mean_ms < QC_ASYNC_QUICK_HOST_MS;
 
-	return quick && qc_max_host_concurrency >= worker_host_cap ? qc_async_ahead() : 0;
+	return quick && qc_max_host_concurrency >= worker_host_cap ? Min(qc_async_ahead(), cap) : 0;
 }
 
 /*
@@ -1003,7 +1005,7 @@ host_has_room(QcAsyncRequest *r, QcCall *call)
 {
 	HostLoad   *h = host_load(r->role, qc_call_host(call));
 	int			cap = qc_cluster_share(Min(qc_max_host_concurrency, worker_host_cap));
-	int			allowed = ahead_allowed(h);
+	int			allowed = ahead_allowed(h, cap);
 
 	/* its calls out count among those that keep the worker from claiming ahead */
 	if (h->ahead != (allowed > 0))
