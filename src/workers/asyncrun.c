@@ -972,6 +972,16 @@ host_load(Oid role, const char *host)
 	return h;
 }
 
+/* One more call of h's out (delta 1), or one fewer (-1), counted. */
+static void
+count_out(HostLoad *h, int delta)
+{
+	h->out += delta;
+	calls_out += delta;
+	if (!h->ahead)
+		calls_out_plain += delta;
+}
+
 int
 qc_async_ahead(void)
 {
@@ -1069,10 +1079,7 @@ qc_async_call_ended(QcCall *call)
 	HostLoad   *h = host_load(f->r->role, qc_call_host(call));
 	MemoryContext old = MemoryContextSwitchTo(f->cxt);
 
-	h->out--;
-	calls_out--;
-	if (!h->ahead)
-		calls_out_plain--;
+	count_out(h, -1);
 	if (call->status != 0)
 		h->mean_ms = h->mean_ms == 0 ? call->elapsed_ms :
 			0.8 * h->mean_ms + 0.2 * call->elapsed_ms;
@@ -1113,11 +1120,9 @@ send_call(QcAsyncFlight *f, QcCall *call, List **calls)
 		case QC_ADMIT_START:
 			f->out++;
 			h = host_load(f->r->role, qc_call_host(call));
-			if (h->out++ == 0)
+			if (h->out == 0)
 				h->busy_since = GetCurrentTimestamp();
-			calls_out++;
-			if (!h->ahead)
-				calls_out_plain++;
+			count_out(h, 1);
 			*calls = lappend(*calls, call);
 			MemoryContextSwitchTo(old);
 			return;
