@@ -64,6 +64,13 @@ SELECT count(*) AS requests,
   FROM queryclaw.wait(:'ids', '60 s');
 RESET ROLE;
 SELECT qc_test.slow_peak() BETWEEN 2 AND 8 AS at_most_8_at_once;
+-- a request queued after the cancel goes out after every request claimed
+-- before it was sent or dropped: once it is done, the burst is over, and
+-- the next test's requests are the fixture's only ones
+SET ROLE qc_ahead_full;
+SELECT qc_test.quick_burst(1) AS last_ids \gset
+SELECT state FROM queryclaw.wait(:'last_ids', '30 s');
+RESET ROLE;
 
 -- clean up
 DROP FUNCTION qc_test.slow_peak_reset(), qc_test.quick_burst(int);

@@ -6,8 +6,7 @@
 --
 -- qc_canceller's requests go to the fixture one at a time
 -- (max_host_concurrency 1 for the role): of four 3-second requests, one
--- is on the wire and three are claimed and waiting when they are
--- cancelled.  Before, all four were sent, one after the other.
+-- is on the wire and three wait their turn when they are cancelled.  Before, all four were sent, one after the other.
 --
 CREATE ROLE qc_canceller;
 ALTER ROLE qc_canceller SET queryclaw.max_host_concurrency = 1;
@@ -56,6 +55,30 @@ SELECT outcome, elapsed_ms < 2000 AS cut_off, count(*)
 SELECT count(*) AS callbacks, count(*) FILTER (WHERE error = 'cancelled') AS cancelled
   FROM qc_cancel_seen;
 
+-- Deleted is cancelled: a running request whose row is deleted, with no
+-- cancel, is cut off as a cancelled one is (before, it ran its 3 s and
+-- was audited ok), and none of the other three goes out: a request queued
+-- after them is the only other one the fixture serves.
+SELECT qc_test.reset_requests();
+SET ROLE qc_canceller;
+SELECT array_agg(queryclaw.api_call_async(qc_test.url('/slow?ms=3000'))) AS gone_ids
+  FROM generate_series(1, 4) \gset
+RESET ROLE;
+SELECT qc_test.wait_until('qc_test.requests_served() = 1') AS one_on_the_wire;
+DELETE FROM queryclaw.requests WHERE id = ANY (:'gone_ids');
+SELECT qc_test.wait_for_audit(1, format('func = ''api_call_async'' AND (detail->''request''->>''id'')::bigint = ANY (%L)',
+                                        :'gone_ids')) AS cut_off_audited;
+SET ROLE qc_canceller;
+SELECT queryclaw.api_call_async(qc_test.url('/hello')) AS after_id \gset
+SELECT state FROM queryclaw.wait(ARRAY[:after_id]::bigint[], '30 s');
+RESET ROLE;
+SELECT qc_test.requests_served() - 2 AS deleted_requests_served;
+SELECT qc_test.audit_flush() AS flushed;
+SELECT outcome, elapsed_ms < 2000 AS cut_off, count(*)
+  FROM queryclaw.audit_log
+ WHERE func = 'api_call_async' AND (detail->'request'->>'id')::bigint = ANY (:'gone_ids')
+ GROUP BY 1, 2;
+
 -- max_queued_per_role counts a request on the wire as unfinished: it is
 -- running (in requests_running_idx, not among the waiting requests)
 SELECT qc_test.reset_requests();
@@ -70,9 +93,12 @@ SELECT qc_test.try($$SELECT queryclaw.api_call_async(qc_test.url('/hello'))$$) A
 SELECT queryclaw.cancel_requests(ARRAY[:slow_id]::bigint[]) AS cancelled;
 RESET ROLE;
 RESET queryclaw.max_queued_per_role;
+-- cut off as the worker sees the cancel: nothing is left on the wire
+SELECT qc_test.wait_for_audit(1, format('func = ''api_call_async'' AND (detail->''request''->>''id'')::bigint = %s',
+                                        :slow_id)) AS cut_off_audited;
 
 -- clean up
-DELETE FROM queryclaw.requests WHERE id = ANY (:'ids') OR id = :slow_id;
+DELETE FROM queryclaw.requests WHERE id = ANY (:'ids') OR id = :slow_id OR id = :after_id;
 DROP TABLE qc_cancel_seen;
 DROP FUNCTION qc_cancel_note;
 DROP OWNED BY qc_canceller;

@@ -975,7 +975,14 @@ flight_ids(bool all)
 	return n == 0 ? NULL : construct_array(ids, n, INT8OID, 8, true, TYPALIGN_DOUBLE);
 }
 
-/* As the worker: which of the flights were cancelled since they were claimed. */
+/*
+ * As the worker: which of the flights were cancelled since they were
+ * claimed.  A request counts as cancelled once its row is no longer
+ * 'running': cancelled, but also deleted or truncated away (a cancel
+ * followed at once by a clean-up would otherwise never be seen, and the
+ * calls waiting for their host would still go out), or put back in the
+ * queue by an administrator.
+ */
 static void
 look_for_cancels(void *arg)
 {
@@ -987,9 +994,10 @@ look_for_cancels(void *arg)
 	if (ids == NULL)
 		return;
 	value = PointerGetDatum(ids);
-	qc_queue_plan(&plan, "SELECT id FROM queryclaw.requests"
-				  " WHERE id OPERATOR(pg_catalog.=) ANY ($1)"
-				  " AND state OPERATOR(pg_catalog.=) 'cancelled'", 1, &type);
+	qc_queue_plan(&plan, "SELECT u.id FROM pg_catalog.unnest($1) u(id)"
+				  " WHERE NOT EXISTS (SELECT FROM queryclaw.requests r"
+				  "  WHERE r.id OPERATOR(pg_catalog.=) u.id"
+				  "   AND r.state OPERATOR(pg_catalog.=) 'running')", 1, &type);
 	if (SPI_execute_plan(plan, &value, NULL, true, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not read cancelled requests");
 	for (uint64 t = 0; t < SPI_processed; t++)
