@@ -12,7 +12,9 @@
 # keyed POSTs done (a request the worker held is run again: at least once),
 # the unkeyed POSTs done or failed "interrupted; not sent again" (some of
 # them were held), no request lost, and every callback called once per
-# final request.  Then, with two async workers, 300 requests are each sent,
+# final request.  Then the worker's run fails (a cancel) while it holds
+# requests claimed ahead: those it never sent are sent then, whatever their
+# method.  Then, with two async workers, 300 requests are each sent,
 # called back and audited once.  Last, 20 requests are answered while
 # their callbacks cannot run, and the server stops hard: none is sent
 # again, and each callback runs once after the restart.  Prints TAP-style
@@ -124,7 +126,41 @@ else
 	echo "not ok - the async worker shows in pg_stat_activity"
 fi
 
-# 3. Two async workers (a restart for queryclaw.async_workers) share a
+# 3. The async worker's run fails (pg_cancel_backend on it) while it holds
+# requests claimed ahead for a quick host, beyond the 8 on the wire: the
+# unkeyed POSTs it never sent go back to the queue and are sent then, and
+# only those that may have gone out fail "interrupted; not sent again",
+# each with its audit row.  (Before, every one the worker held failed,
+# most of them never sent.)
+sql >/dev/null <<SQL
+SET client_min_messages = warning;
+TRUNCATE queryclaw.requests CASCADE;
+TRUNCATE qc_restart_seen;
+SET ROLE $role;
+SELECT count(queryclaw.api_call_async(qc_test.url('/flaky?fail=0&ms=20&key=ahead'), 'POST', body => '{}',
+                                      callback => 'qc_restart_note(bigint,jsonb,text,jsonb)'::regprocedure))
+  FROM generate_series(1, 300) i;
+SQL
+wait_for "(SELECT count(*) FROM queryclaw.requests WHERE state = 'done') >= 20
+          AND (SELECT count(*) FROM queryclaw.requests WHERE state = 'running') > 8" 30 ||
+	echo "not ok - the worker claimed requests ahead"
+sql -c "SELECT pg_cancel_backend(pid) FROM pg_stat_activity WHERE backend_type = 'queryclaw async worker'" >/dev/null
+wait_for "(SELECT count(*) FROM queryclaw.requests WHERE finished_at IS NULL) = 0" 60
+qc_check "failed run: every request done, or failed as interrupted" \
+	"$(sql -c "SELECT count(*) FROM queryclaw.requests
+	            WHERE state = 'done' OR (state = 'failed' AND error = 'interrupted; not sent again')")" 300
+qc_check "failed run: the worker's run failed and it went on" \
+	"$(sql -c "SELECT count(*) > 0 FROM queryclaw.requests WHERE error = 'interrupted; not sent again'")" t
+qc_check "failed run: every request failed as interrupted may have gone out (it has an audit row)" \
+	"$(sql -c "SELECT qc_test.audit_flush();
+	            SELECT count(*) FROM queryclaw.requests r
+	             WHERE r.error = 'interrupted; not sent again'
+	               AND NOT EXISTS (SELECT FROM queryclaw.audit_log a
+	                                WHERE a.func = 'api_call_async' AND (a.detail->'request'->>'id')::bigint = r.id)" | tail -1)" 0
+qc_check "failed run: every callback called once" \
+	"$(sql -c "SELECT count(DISTINCT s.id) || ' ' || count(*) FROM qc_restart_seen s")" "300 300"
+
+# 4. Two async workers (a restart for queryclaw.async_workers) share a
 # queue of 300: each request is claimed by one of them only, so it is sent
 # once, its callback runs once, and it has one audit row per attempt.  A
 # small async_concurrency and slow answers keep the first worker busy long
@@ -179,7 +215,7 @@ sql -c "REVOKE EXECUTE ON FUNCTION queryclaw.cancel_requests(bigint[]) FROM $rol
 sql -c "ALTER SYSTEM RESET queryclaw.async_workers" -c "ALTER SYSTEM RESET queryclaw.async_concurrency" >/dev/null
 qc_pg_ctl -m fast restart || echo "not ok - the server restarted with one async worker again"
 
-# 4. Responses that came while their callbacks could not run yet (each
+# 5. Responses that came while their callbacks could not run yet (each
 # waits for an advisory lock this test holds), when the server stops hard:
 # the outcomes were recorded, so the requests are not sent again, POSTs
 # without a key included; after the restart each callback runs once, and

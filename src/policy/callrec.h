@@ -47,6 +47,8 @@ typedef struct QcCall
 	const QcUrl *first_url;
 	char	   *first_url_error;
 	TimestampTz started;
+	bool		taken_up;		/* the transport started it: it may have gone
+								 * out */
 
 	/*
 	 * Per-call limits and audit additions.  qc_call_new() sets the defaults

@@ -849,6 +849,7 @@ start_call(Slot *slot, QcCall *call)
 	slot->body_len = call->body_len;
 	slot->headers = call->headers;
 	call->started = GetCurrentTimestamp();
+	call->taken_up = true;
 	if (start_hop(slot, call->url))
 		return true;
 	slot->call = NULL;

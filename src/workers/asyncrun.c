@@ -1084,6 +1084,8 @@ qc_async_call_ended(QcCall *call)
 		h->mean_ms = h->mean_ms == 0 ? call->elapsed_ms :
 			0.8 * h->mean_ms + 0.2 * call->elapsed_ms;
 	f->out--;
+	f->call = NULL;
+	f->went_out = true;
 	f->ended = lappend(f->ended, call);
 	MemoryContextSwitchTo(old);
 }
@@ -1119,6 +1121,8 @@ send_call(QcAsyncFlight *f, QcCall *call, List **calls)
 	{
 		case QC_ADMIT_START:
 			f->out++;
+			if (f->job == NULL)
+				f->call = call;
 			h = host_load(f->r->role, qc_call_host(call));
 			if (h->out == 0)
 				h->busy_since = GetCurrentTimestamp();
@@ -1386,6 +1390,14 @@ bool
 qc_async_flight_over(const QcAsyncFlight *f)
 {
 	return f->recorded;
+}
+
+bool
+qc_async_flight_never_sent(const QcAsyncFlight *f)
+{
+	return f->job == NULL && !f->went_out &&
+		(f->r->outcome == QC_ASYNC_PENDING || f->r->outcome == QC_ASYNC_WAIT) &&
+		(f->call == NULL || !f->call->taken_up);
 }
 
 bool

@@ -74,8 +74,19 @@ typedef struct QcAsyncFlight
 	List	   *held;			/* its job's calls not admitted yet (a
 								 * server's cap, the audit queue) */
 	int			out;			/* its calls on the wire */
+	QcCall	   *call;			/* a web or API request's call, from the
+								 * transport's hands to its end */
+	bool		went_out;		/* a call of it ended: it was sent */
 	bool		recorded;		/* its outcome is recorded: it is over */
 } QcAsyncFlight;
+
+/*
+ * Was f's request never sent in this attempt?  A web or API request whose
+ * call the transport never started (still the worker's, or waiting for its
+ * host in the transport) and that has no outcome but a wait: after a failed
+ * run it goes back to the queue whatever its method.
+ */
+extern bool qc_async_flight_never_sent(const QcAsyncFlight *f);
 
 /* A new flight for a request claimed now (in its own memory context). */
 extern QcAsyncFlight *qc_async_flight_new(MemoryContext parent, HeapTuple tuple,

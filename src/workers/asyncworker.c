@@ -54,8 +54,10 @@
  * called.  One whose outcome was recorded is not sent again: its callback
  * runs after the restart.
  * The other workers claim nothing until that is done.  An error in the run
- * applies the same rule to the requests the worker had, and the worker
- * goes on a second later.
+ * applies the same rule to the requests the worker had, but knows which of
+ * them it never sent (claimed ahead, or waiting for their host's turn):
+ * those go back to the queue whatever their method, their attempt not
+ * counted.  The worker goes on a second later.
  *
  * The worker's statements run as queryclaw_writer inside a
  * security-restricted operation with the pinned settings, and name their
@@ -657,12 +659,15 @@ claim(int limit)
 typedef struct Requeue
 {
 	ArrayType  *ids;			/* int8[], or NULL for all */
+	ArrayType  *unsent;			/* int8[] of those known never sent, or NULL */
 	List	   *failed;			/* out: the unrepeatable ones, as flights */
 } Requeue;
 
 /*
  * Requests left 'running' on the wire (all of them, or those of ids): back
- * in the queue; the unrepeatable ones are read as flights, to be failed.
+ * in the queue; the unrepeatable ones are read as flights, to be failed,
+ * unless they are known never sent (unsent), which go back to the queue
+ * like the others, their attempt not counted.
  * Those whose outcome is recorded are the callback workers'.  A row a
  * user's transaction holds (a cancel not yet committed) is skipped, not
  * waited for: that cancel ends it.
@@ -671,19 +676,23 @@ static void
 requeue_running(void *arg)
 {
 	Requeue    *rq = arg;
-	Oid			type = INT8ARRAYOID;
-	Datum		ids = rq->ids ? PointerGetDatum(rq->ids) : (Datum) 0;
-	const char *nulls = rq->ids ? " " : "n";
+	Oid			types[2] = {INT8ARRAYOID, INT8ARRAYOID};
+	Datum		ids[2] = {rq->ids ? PointerGetDatum(rq->ids) : (Datum) 0,
+	rq->unsent ? PointerGetDatum(rq->unsent) : (Datum) 0};
+	char		nulls[2] = {rq->ids ? ' ' : 'n', rq->unsent ? ' ' : 'n'};
 	int			rc;
 
 	rc = SPI_execute_with_args("UPDATE queryclaw.requests u SET state = 'queued',"
-							   " next_attempt_at = pg_catalog.now()"
+							   " next_attempt_at = pg_catalog.now(),"
+							   " attempts = CASE WHEN u.id OPERATOR(pg_catalog.=) ANY ($2)"
+							   "  THEN u.attempts OPERATOR(pg_catalog.-) 1 ELSE u.attempts END"
 							   " WHERE u.id OPERATOR(pg_catalog.=) ANY (ARRAY("
 							   "  SELECT r.id FROM queryclaw.requests r"
-							   "   WHERE " ON_THE_WIRE " AND NOT " UNREPEATABLE
+							   "   WHERE " ON_THE_WIRE
+							   "   AND (NOT " UNREPEATABLE " OR r.id OPERATOR(pg_catalog.=) ANY ($2))"
 							   "   AND ($1 IS NULL OR r.id OPERATOR(pg_catalog.=) ANY ($1))"
 							   "   FOR UPDATE SKIP LOCKED))",
-							   1, &type, &ids, nulls, false, 0);
+							   2, types, ids, nulls, false, 0);
 	if (rc != SPI_OK_UPDATE)
 		elog(ERROR, "could not queue interrupted requests again: %s", SPI_result_code_string(rc));
 	if (SPI_processed > 0)
@@ -694,7 +703,7 @@ requeue_running(void *arg)
 							   " WHERE " ON_THE_WIRE " AND " UNREPEATABLE
 							   " AND ($1 IS NULL OR r.id OPERATOR(pg_catalog.=) ANY ($1))"
 							   " FOR UPDATE SKIP LOCKED",
-							   1, &type, &ids, nulls, false, 0);
+							   1, types, ids, nulls, false, 0);
 	if (rc != SPI_OK_SELECT)
 		elog(ERROR, "could not read interrupted requests: %s", SPI_result_code_string(rc));
 	rq->failed = take_rows();
@@ -730,7 +739,7 @@ recovered(void)
 {
 	QcQueueShared *shared = qc_queue_shared();
 	bool		done;
-	Requeue		rq = {NULL, NIL};
+	Requeue		rq = {NULL, NULL, NIL};
 
 	SpinLockAcquire(&shared->mutex);
 	done = shared->recovered;
@@ -767,7 +776,20 @@ record_deferred(void)
 	return done;
 }
 
-static ArrayType *flight_ids(bool all);
+/*
+ * Which of the worker's requests flight_ids gives.  After a failed run,
+ * all it has includes those whose outcome the failed step recorded: the
+ * step's transaction rolled back, and a step drops the flights it
+ * recorded only at its end.
+ */
+typedef enum FlightSet
+{
+	FLIGHTS_ALL,				/* all it has */
+	FLIGHTS_NOT_CANCELLED,		/* those whose cancel is not seen yet */
+	FLIGHTS_NEVER_SENT			/* those it knows were never sent */
+} FlightSet;
+
+static ArrayType *flight_ids(FlightSet set);
 
 static void
 purge(void *arg)
@@ -954,12 +976,9 @@ call_ended(QcCall *call, void *arg)
 	qc_async_call_ended(call);
 }
 
-/*
- * The ids of the worker's requests, as an int8[] (NULL for none): all, or
- * those whose cancel is not seen yet.
- */
+/* The ids of the worker's requests of a set, as an int8[] (NULL for none). */
 static ArrayType *
-flight_ids(bool all)
+flight_ids(FlightSet set)
 {
 	Datum	   *ids = palloc(Max(list_length(worker.flights), 1) * sizeof(Datum));
 	int			n = 0;
@@ -969,7 +988,9 @@ flight_ids(bool all)
 	{
 		QcAsyncFlight *f = lfirst(lc);
 
-		if (!qc_async_flight_over(f) && (all || !f->r->cancel_seen))
+		if (set == FLIGHTS_ALL ||
+			(set == FLIGHTS_NOT_CANCELLED && !qc_async_flight_over(f) && !f->r->cancel_seen) ||
+			(set == FLIGHTS_NEVER_SENT && qc_async_flight_never_sent(f)))
 			ids[n++] = Int64GetDatum(f->r->id);
 	}
 	return n == 0 ? NULL : construct_array(ids, n, INT8OID, 8, true, TYPALIGN_DOUBLE);
@@ -988,7 +1009,7 @@ look_for_cancels(void *arg)
 {
 	static SPIPlanPtr plan = NULL;
 	Oid			type = INT8ARRAYOID;
-	ArrayType  *ids = flight_ids(false);
+	ArrayType  *ids = flight_ids(FLIGHTS_NOT_CANCELLED);
 	Datum		value;
 
 	if (ids == NULL)
@@ -1091,7 +1112,7 @@ static void
 release(void)
 {
 	MemoryContext cxt = CurrentMemoryContext;
-	Requeue		rq = {flight_ids(true), NIL};
+	Requeue		rq = {flight_ids(FLIGHTS_ALL), flight_ids(FLIGHTS_NEVER_SENT), NIL};
 	ListCell   *lc;
 
 	foreach(lc, worker.flights)
