@@ -72,6 +72,29 @@ SELECT qc_test.quick_burst(1) AS last_ids \gset
 SELECT state FROM queryclaw.wait(:'last_ids', '30 s');
 RESET ROLE;
 
+-- The worker's cap of 1: a quick host admits no more calls claimed ahead
+-- than its cap, so at most 2 of a burst are running at once, one on the
+-- wire and one claimed ahead (before, 16 more waited in the worker, and
+-- another role's call to the host would have queued behind them).  The
+-- fixture's peak shows the worker applied the cap.
+ALTER SYSTEM SET queryclaw.max_host_concurrency = 1;
+SELECT pg_reload_conf();
+SELECT pg_sleep(0.3);
+SELECT qc_test.slow_peak_reset() AS reset;
+SELECT qc_test.reset_requests();
+SET ROLE qc_ahead_full;
+SELECT qc_test.quick_burst(40) AS ids \gset
+RESET ROLE;
+SELECT qc_test.wait_until('qc_test.requests_served() >= 5') AS some_served;
+SELECT count(*) <= 2 AS at_most_2_running
+  FROM queryclaw.requests WHERE id = ANY (:'ids') AND state = 'running';
+SET ROLE qc_ahead_full;
+SELECT state, count(*) FROM queryclaw.wait(:'ids', '60 s') GROUP BY 1;
+RESET ROLE;
+SELECT qc_test.slow_peak() AS at_once;
+ALTER SYSTEM RESET queryclaw.max_host_concurrency;
+SELECT pg_reload_conf();
+
 -- clean up
 DROP FUNCTION qc_test.slow_peak_reset(), qc_test.quick_burst(int);
 TRUNCATE queryclaw.requests CASCADE;
