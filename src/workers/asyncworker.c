@@ -677,10 +677,14 @@ requeue_running(void *arg)
 {
 	Requeue    *rq = arg;
 	Oid			types[2] = {INT8ARRAYOID, INT8ARRAYOID};
-	Datum		ids[2] = {rq->ids ? PointerGetDatum(rq->ids) : (Datum) 0,
-	rq->unsent ? PointerGetDatum(rq->unsent) : (Datum) 0};
-	char		nulls[2] = {rq->ids ? ' ' : 'n', rq->unsent ? ' ' : 'n'};
+	Datum		ids[2];
+	char		nulls[2];
 	int			rc;
+
+	ids[0] = rq->ids ? PointerGetDatum(rq->ids) : (Datum) 0;
+	nulls[0] = rq->ids ? ' ' : 'n';
+	ids[1] = rq->unsent ? PointerGetDatum(rq->unsent) : (Datum) 0;
+	nulls[1] = rq->unsent ? ' ' : 'n';
 
 	rc = SPI_execute_with_args("UPDATE queryclaw.requests u SET state = 'queued',"
 							   " next_attempt_at = pg_catalog.now(),"
