@@ -1084,8 +1084,6 @@ qc_async_call_ended(QcCall *call)
 		h->mean_ms = h->mean_ms == 0 ? call->elapsed_ms :
 			0.8 * h->mean_ms + 0.2 * call->elapsed_ms;
 	f->out--;
-	f->call = NULL;
-	f->went_out = true;
 	f->ended = lappend(f->ended, call);
 	MemoryContextSwitchTo(old);
 }
@@ -1395,7 +1393,7 @@ qc_async_flight_over(const QcAsyncFlight *f)
 bool
 qc_async_flight_never_sent(const QcAsyncFlight *f)
 {
-	return f->job == NULL && !f->went_out &&
+	return f->job == NULL &&
 		(f->r->outcome == QC_ASYNC_PENDING || f->r->outcome == QC_ASYNC_WAIT) &&
 		(f->call == NULL || !f->call->taken_up);
 }

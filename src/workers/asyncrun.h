@@ -74,9 +74,8 @@ typedef struct QcAsyncFlight
 	List	   *held;			/* its job's calls not admitted yet (a
 								 * server's cap, the audit queue) */
 	int			out;			/* its calls on the wire */
-	QcCall	   *call;			/* a web or API request's call, from the
-								 * transport's hands to its end */
-	bool		went_out;		/* a call of it ended: it was sent */
+	QcCall	   *call;			/* a web or API request's call, once handed
+								 * to the transport (in cxt, as long as f) */
 	bool		recorded;		/* its outcome is recorded: it is over */
 } QcAsyncFlight;
 
