@@ -28,7 +28,19 @@
 #      each on a fresh queue (TRUNCATE) and then on the queue that batch
 #      drained (its 10,000 final requests kept, as async_retention keeps
 #      them for a day, and VACUUM ANALYZEd: the statistics then say no
-#      request is open).  Beside each: the CPU time of the async worker and
+#      request is open); and at 256 in flight once more on a fresh queue
+#      while another session holds a snapshot taken before the INSERT (a
+#      transaction left open elsewhere: no row version the run makes can
+#      be pruned).  The wait for the final states is a procedure that
+#      commits between its checks, which read the partial indexes of the
+#      requests not final: it holds no snapshot across the run and scans
+#      nothing that grows.  The cluster's new WAL segment files are not
+#      zero-filled (wal_init_zero off; min_wal_size keeps those written
+#      recycled, and a CHECKPOINT follows the audit log's filling), as on a
+#      server whose WAL is recycled: in a new cluster each 16 MB of WAL
+#      otherwise made a new file, 16 MB of zeros written by whichever
+#      process first wrote into it, often the async worker as its step
+#      committed (steps of 100 ms).  Beside each: the CPU time of the async worker and
 #      of the callback worker per request (from /proc/PID/stat), the
 #      seconds the async worker waited for a CPU while it could run (from
 #      /proc/PID/schedstat: what the machine's other work took from it),
@@ -108,6 +120,9 @@ pg_net.database_name = 'postgres'
 queryclaw.max_host_concurrency = 64
 queryclaw.async_concurrency = 64
 queryclaw.database = 'postgres'
+min_wal_size = '2GB'
+max_wal_size = '4GB'
+wal_init_zero = off
 CONF
 qc_psql -q -d postgres <<'SQL' || exit 1
 CREATE EXTENSION queryclaw_ext;
@@ -115,6 +130,18 @@ CREATE TABLE bench_done (id bigint, status int);
 CREATE TABLE bench_enqueued (n int, request bigint);
 CREATE FUNCTION bench_note(id bigint, result jsonb, error text, context jsonb)
 RETURNS void LANGUAGE sql AS $$ INSERT INTO bench_done VALUES (id, (result->>'status')::int) $$;
+CREATE PROCEDURE bench_wait_while(busy_while text) LANGUAGE plpgsql AS $$
+DECLARE
+	busy boolean;
+BEGIN
+	LOOP
+		EXECUTE 'SELECT ' || busy_while INTO busy;
+		EXIT WHEN NOT busy;
+		COMMIT;
+		PERFORM pg_sleep(0.01);
+		COMMIT;
+	END LOOP;
+END $$;
 SQL
 [ -n "$PGNET_BUILD" ] && { qc_psql -q -d postgres -c "CREATE EXTENSION pg_net" || exit 1; }
 # the worker connects once the database has the extension: give it a pass
@@ -126,9 +153,12 @@ since() {
 }
 
 # The SQL that waits until $1 (an SQL condition) is false, checking every
-# 10 ms.
+# 10 ms.  A procedure that commits between its checks: a DO block would
+# hold its first snapshot, and with it the horizon of every row version
+# made during the run (none could be pruned, as with a transaction left
+# open elsewhere: measured on its own below).
 wait_while() {
-	echo "DO \$\$ BEGIN WHILE $1 LOOP PERFORM pg_sleep(0.01); END LOOP; END \$\$;"
+	echo "CALL bench_wait_while(\$q\$$1\$q\$);"
 }
 
 # Queue N ($3, if given) requests to /delay in one INSERT ... SELECT, with
@@ -136,18 +166,30 @@ wait_while() {
 # TRUNCATE) or on the queue the last batch left, every request final,
 # VACUUM ANALYZEd ($1 = drained); wait until all are final.  Prints
 # "seconds|enqueue us a request|requests not done": from the commit to the
-# last final request (with a callback, the last callback's row, written as
-# the request is made final), and the INSERT's time from its start to its
-# commit.  The wait without a callback reads the open requests through
-# their partial index (requests_role_open_idx), so that it does not scan
-# the table every 10 ms.
+# last final request (with a callback, the request is made final in the
+# callback's transaction), and the INSERT's time from its start to its
+# commit.  The wait reads the requests not final through the two partial
+# indexes that hold them (running ones whose outcome is not final, and
+# queued ones), so that it does not scan the table every 10 ms.  With
+# $4 = held, a session holds a snapshot from before the INSERT until every
+# request is final (a transaction left open elsewhere: no row version the
+# run makes can be pruned).
 queue_batch() {
-	local empty="TRUNCATE queryclaw.requests CASCADE;" cb="" open n=${3:-$N}
+	local empty="TRUNCATE queryclaw.requests CASCADE;" cb="" open n=${3:-$N} missing=0 holder=""
 	[ "$1" = drained ] && empty="VACUUM ANALYZE queryclaw.requests, queryclaw.request_secrets;"
-	open="EXISTS (SELECT FROM queryclaw.requests WHERE state IN ('queued', 'running', 'retrying'))"
+	open="EXISTS (SELECT FROM queryclaw.requests WHERE state = 'running' AND finished_at IS NULL)
+	      OR EXISTS (SELECT FROM queryclaw.requests WHERE state IN ('queued', 'retrying'))"
 	if [ "$2" = callback ]; then
 		cb=", callback => 'bench_note(bigint,jsonb,text,jsonb)'::regprocedure"
-		open="(SELECT count(*) FROM bench_done) < $n"
+		missing="$n - (SELECT count(*) FROM bench_done)"
+	fi
+	if [ "${4:-}" = held ]; then
+		qc_psql -q -d postgres -c "BEGIN ISOLATION LEVEL REPEATABLE READ" -c "SELECT 1" \
+			-c "SELECT pg_sleep(600)" >/dev/null 2>&1 &
+		holder="SELECT pg_cancel_backend(pid) FROM pg_stat_activity
+		         WHERE query = 'SELECT pg_sleep(600)' AND pid <> pg_backend_pid() \\g /dev/null"
+		qc_psql -q -d postgres -c "$(wait_while "NOT EXISTS (SELECT FROM pg_stat_activity
+		                                          WHERE query = 'SELECT pg_sleep(600)' AND backend_xmin IS NOT NULL)")"
 	fi
 	qc_psql -q -At -d postgres <<SQL
 TRUNCATE bench_done, bench_enqueued;
@@ -159,7 +201,8 @@ SET enable_seqscan = off;
 $(wait_while "$open")
 RESET enable_seqscan;
 SELECT round($(since t0), 3), round(extract(epoch FROM :'t0'::timestamptz - :'e0'::timestamptz)::numeric * 1e6 / $n, 2),
-       (SELECT count(*) FROM queryclaw.requests r JOIN bench_enqueued e ON e.request = r.id WHERE r.state <> 'done');
+       (SELECT count(*) FROM queryclaw.requests r JOIN bench_enqueued e ON e.request = r.id WHERE r.state <> 'done') + $missing;
+$holder
 SQL
 }
 
@@ -220,11 +263,11 @@ curl_alone() {
 }
 
 # One measured run, named $1: the floor at $4 in flight, then the batch
-# (queue_batch $2 $3, or pgnet_batch $2 when $3 is pg_net); records the
-# seconds, the ratio to that floor, each worker's CPU and the enqueue, and
-# prints them.
+# (queue_batch $2 $3, with a snapshot held elsewhere when $5 is held, or
+# pgnet_batch $2 when $3 is pg_net); records the seconds, the ratio to that
+# floor, each worker's CPU and the enqueue, and prints them.
 measure() {
-	local name=$1 mode=$2 kind=$3 inflight=$4 worker=async floor a0 c0 w0 out s enq bad x a c w
+	local name=$1 mode=$2 kind=$3 inflight=$4 held=${5:-} worker=async floor a0 c0 w0 out s enq bad x a c w
 	[ "$kind" = pg_net ] && worker=pg_net
 	floor=$(raw_floor "$N" "$inflight")
 	fig[floor $inflight]+="$floor "
@@ -232,7 +275,7 @@ measure() {
 	if [ "$kind" = pg_net ]; then
 		out=$(pgnet_batch "$mode")
 	else
-		out=$(queue_batch "$mode" "$kind")
+		out=$(queue_batch "$mode" "$kind" "" "$held")
 	fi
 	a=$(cpu_us "$a0" $worker) c=$(cpu_us "$c0" callback)
 	w=$(awk -v a="$w0" -v b="$(worker_waited $worker)" 'BEGIN { printf "%.2f", b - a }')
@@ -273,6 +316,7 @@ SELECT a.at - g * interval '300 ms', role, pid, func, method, url, final_url, st
   FROM (SELECT * FROM queryclaw.audit_log ORDER BY id DESC LIMIT 1) a,
        generate_series(1, $AUDIT_ROWS - (SELECT count(*) FROM queryclaw.audit_log)) g;
 VACUUM ANALYZE queryclaw.audit_log;
+CHECKPOINT;
 SQL
 echo "audit log before the measured runs: $(qc_psql -At -d postgres -c "SELECT count(*) FROM queryclaw.audit_log") rows"
 
@@ -299,6 +343,7 @@ for run in $(seq "$RUNS"); do
 		set_inflight 256
 		measure "256 in flight, callback, fresh" fresh callback 256
 		measure "256 in flight, callback, drained" drained callback 256
+		measure "256 in flight, callback, fresh, held" fresh callback 256 held
 		set_inflight 64
 	fi
 	[ -n "$PGNET_BUILD" ] && for batch in $PGNET_BATCHES; do
@@ -322,6 +367,7 @@ done
 if picked 256-callback; then
 	summary "256 in flight, callback, fresh"
 	summary "256 in flight, callback, drained"
+	summary "256 in flight, callback, fresh, held" "256 ..., a snapshot held elsewhere"
 fi
 # shellcheck disable=SC2086
 echo "raw floor (floor.c), 10000 GETs: 64 connections $(min_median 2 ${fig[floor 64]:-}) s, 256 connections $(min_median 2 ${fig[floor 256]:-}) s"
